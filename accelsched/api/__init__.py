@@ -1,0 +1,1 @@
+"""Kubernetes objects accelsched reads: parsing, quantities, selectors and validation at the edge."""

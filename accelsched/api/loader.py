@@ -1,0 +1,219 @@
+"""Read Kubernetes YAML the way kubectl prints and applies it: many documents, ``kind: List``, workloads.
+
+Nodes, Namespaces and PriorityClasses are read first, so workloads can be expanded against the nodes
+(DaemonSets) and pods get their priority from their PriorityClass, as admission does. Everything is
+validated before anything is scheduled: bad input stops the run with one line, nothing half-applied.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from accelsched.api import objects, quantity, workloads
+from accelsched.api.objects import Namespace, Node, Pod, PriorityClass
+from accelsched.errors import InputError, Where
+
+# Kinds that exist in clusters but do not change placement: read past without a word.
+QUIET_KINDS = {
+    "Service",
+    "ConfigMap",
+    "Secret",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Endpoints",
+    "EndpointSlice",
+    "Event",
+    "Lease",
+    "CustomResourceDefinition",
+    "PodDisruptionBudget",
+    "Ingress",
+    "NetworkPolicy",
+    "HorizontalPodAutoscaler",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "LimitRange",
+    "ResourceQuota",
+    "ControllerRevision",
+    "CSIDriver",
+    "CSINode",
+    "RuntimeClass",
+    "PodGroup",
+    "NodeResourceTopology",
+    "KubeSchedulerConfiguration",
+    "CronJob",
+}
+
+
+@dataclass
+class Document:
+    doc: Mapping[str, Any]
+    source: str
+    kind: str
+
+
+@dataclass
+class Inputs:
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    namespaces: list[Namespace] = field(default_factory=list)
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    ignored: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def pending(self) -> list[Pod]:
+        return [p for p in self.pods if not p.node_name and not p.terminal]
+
+    @property
+    def bound(self) -> list[Pod]:
+        return [p for p in self.pods if p.node_name and not p.terminal]
+
+
+def read_documents(path: str | Path, text: str | None = None) -> list[Document]:
+    """All objects of one file, ``kind: List`` expanded, with their file for error messages."""
+    source = str(path)
+    if text is None:
+        try:
+            text = sys.stdin.read() if source == "-" else Path(path).read_text()
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+    try:
+        raw = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise InputError(f"malformed YAML{where}: {getattr(exc, 'problem', None) or exc}", source=source) from None
+    out: list[Document] = []
+    for i, doc in enumerate(raw):
+        kind = objects.check_kind(doc, source, i)
+        if kind == "List" or (kind.endswith("List") and "items" in doc):
+            items = doc.get("items") or []
+            if not isinstance(items, list):
+                raise InputError("must be a list", source=source, obj=f"document {i + 1} (List)", field="items")
+            for j, item in enumerate(items):
+                out.append(Document(item, source, objects.check_kind(item, f"{source} (items[{j}])", j)))
+        else:
+            out.append(Document(doc, source, kind))
+    return out
+
+
+def load(paths: Iterable[str | Path]) -> Inputs:
+    docs: list[Document] = []
+    for path in paths:
+        docs.extend(read_documents(path))
+    return build_inputs(docs)
+
+
+def build_inputs(docs: list[Document], base: Inputs | None = None) -> Inputs:
+    """Parse documents into Inputs. With ``base``, objects replace same-named ones there (kubectl apply)."""
+    inputs = base or Inputs()
+    seen: dict[tuple[str, str, str], str] = {}
+
+    def claim(kind: str, namespace: str, name: str, source: str) -> None:
+        key = (kind, namespace, name)
+        if key in seen:
+            raise InputError(
+                f"duplicate object: also defined in {seen[key]}",
+                source=source,
+                obj=objects.describe(kind, namespace, name),
+                field="metadata.name",
+            )
+        seen[key] = source
+
+    nodes = {n.name: n for n in inputs.nodes}
+    namespaces = {n.name: n for n in inputs.namespaces}
+    for d in docs:
+        if d.kind == "Node":
+            node = objects.parse_node(d.doc, d.source)
+            claim("Node", "", node.name, d.source)
+            nodes[node.name] = node
+        elif d.kind == "Namespace":
+            ns = objects.parse_namespace(d.doc, d.source)
+            claim("Namespace", "", ns.name, d.source)
+            namespaces[ns.name] = ns
+        elif d.kind == "PriorityClass":
+            pc = objects.parse_priority_class(d.doc, d.source)
+            claim("PriorityClass", "", pc.name, d.source)
+            inputs.priority_classes[pc.name] = pc
+    inputs.nodes = list(nodes.values())
+    inputs.namespaces = list(namespaces.values())
+    defaults = [pc for pc in inputs.priority_classes.values() if pc.global_default]
+    if len(defaults) > 1:
+        raise InputError(
+            f"more than one PriorityClass has globalDefault: {', '.join(p.name for p in defaults)}",
+            field="globalDefault",
+        )
+
+    pods = {p.key: p for p in inputs.pods}
+    for d in docs:
+        if d.kind == "Pod":
+            new = [objects.parse_pod(d.doc, d.source)]
+        elif d.kind in workloads.WORKLOAD_KINDS:
+            new = [objects.parse_pod(p, d.source) for p in workloads.expand(d.doc, d.source, inputs.nodes)]
+            _, name, namespace, _ = objects.metadata(d.doc, d.source, d.kind, namespaced=True)
+            claim(d.kind, namespace, name, d.source)
+        elif d.kind in ("Node", "Namespace", "PriorityClass"):
+            continue
+        else:
+            if d.kind not in QUIET_KINDS:
+                inputs.ignored[d.kind] += 1
+            continue
+        for pod in new:
+            claim("Pod", pod.namespace, pod.name, d.source)
+            _admit(pod, inputs, nodes, defaults[0] if defaults else None)
+            pods[pod.key] = pod
+    inputs.pods = list(pods.values())
+    return inputs
+
+
+def _admit(pod: Pod, inputs: Inputs, nodes: Mapping[str, Node], default: PriorityClass | None) -> None:
+    """What admission does before a pod reaches the scheduler: priority from its class, and sanity checks."""
+    where = Where(pod.source, objects.describe("Pod", pod.namespace, pod.name))
+    name = pod.priority_class_name
+    if name:
+        pc = inputs.priority_classes.get(name) or objects.SYSTEM_PRIORITY_CLASSES.get(name)
+        if pc is None:
+            raise where.error("spec.priorityClassName", f"no PriorityClass with name {name} was found")
+    else:
+        pc = default
+    if pc is not None:
+        pod.priority = pc.value
+        if "preemptionPolicy" not in (pod.raw.get("spec") or {}):
+            pod.preemption_policy = pc.preemption_policy
+    if pod.node_name and not pod.terminal and pod.node_name not in nodes:
+        raise where.error("spec.nodeName", f"node {pod.node_name!r} does not exist in the input")
+    if nodes:
+        advertised = {r for n in nodes.values() for r in n.allocatable}
+        for res in pod.requests:
+            if quantity.is_extended(res) and res not in advertised:
+                raise where.error(
+                    request_path(pod, res),
+                    f"no node advertises {res}"
+                    + (
+                        f" (nodes advertise: {', '.join(sorted(a for a in advertised if quantity.is_extended(a)))})"
+                        if any(quantity.is_extended(a) for a in advertised)
+                        else ""
+                    ),
+                )
+
+
+def request_path(pod: Pod, resource: str) -> str:
+    """The field path of the first container asking for ``resource``, for error messages."""
+    spec = pod.raw.get("spec") or {}
+    for group in ("containers", "initContainers"):
+        for i, c in enumerate(spec.get(group) or []):
+            res = (c or {}).get("resources") or {}
+            for kind in ("requests", "limits"):
+                if resource in (res.get(kind) or {}):
+                    return f"spec.{group}[{i}].resources.{kind}[{resource}]"
+    return f"spec.overhead[{resource}]"

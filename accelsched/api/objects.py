@@ -1,0 +1,668 @@
+"""Typed views of the Kubernetes objects the scheduler reads, parsed and validated once from YAML dicts.
+
+Every parse error names the file, the object and the field path, so bad input is one clear line.
+The raw dict is kept on each object so results can be written back as YAML unchanged but for what we set.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelsched.api import quantity
+from accelsched.api.selectors import (
+    LABEL_SELECTOR_OPERATORS,
+    NODE_SELECTOR_OPERATORS,
+    TAINT_EFFECTS,
+    LabelSelector,
+    NodeSelectorTerm,
+    Requirement,
+    Taint,
+    Toleration,
+)
+from accelsched.errors import InputError, Where
+
+DEFAULT_SCHEDULER = "default-scheduler"
+DEVICES_ANNOTATION = "accelsched.io/devices"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _mapping(where: Where, value: Any, path: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise where.error(path, f"must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def _list(where: Where, value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise where.error(path, f"must be a list, got {type(value).__name__}")
+    return value
+
+
+def _str(where: Where, value: Any, path: str, default: str = "") -> str:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise where.error(path, f"must be a string, got {type(value).__name__}")
+    return str(value)
+
+
+def _int(where: Where, value: Any, path: str, default: int | None = None, minimum: int | None = None) -> int:
+    if value is None:
+        if default is None:
+            raise where.error(path, "is required")
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise where.error(path, f"must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise where.error(path, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _string_map(where: Where, value: Any, path: str) -> dict[str, str]:
+    return {str(k): _str(where, v, f"{path}.{k}") for k, v in _mapping(where, value, path).items()}
+
+
+def _choice(where: Where, value: str, path: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise where.error(path, f"unknown value {value!r} (expected one of {', '.join(allowed)})")
+    return value
+
+
+def parse_resources(where: Where, value: Any, path: str) -> dict[str, int]:
+    """A ResourceList (requests, limits, allocatable) into canonical integers."""
+    out: dict[str, int] = {}
+    for name, amount in _mapping(where, value, path).items():
+        try:
+            out[str(name)] = quantity.parse(str(name), amount)
+        except ValueError as exc:
+            raise where.error(f"{path}[{name}]", str(exc)) from None
+    return out
+
+
+def parse_requirements(where: Where, value: Any, path: str, operators: tuple[str, ...]) -> tuple[Requirement, ...]:
+    reqs = []
+    for i, item in enumerate(_list(where, value, path)):
+        p = f"{path}[{i}]"
+        item = _mapping(where, item, p)
+        key = _str(where, item.get("key"), f"{p}.key")
+        if not key:
+            raise where.error(f"{p}.key", "is required")
+        op = _choice(where, _str(where, item.get("operator"), f"{p}.operator"), f"{p}.operator", operators)
+        values = tuple(
+            _str(where, v, f"{p}.values[{j}]") for j, v in enumerate(_list(where, item.get("values"), f"{p}.values"))
+        )
+        if op in ("In", "NotIn") and not values:
+            raise where.error(f"{p}.values", f"must be non-empty for operator {op}")
+        if op in ("Exists", "DoesNotExist") and values:
+            raise where.error(f"{p}.values", f"must be empty for operator {op}")
+        if op in ("Gt", "Lt"):
+            if len(values) != 1:
+                raise where.error(f"{p}.values", f"must hold exactly one integer for operator {op}")
+            try:
+                int(values[0])
+            except ValueError:
+                raise where.error(f"{p}.values[0]", f"{values[0]!r} is not an integer") from None
+        reqs.append(Requirement(key, op, values))
+    return tuple(reqs)
+
+
+def parse_label_selector(where: Where, value: Any, path: str) -> LabelSelector | None:
+    """None stays None: a nil selector matches nothing, an empty one matches everything."""
+    if value is None:
+        return None
+    value = _mapping(where, value, path)
+    labels = _string_map(where, value.get("matchLabels"), f"{path}.matchLabels")
+    exprs = parse_requirements(
+        where, value.get("matchExpressions"), f"{path}.matchExpressions", LABEL_SELECTOR_OPERATORS
+    )
+    return LabelSelector(tuple(sorted(labels.items())), exprs)
+
+
+def parse_node_selector_terms(where: Where, value: Any, path: str) -> tuple[NodeSelectorTerm, ...]:
+    terms = []
+    for i, term in enumerate(_list(where, value, path)):
+        p = f"{path}[{i}]"
+        term = _mapping(where, term, p)
+        exprs = parse_requirements(
+            where, term.get("matchExpressions"), f"{p}.matchExpressions", NODE_SELECTOR_OPERATORS
+        )
+        fields = parse_requirements(where, term.get("matchFields"), f"{p}.matchFields", NODE_SELECTOR_OPERATORS)
+        for j, req in enumerate(fields):
+            if req.key != "metadata.name":
+                raise where.error(f"{p}.matchFields[{j}].key", f"unsupported field {req.key!r} (only metadata.name)")
+        terms.append(NodeSelectorTerm(exprs, fields))
+    return tuple(terms)
+
+
+def parse_taints(where: Where, value: Any, path: str) -> tuple[Taint, ...]:
+    taints = []
+    for i, item in enumerate(_list(where, value, path)):
+        p = f"{path}[{i}]"
+        item = _mapping(where, item, p)
+        key = _str(where, item.get("key"), f"{p}.key")
+        if not key:
+            raise where.error(f"{p}.key", "is required")
+        effect = _choice(where, _str(where, item.get("effect"), f"{p}.effect"), f"{p}.effect", TAINT_EFFECTS)
+        taints.append(Taint(key, _str(where, item.get("value"), f"{p}.value"), effect))
+    return tuple(taints)
+
+
+def parse_tolerations(where: Where, value: Any, path: str) -> tuple[Toleration, ...]:
+    out = []
+    for i, item in enumerate(_list(where, value, path)):
+        p = f"{path}[{i}]"
+        item = _mapping(where, item, p)
+        key = _str(where, item.get("key"), f"{p}.key")
+        op = _choice(
+            where, _str(where, item.get("operator"), f"{p}.operator", "Equal"), f"{p}.operator", ("Equal", "Exists")
+        )
+        value_ = _str(where, item.get("value"), f"{p}.value")
+        effect = _str(where, item.get("effect"), f"{p}.effect")
+        if effect:
+            _choice(where, effect, f"{p}.effect", TAINT_EFFECTS)
+        if op == "Exists" and value_:
+            raise where.error(f"{p}.value", "must be empty when operator is Exists")
+        if not key and op != "Exists":
+            raise where.error(f"{p}.operator", "must be Exists when key is empty")
+        seconds = item.get("tolerationSeconds")
+        out.append(
+            Toleration(
+                key, op, value_, effect, None if seconds is None else _int(where, seconds, f"{p}.tolerationSeconds")
+            )
+        )
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------- pods
+
+
+@dataclass(frozen=True)
+class PodAffinityTerm:
+    label_selector: LabelSelector | None
+    topology_key: str
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WeightedPodAffinityTerm:
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None
+    min_domains: int | None = None
+    node_affinity_policy: str = "Honor"
+    node_taints_policy: str = "Ignore"
+    match_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WeightedNodeSelectorTerm:
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass
+class Pod:
+    namespace: str
+    name: str
+    source: str = ""
+    uid: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    scheduler_name: str = DEFAULT_SCHEDULER
+    node_name: str = ""
+    phase: str = "Pending"
+    priority: int = 0
+    priority_class_name: str = ""
+    preemption_policy: str = "PreemptLowerPriority"
+    requests: dict[str, int] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    required_node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    preferred_node_affinity: tuple[WeightedNodeSelectorTerm, ...] = ()
+    required_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    required_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    topologyparse_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    owner_kind: str = ""
+    owner_name: str = ""
+    devices: dict[str, list[str]] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def has_pod_affinity(self) -> bool:
+        return bool(
+            self.required_affinity
+            or self.preferred_affinity
+            or self.required_anti_affinity
+            or self.preferred_anti_affinity
+        )
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+
+def describe(kind: str, meta_ns: str, name: str) -> str:
+    return f"{kind} {meta_ns}/{name}" if meta_ns else f"{kind} {name}"
+
+
+def metadata(
+    doc: Mapping[str, Any], source: str, kind: str, namespaced: bool
+) -> tuple[Where, str, str, Mapping[str, Any]]:
+    """The object's name/namespace and a Where for its errors. Missing names are errors."""
+    pre = Where(source, kind)
+    meta = _mapping(pre, doc.get("metadata"), "metadata")
+    name = _str(pre, meta.get("name"), "metadata.name")
+    if not name:
+        raise pre.error("metadata.name", "is required")
+    namespace = _str(pre, meta.get("namespace"), "metadata.namespace", "default") if namespaced else ""
+    return Where(source, describe(kind, namespace, name)), name, namespace, meta
+
+
+def _container_requests(where: Where, containers: list[Any], path: str) -> list[tuple[dict[str, int], bool]]:
+    """Per container: (requests, is_sidecar). Limits stand in for missing requests, as API defaulting does."""
+    out = []
+    for i, c in enumerate(containers):
+        p = f"{path}[{i}]"
+        c = _mapping(where, c, p)
+        res = _mapping(where, c.get("resources"), f"{p}.resources")
+        limits = parse_resources(where, res.get("limits"), f"{p}.resources.limits")
+        requests = parse_resources(where, res.get("requests"), f"{p}.resources.requests")
+        merged = {**limits, **requests}
+        for name, amount in requests.items():
+            if quantity.is_extended(name) and name in limits and limits[name] != amount:
+                raise where.error(
+                    f"{p}.resources.requests[{name}]", "extended resources must have requests equal to limits"
+                )
+            if name in limits and amount > limits[name]:
+                raise where.error(f"{p}.resources.requests[{name}]", f"must be <= the limit {limits[name]}")
+        out.append((merged, c.get("restartPolicy") == "Always"))
+    return out
+
+
+def effective_requests(
+    app: list[dict[str, int]], init: list[tuple[dict[str, int], bool]], overhead: dict[str, int]
+) -> dict[str, int]:
+    """The pod's request: max(app containers + sidecars, each init container over earlier sidecars) + overhead.
+
+    This is resourcehelper.PodRequests: sidecar init containers (restartPolicy Always) keep running and add to
+    the app containers' sum; a regular init container runs alone with the sidecars started before it.
+    """
+    total: dict[str, int] = {}
+    for req in app:
+        for name, amount in req.items():
+            total[name] = total.get(name, 0) + amount
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for req, is_sidecar in init:
+        if is_sidecar:
+            for name, amount in req.items():
+                sidecars[name] = sidecars.get(name, 0) + amount
+                total[name] = total.get(name, 0) + amount
+            current = dict(sidecars)
+        else:
+            current = dict(sidecars)
+            for name, amount in req.items():
+                current[name] = current.get(name, 0) + amount
+        for name, amount in current.items():
+            init_peak[name] = max(init_peak.get(name, 0), amount)
+    for name, amount in init_peak.items():
+        total[name] = max(total.get(name, 0), amount)
+    for name, amount in overhead.items():
+        total[name] = total.get(name, 0) + amount
+    return {k: v for k, v in total.items() if v}
+
+
+def _pod_affinity_terms(where: Where, value: Any, path: str) -> tuple[PodAffinityTerm, ...]:
+    terms = []
+    for i, t in enumerate(_list(where, value, path)):
+        terms.append(_pod_affinity_term(where, t, f"{path}[{i}]"))
+    return tuple(terms)
+
+
+def _pod_affinity_term(where: Where, t: Any, p: str) -> PodAffinityTerm:
+    t = _mapping(where, t, p)
+    key = _str(where, t.get("topologyKey"), f"{p}.topologyKey")
+    if not key:
+        raise where.error(f"{p}.topologyKey", "is required")
+    return PodAffinityTerm(
+        label_selector=parse_label_selector(where, t.get("labelSelector"), f"{p}.labelSelector"),
+        topology_key=key,
+        namespaces=tuple(
+            _str(where, n, f"{p}.namespaces[{j}]")
+            for j, n in enumerate(_list(where, t.get("namespaces"), f"{p}.namespaces"))
+        ),
+        namespace_selector=parse_label_selector(where, t.get("namespaceSelector"), f"{p}.namespaceSelector"),
+        match_label_keys=tuple(
+            _str(where, n, f"{p}.matchLabelKeys") for n in _list(where, t.get("matchLabelKeys"), f"{p}.matchLabelKeys")
+        ),
+        mismatch_label_keys=tuple(
+            _str(where, n, f"{p}.mismatchLabelKeys")
+            for n in _list(where, t.get("mismatchLabelKeys"), f"{p}.mismatchLabelKeys")
+        ),
+    )
+
+
+def _weighted_pod_affinity_terms(where: Where, value: Any, path: str) -> tuple[WeightedPodAffinityTerm, ...]:
+    out = []
+    for i, item in enumerate(_list(where, value, path)):
+        p = f"{path}[{i}]"
+        item = _mapping(where, item, p)
+        weight = _int(where, item.get("weight"), f"{p}.weight", minimum=1)
+        if weight > 100:
+            raise where.error(f"{p}.weight", f"must be in 1..100, got {weight}")
+        out.append(
+            WeightedPodAffinityTerm(
+                weight, _pod_affinity_term(where, item.get("podAffinityTerm"), f"{p}.podAffinityTerm")
+            )
+        )
+    return tuple(out)
+
+
+def parse_spread_constraints(where: Where, value: Any, path: str) -> tuple[TopologySpreadConstraint, ...]:
+    out = []
+    for i, c in enumerate(_list(where, value, path)):
+        p = f"{path}[{i}]"
+        c = _mapping(where, c, p)
+        when = _choice(
+            where,
+            _str(where, c.get("whenUnsatisfiable"), f"{p}.whenUnsatisfiable"),
+            f"{p}.whenUnsatisfiable",
+            (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY),
+        )
+        key = _str(where, c.get("topologyKey"), f"{p}.topologyKey")
+        if not key:
+            raise where.error(f"{p}.topologyKey", "is required")
+        min_domains = c.get("minDomains")
+        if min_domains is not None:
+            min_domains = _int(where, min_domains, f"{p}.minDomains", minimum=1)
+            if when != DO_NOT_SCHEDULE:
+                raise where.error(f"{p}.minDomains", "may only be set when whenUnsatisfiable is DoNotSchedule")
+        out.append(
+            TopologySpreadConstraint(
+                max_skew=_int(where, c.get("maxSkew"), f"{p}.maxSkew", minimum=1),
+                topology_key=key,
+                when_unsatisfiable=when,
+                label_selector=parse_label_selector(where, c.get("labelSelector"), f"{p}.labelSelector"),
+                min_domains=min_domains,
+                node_affinity_policy=_choice(
+                    where,
+                    _str(where, c.get("nodeAffinityPolicy"), f"{p}.nodeAffinityPolicy", "Honor"),
+                    f"{p}.nodeAffinityPolicy",
+                    ("Honor", "Ignore"),
+                ),
+                node_taints_policy=_choice(
+                    where,
+                    _str(where, c.get("nodeTaintsPolicy"), f"{p}.nodeTaintsPolicy", "Ignore"),
+                    f"{p}.nodeTaintsPolicy",
+                    ("Honor", "Ignore"),
+                ),
+                match_label_keys=tuple(
+                    _str(where, k, f"{p}.matchLabelKeys")
+                    for k in _list(where, c.get("matchLabelKeys"), f"{p}.matchLabelKeys")
+                ),
+            )
+        )
+    return tuple(out)
+
+
+def parse_pod(doc: Mapping[str, Any], source: str = "") -> Pod:
+    where, name, namespace, meta = metadata(doc, source, "Pod", namespaced=True)
+    spec = _mapping(where, doc.get("spec"), "spec")
+    status = _mapping(where, doc.get("status"), "status")
+    containers = _list(where, spec.get("containers"), "spec.containers")
+    if not containers:
+        raise where.error("spec.containers", "must list at least one container")
+    app = [req for req, _ in _container_requests(where, containers, "spec.containers")]
+    init = _container_requests(
+        where, _list(where, spec.get("initContainers"), "spec.initContainers"), "spec.initContainers"
+    )
+    overhead = parse_resources(where, spec.get("overhead"), "spec.overhead")
+
+    affinity = _mapping(where, spec.get("affinity"), "spec.affinity")
+    node_aff = _mapping(where, affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
+    required_node = None
+    req_block = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if req_block is not None:
+        p = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        req_block = _mapping(where, req_block, p)
+        required_node = parse_node_selector_terms(where, req_block.get("nodeSelectorTerms"), f"{p}.nodeSelectorTerms")
+        if not required_node:
+            raise where.error(f"{p}.nodeSelectorTerms", "must have at least one term")
+    preferred_node = []
+    p = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, item in enumerate(_list(where, node_aff.get("preferredDuringSchedulingIgnoredDuringExecution"), p)):
+        item = _mapping(where, item, f"{p}[{i}]")
+        weight = _int(where, item.get("weight"), f"{p}[{i}].weight", minimum=1)
+        if weight > 100:
+            raise where.error(f"{p}[{i}].weight", f"must be in 1..100, got {weight}")
+        (term,) = parse_node_selector_terms(where, [item.get("preference") or {}], f"{p}[{i}].preference")
+        preferred_node.append(WeightedNodeSelectorTerm(weight, term))
+
+    pa = _mapping(where, affinity.get("podAffinity"), "spec.affinity.podAffinity")
+    paa = _mapping(where, affinity.get("podAntiAffinity"), "spec.affinity.podAntiAffinity")
+    req_key, pref_key = (
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        "preferredDuringSchedulingIgnoredDuringExecution",
+    )
+
+    owner_kind = owner_name = ""
+    for i, ref in enumerate(_list(where, meta.get("ownerReferences"), "metadata.ownerReferences")):
+        ref = _mapping(where, ref, f"metadata.ownerReferences[{i}]")
+        if ref.get("controller"):
+            owner_kind, owner_name = _str(where, ref.get("kind"), "kind"), _str(where, ref.get("name"), "name")
+
+    devices: dict[str, list[str]] = {}
+    annotations = _string_map(where, meta.get("annotations"), "metadata.annotations")
+    if DEVICES_ANNOTATION in annotations:
+        devices = parse_devices_annotation(
+            where, annotations[DEVICES_ANNOTATION], f"metadata.annotations[{DEVICES_ANNOTATION}]"
+        )
+
+    priority = spec.get("priority")
+    return Pod(
+        namespace=namespace,
+        name=name,
+        source=source,
+        uid=_str(where, meta.get("uid"), "metadata.uid"),
+        labels=_string_map(where, meta.get("labels"), "metadata.labels"),
+        annotations=annotations,
+        scheduler_name=_str(where, spec.get("schedulerName"), "spec.schedulerName", DEFAULT_SCHEDULER),
+        node_name=_str(where, spec.get("nodeName"), "spec.nodeName"),
+        phase=_str(where, status.get("phase"), "status.phase", "Pending"),
+        priority=_int(where, priority, "spec.priority", default=0) if priority is not None else 0,
+        priority_class_name=_str(where, spec.get("priorityClassName"), "spec.priorityClassName"),
+        preemption_policy=_choice(
+            where,
+            _str(where, spec.get("preemptionPolicy"), "spec.preemptionPolicy", "PreemptLowerPriority"),
+            "spec.preemptionPolicy",
+            ("PreemptLowerPriority", "Never"),
+        ),
+        requests=effective_requests(app, init, overhead),
+        node_selector=_string_map(where, spec.get("nodeSelector"), "spec.nodeSelector"),
+        required_node_affinity=required_node,
+        preferred_node_affinity=tuple(preferred_node),
+        required_affinity=_pod_affinity_terms(where, pa.get(req_key), f"spec.affinity.podAffinity.{req_key}"),
+        preferred_affinity=_weighted_pod_affinity_terms(
+            where, pa.get(pref_key), f"spec.affinity.podAffinity.{pref_key}"
+        ),
+        required_anti_affinity=_pod_affinity_terms(where, paa.get(req_key), f"spec.affinity.podAntiAffinity.{req_key}"),
+        preferred_anti_affinity=_weighted_pod_affinity_terms(
+            where, paa.get(pref_key), f"spec.affinity.podAntiAffinity.{pref_key}"
+        ),
+        tolerations=parse_tolerations(where, spec.get("tolerations"), "spec.tolerations"),
+        topologyparse_spread_constraints=parse_spread_constraints(
+            where, spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints"
+        ),
+        owner_kind=owner_kind,
+        owner_name=owner_name,
+        devices=devices,
+        raw=copy.deepcopy(dict(doc)),
+    )
+
+
+def parse_devices_annotation(where: Where, text: str, path: str) -> dict[str, list[str]]:
+    """``accelsched.io/devices``: JSON ``{"<resource>": ["<id>", ...]}``: the device IDs a pod holds or a node has."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise where.error(path, f"is not valid JSON ({exc.msg})") from None
+    if not isinstance(value, dict) or not all(
+        isinstance(v, list) and all(isinstance(x, str) and x for x in v) for v in value.values()
+    ):
+        raise where.error(path, 'must be a JSON object {"<resource>": ["<device id>", ...]}')
+    for res, ids in value.items():
+        if len(set(ids)) != len(ids):
+            raise where.error(path, f"lists a device of {res} twice")
+    return {str(k): list(v) for k, v in value.items()}
+
+
+# ---------------------------------------------------------------------------------------------- nodes
+
+
+@dataclass
+class Node:
+    name: str
+    source: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    allocatable: dict[str, int] = field(default_factory=dict)
+    capacity: dict[str, int] = field(default_factory=dict)
+    device_ids: dict[str, list[str]] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def parse_node(doc: Mapping[str, Any], source: str = "") -> Node:
+    where, name, _, meta = metadata(doc, source, "Node", namespaced=False)
+    spec = _mapping(where, doc.get("spec"), "spec")
+    status = _mapping(where, doc.get("status"), "status")
+    capacity = parse_resources(where, status.get("capacity"), "status.capacity")
+    allocatable = (
+        parse_resources(where, status.get("allocatable"), "status.allocatable")
+        if "allocatable" in status
+        else dict(capacity)
+    )
+    for res, amount in allocatable.items():
+        if res in capacity and amount > capacity[res]:
+            raise where.error(f"status.allocatable[{res}]", f"is larger than status.capacity[{res}]")
+    labels = _string_map(where, meta.get("labels"), "metadata.labels")
+    labels.setdefault(HOSTNAME_LABEL, name)
+    annotations = _string_map(where, meta.get("annotations"), "metadata.annotations")
+    device_ids: dict[str, list[str]] = {}
+    if DEVICES_ANNOTATION in annotations:
+        path = f"metadata.annotations[{DEVICES_ANNOTATION}]"
+        device_ids = parse_devices_annotation(where, annotations[DEVICES_ANNOTATION], path)
+        for res, ids in device_ids.items():
+            if len(ids) < allocatable.get(res, 0):
+                raise where.error(
+                    path, f"names {len(ids)} devices of {res} but the node advertises {allocatable.get(res, 0)}"
+                )
+    unschedulable = spec.get("unschedulable", False)
+    if not isinstance(unschedulable, bool):
+        raise where.error("spec.unschedulable", f"must be true or false, got {unschedulable!r}")
+    return Node(
+        name=name,
+        source=source,
+        labels=labels,
+        annotations=annotations,
+        taints=parse_taints(where, spec.get("taints"), "spec.taints"),
+        unschedulable=unschedulable,
+        allocatable=allocatable,
+        capacity=capacity or dict(allocatable),
+        device_ids=device_ids,
+        raw=dict(doc),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- small kinds
+
+
+@dataclass(frozen=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool = False
+    preemption_policy: str = "PreemptLowerPriority"
+
+
+# Built into every cluster (pkg/apis/scheduling: SystemCriticalPriority = 2e9).
+SYSTEM_PRIORITY_CLASSES = {
+    "system-cluster-critical": PriorityClass("system-cluster-critical", 2_000_000_000),
+    "system-node-critical": PriorityClass("system-node-critical", 2_000_001_000),
+}
+
+
+def parse_priority_class(doc: Mapping[str, Any], source: str = "") -> PriorityClass:
+    where, name, _, _ = metadata(doc, source, "PriorityClass", namespaced=False)
+    value = _int(where, doc.get("value"), "value")
+    if value > 1_000_000_000 and name not in SYSTEM_PRIORITY_CLASSES:
+        raise where.error("value", "must be <= 1000000000 for user-defined priority classes")
+    gd = doc.get("globalDefault", False)
+    if not isinstance(gd, bool):
+        raise where.error("globalDefault", f"must be true or false, got {gd!r}")
+    policy = _choice(
+        where,
+        _str(where, doc.get("preemptionPolicy"), "preemptionPolicy", "PreemptLowerPriority"),
+        "preemptionPolicy",
+        ("PreemptLowerPriority", "Never"),
+    )
+    return PriorityClass(name, value, gd, policy)
+
+
+@dataclass(frozen=True)
+class Namespace:
+    name: str
+    labels: tuple[tuple[str, str], ...] = ()
+
+    def label_map(self) -> dict[str, str]:
+        return dict(self.labels)
+
+
+def parse_namespace(doc: Mapping[str, Any], source: str = "") -> Namespace:
+    where, name, _, meta = metadata(doc, source, "Namespace", namespaced=False)
+    labels = _string_map(where, meta.get("labels"), "metadata.labels")
+    labels.setdefault("kubernetes.io/metadata.name", name)
+    return Namespace(name, tuple(sorted(labels.items())))
+
+
+def check_kind(doc: Any, source: str, index: int) -> str:
+    """The document's kind, or an InputError naming the document's position in the file."""
+    if not isinstance(doc, Mapping):
+        raise InputError(f"document {index + 1} is a {type(doc).__name__}, not a Kubernetes object", source=source)
+    kind = doc.get("kind")
+    if not kind or not isinstance(kind, str):
+        name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), Mapping) else None
+        obj = f"document {index + 1}" + (f" ({name})" if name else "")
+        raise InputError("has no kind", source=source, obj=obj, field="kind")
+    return kind

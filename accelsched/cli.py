@@ -1,0 +1,151 @@
+"""The accelsched command line: schedule, explain, demo. Bad input is one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+import click
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from accelsched import report
+from accelsched.api.loader import load
+from accelsched.engine import Session, config_from
+from accelsched.errors import InputError
+from accelsched.explain import Explainer, Explanation, find_pod
+
+EXIT_BAD_INPUT = 2
+
+
+def bad_input_exits(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn InputError into ``accelsched: error: FILE: OBJECT: FIELD: what`` and exit 2, never a traceback."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except InputError as exc:
+            click.echo(f"accelsched: error: {exc}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+
+    return wrapper
+
+
+files_option = click.option(
+    "-f",
+    "--filename",
+    "files",
+    multiple=True,
+    required=True,
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Kubernetes YAML: Nodes, Pods, workloads, PriorityClasses, kind: List (repeatable; - for stdin).",
+)
+config_option = click.option(
+    "--config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).",
+)
+seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Seed for breaking score ties.")
+
+
+def _warn_ignored(session: Session) -> None:
+    if session.inputs.ignored:
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(session.inputs.ignored.items()))
+        click.echo(f"accelsched: note: ignored objects that do not affect placement: {kinds}", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="accelsched")
+def main() -> None:
+    """Get accelerator workloads onto the right hardware in Kubernetes, and say why."""
+
+
+@main.command()
+@files_option
+@config_option
+@seed_option
+@click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
+@bad_input_exits
+def schedule(files: tuple[str, ...], config: str | None, seed: int, output: str) -> None:
+    """Place the pending pods of FILEs in queue order, as kube-scheduler would, with device IDs."""
+    session = Session.start(load(files), config_from(config), seed)
+    _warn_ignored(session)
+    results = session.rejected + session.schedule()
+    if output == "json":
+        click.echo(json.dumps(report.to_json(results, session.cluster), indent=2))
+    elif output == "yaml":
+        click.echo(yaml.safe_dump(report.to_objects(results), sort_keys=False), nl=False)
+    else:
+        report.print_tables(Console(), results, session.cluster)
+
+
+@main.command()
+@click.argument("pod")
+@files_option
+@config_option
+@seed_option
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@bad_input_exits
+def explain(pod: str, files: tuple[str, ...], config: str | None, seed: int, output: str) -> None:
+    """Why POD (name or namespace/name) is Pending, or why it went where it went: node by node."""
+    inputs = load(files)
+    target = find_pod(inputs.pods, pod)
+    if target is None:
+        raise InputError(
+            f"no pod {pod!r} in the input (use namespace/name when the name is ambiguous)", obj=f"Pod {pod}"
+        )
+    session = Session.start(inputs, config_from(config), seed)
+    explainer = Explainer(session.scheduler, {target.key})
+    results = session.rejected + session.schedule()
+    result = next((r for r in results if r.pod is target), None)
+    explanation = Explanation(target, result, explainer.verdicts.get(target.key, []))
+    if output == "json":
+        click.echo(json.dumps(explanation.to_json(), indent=2))
+        return
+    print_explanation(Console(), explanation)
+
+
+def print_explanation(console: Console, explanation: Explanation) -> None:
+    r = explanation.result
+    pod = explanation.pod
+    if r is None:
+        console.print(f"{pod.key} is already bound to {pod.node_name}; nothing to schedule.")
+        return
+    if r.node:
+        console.print(
+            f"[green]{pod.key} is scheduled on {r.node}[/]" + (f" with devices {r.devices}" if r.devices else "")
+        )
+    else:
+        console.print(f"[red]{pod.key} stays Pending[/]")
+        console.print(f"Warning  FailedScheduling  {r.message}")
+    table = Table(title="Node by node", title_justify="left", show_lines=True)
+    for col in ("node", "verdict", "why", "what would help"):
+        table.add_column(col, overflow="fold")
+    for v in explanation.nodes:
+        if v.feasible:
+            parts = ", ".join(f"{k} {s}" for k, s in v.scores.items())
+            table.add_row(v.node, f"[green]feasible[/] score {v.score}", parts, "")
+        else:
+            why = "\n".join([f"{v.first_filter}: {', '.join(v.reasons)}", *v.details])
+            table.add_row(v.node, "[red]rejected[/]", why, "\n".join(v.remedies))
+    console.print(table)
+
+
+@main.command()
+@click.option("--step", type=int, default=None, help="Run the scenario up to this step only.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@bad_input_exits
+def demo(step: int | None, seed: int) -> None:
+    """The built-in lab: capacity, taints, cordon, anti-affinity across PDUs, and binding consuming devices."""
+    from accelsched.demo import run_demo
+
+    run_demo(Console(), last_step=step, seed=seed)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,327 @@
+"""Columnar cluster state: arrays over nodes, kept up to date in place as pods are assumed and forgotten.
+
+Everything a filter or score plugin needs is an array indexed by node: free and requested capacity per
+resource, label codes per label key, taint masks, and counts of bound pods matching a label selector.
+After a bind only one node changes, so every cached array is updated at that one index, never rebuilt:
+the work per pod does not grow with the number of pods already bound (design principle 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from accelsched.api import quantity
+from accelsched.api.objects import Namespace, Node, Pod, PodAffinityTerm
+from accelsched.api.selectors import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    LabelSelector,
+    NodeSelectorTerm,
+    Requirement,
+    Taint,
+    Toleration,
+)
+from accelsched.cluster.devices import NodeDevices
+
+# kube-scheduler scores pods without cpu/memory requests as if they asked for these (util.GetNonzeroRequests).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+CORE_RESOURCES = (quantity.CPU, quantity.MEMORY, quantity.EPHEMERAL_STORAGE, quantity.PODS)
+ALL_NAMESPACES = None  # a namespace filter of None means every namespace
+
+NamespaceFilter = frozenset[str] | None
+# Pods matching all of several (selector, namespaces) pairs: how required pod affinity terms are counted.
+Conditions = tuple[tuple[LabelSelector, NamespaceFilter], ...]
+
+
+@dataclass(frozen=True)
+class LabelColumn:
+    """One label key over all nodes: codes[i] indexes values, -1 where the node lacks the key."""
+
+    codes: np.ndarray
+    values: tuple[str, ...]
+
+    @property
+    def present(self) -> np.ndarray:
+        return self.codes >= 0
+
+
+@dataclass(frozen=True)
+class TermGroup:
+    """Bound pods carrying the same affinity term (same selector, namespaces, key): counted per node."""
+
+    selector: LabelSelector | None
+    namespaces: NamespaceFilter
+    topology_key: str
+    weight: int
+
+
+def nonzero_requests(requests: dict[str, int]) -> tuple[int, int]:
+    return (
+        requests.get(quantity.CPU) or DEFAULT_MILLI_CPU_REQUEST,
+        requests.get(quantity.MEMORY) or DEFAULT_MEMORY_REQUEST,
+    )
+
+
+class ClusterState:
+    """The snapshot every plugin reads. Mutated only through assume/forget (and bind, which is assume + record)."""
+
+    def __init__(self, nodes: Sequence[Node], namespaces: Iterable[Namespace] = ()) -> None:
+        self.nodes = list(nodes)
+        self.n = len(self.nodes)
+        self.index = {node.name: i for i, node in enumerate(self.nodes)}
+        self.names = np.array([n.name for n in self.nodes], dtype=object)
+        self.namespaces: dict[str, dict[str, str]] = {ns.name: ns.label_map() for ns in namespaces}
+
+        self.resources: list[str] = list(CORE_RESOURCES)
+        for node in self.nodes:
+            for res in node.allocatable:
+                if res not in self.resources:
+                    self.resources.append(res)
+        self.res_index = {r: i for i, r in enumerate(self.resources)}
+        self.allocatable = np.zeros((len(self.resources), self.n), dtype=np.int64)
+        for i, node in enumerate(self.nodes):
+            for res, amount in node.allocatable.items():
+                self.allocatable[self.res_index[res], i] = amount
+        self.requested = np.zeros_like(self.allocatable)
+        self.free = self.allocatable.copy()
+        # Requested cpu and memory counting request-less pods at the kube-scheduler defaults (scoring only).
+        self.nonzero_requested = np.zeros((2, self.n), dtype=np.int64)
+
+        self.unschedulable = np.array([n.unschedulable for n in self.nodes], dtype=bool)
+        self.devices = [NodeDevices.for_node(n.allocatable, n.device_ids) for n in self.nodes]
+        self.pods_on: list[dict[str, Pod]] = [{} for _ in self.nodes]
+        self.pod_node: dict[str, int] = {}
+        self._label_columns: dict[str, LabelColumn] = {}
+        self._requirement_masks: dict[Requirement, np.ndarray] = {}
+        self._taints = sorted({t for n in self.nodes for t in n.taints}, key=str)
+        self._taint_nodes = {t: np.array([t in n.taints for n in self.nodes], dtype=bool) for t in self._taints}
+        self._toleration_masks: dict[tuple[tuple[Toleration, ...], tuple[str, ...]], np.ndarray] = {}
+        self._selector_counts: dict[Conditions, np.ndarray] = {}
+        # Existing pods' affinity terms, by kind: required_anti, required_affinity, preferred_affinity,
+        # preferred_anti. Each group counts, per node, the bound pods that carry the term.
+        self.term_groups: dict[str, dict[TermGroup, np.ndarray]] = {
+            k: {} for k in ("required_anti", "required_affinity", "preferred_affinity", "preferred_anti")
+        }
+        self.generation = 0
+
+    # ------------------------------------------------------------------------------------ resources
+
+    def column(self, resource: str) -> int | None:
+        return self.res_index.get(resource)
+
+    def request_vector(self, pod: Pod) -> list[tuple[int, int]]:
+        """(row, amount) for each resource the pod asks for, plus one pod slot."""
+        out = [(self.res_index[quantity.PODS], 1)]
+        for res, amount in pod.requests.items():
+            row = self.res_index.get(res)
+            if row is None:
+                row = self._add_resource(res)
+            out.append((row, amount))
+        return out
+
+    def _add_resource(self, res: str) -> int:
+        """A resource no node advertises: a zero row, so every node reports Insufficient <res>."""
+        self.resources.append(res)
+        self.res_index[res] = len(self.resources) - 1
+        zero = np.zeros((1, self.n), dtype=np.int64)
+        self.allocatable = np.vstack([self.allocatable, zero])
+        self.requested = np.vstack([self.requested, zero])
+        self.free = np.vstack([self.free, zero])
+        return self.res_index[res]
+
+    # ------------------------------------------------------------------------------------ labels
+
+    def labels(self, key: str) -> LabelColumn:
+        col = self._label_columns.get(key)
+        if col is None:
+            values: dict[str, int] = {}
+            codes = np.full(self.n, -1, dtype=np.int32)
+            for i, node in enumerate(self.nodes):
+                v = node.labels.get(key)
+                if v is not None:
+                    codes[i] = values.setdefault(v, len(values))
+            col = LabelColumn(codes, tuple(values))
+            self._label_columns[key] = col
+        return col
+
+    def requirement_mask(self, req: Requirement) -> np.ndarray:
+        """Nodes satisfying one node-selector requirement, evaluated once per distinct label value."""
+        mask = self._requirement_masks.get(req)
+        if mask is None:
+            col = self.labels(req.key)
+            lut = np.array(
+                [req.matches_value(False, None)] + [req.matches_value(True, v) for v in col.values], dtype=bool
+            )
+            mask = lut[col.codes + 1]
+            self._requirement_masks[req] = mask
+        return mask
+
+    def name_requirement_mask(self, req: Requirement) -> np.ndarray:
+        return np.array([req.matches({"metadata.name": n.name}) for n in self.nodes], dtype=bool)
+
+    def term_mask(self, term: NodeSelectorTerm) -> np.ndarray:
+        mask = np.ones(self.n, dtype=bool)
+        if not term.match_expressions and not term.match_fields:
+            return ~mask
+        for req in term.match_expressions:
+            mask &= self.requirement_mask(req)
+        for req in term.match_fields:
+            mask &= self.name_requirement_mask(req)
+        return mask
+
+    def node_selector_mask(self, selector: dict[str, str]) -> np.ndarray:
+        mask = np.ones(self.n, dtype=bool)
+        for key, value in selector.items():
+            mask &= self.requirement_mask(Requirement(key, "In", (value,)))
+        return mask
+
+    # ------------------------------------------------------------------------------------ taints
+
+    @property
+    def taints(self) -> list[Taint]:
+        return self._taints
+
+    def untolerated_mask(
+        self, tolerations: tuple[Toleration, ...], effects: tuple[str, ...] = (NO_SCHEDULE, NO_EXECUTE)
+    ) -> np.ndarray:
+        """Nodes carrying at least one taint with one of ``effects`` that the tolerations do not tolerate."""
+        key = (tolerations, effects)
+        mask = self._toleration_masks.get(key)
+        if mask is None:
+            mask = np.zeros(self.n, dtype=bool)
+            for taint in self._taints:
+                if taint.effect in effects and not any(t.tolerates(taint) for t in tolerations):
+                    mask |= self._taint_nodes[taint]
+            self._toleration_masks[key] = mask
+        return mask
+
+    def untolerated_count(self, tolerations: tuple[Toleration, ...], effect: str) -> np.ndarray:
+        counts = np.zeros(self.n, dtype=np.int64)
+        for taint in self._taints:
+            if taint.effect == effect and not any(t.tolerates(taint) for t in tolerations):
+                counts += self._taint_nodes[taint]
+        return counts
+
+    # ------------------------------------------------------------------------------------ namespaces
+
+    def namespace_labels(self, name: str) -> dict[str, str]:
+        labels = self.namespaces.get(name)
+        if labels is None:
+            labels = {"kubernetes.io/metadata.name": name}
+            self.namespaces[name] = labels
+        return labels
+
+    def resolve_namespaces(self, term: PodAffinityTerm, owner_namespace: str) -> NamespaceFilter:
+        """The namespaces a pod affinity term looks at: its list, its namespaceSelector, or the owner's own."""
+        if term.namespace_selector is not None and term.namespace_selector.empty:
+            return ALL_NAMESPACES
+        names = set(term.namespaces)
+        if term.namespace_selector is not None:
+            for pod in self.pods_all():
+                self.namespace_labels(pod.namespace)
+            names.update(n for n, lab in self.namespaces.items() if term.namespace_selector.matches(lab))
+        if not term.namespaces and term.namespace_selector is None:
+            names.add(owner_namespace)
+        return frozenset(names)
+
+    # ------------------------------------------------------------------------------------ pod counts
+
+    def pods_all(self) -> Iterable[Pod]:
+        for pods in self.pods_on:
+            yield from pods.values()
+
+    def selector_counts(self, selector: LabelSelector | None, namespaces: NamespaceFilter) -> np.ndarray:
+        """Bound pods per node matching ``selector`` in ``namespaces``; built once, then kept current."""
+        if selector is None:
+            return np.zeros(self.n, dtype=np.int32)
+        return self.match_counts(((selector, namespaces),))
+
+    def match_counts(self, conditions: Conditions) -> np.ndarray:
+        """Bound pods per node matching every (selector, namespaces) condition; cached and updated on assume/forget."""
+        counts = self._selector_counts.get(conditions)
+        if counts is None:
+            counts = np.zeros(self.n, dtype=np.int32)
+            for i, pods in enumerate(self.pods_on):
+                counts[i] = sum(1 for p in pods.values() if pod_matches_all(p, conditions))
+            self._selector_counts[conditions] = counts
+        return counts
+
+    def domain_counts(self, topology_key: str, per_node: np.ndarray) -> tuple[np.ndarray, LabelColumn]:
+        """Sum a per-node count over the topology domains of ``topology_key``: (per-domain sums, the column)."""
+        col = self.labels(topology_key)
+        present = col.codes >= 0
+        sums = np.bincount(col.codes[present], weights=per_node[present], minlength=len(col.values))
+        return sums.astype(np.int64), col
+
+    # ------------------------------------------------------------------------------------ assume / forget
+
+    def assume(self, pod: Pod, node: int) -> None:
+        """Account ``pod`` on ``node``: capacity, selector counts and term groups. Devices are separate."""
+        if pod.key in self.pod_node:
+            raise ValueError(f"pod {pod.key} is already on node {self.nodes[self.pod_node[pod.key]].name}")
+        for row, amount in self.request_vector(pod):
+            self.requested[row, node] += amount
+            self.free[row, node] -= amount
+        cpu, mem = nonzero_requests(pod.requests)
+        self.nonzero_requested[0, node] += cpu
+        self.nonzero_requested[1, node] += mem
+        self.pods_on[node][pod.key] = pod
+        self.pod_node[pod.key] = node
+        self._count(pod, node, +1)
+        self.generation += 1
+
+    def forget(self, pod: Pod) -> None:
+        node = self.pod_node.pop(pod.key)
+        for row, amount in self.request_vector(pod):
+            self.requested[row, node] -= amount
+            self.free[row, node] += amount
+        cpu, mem = nonzero_requests(pod.requests)
+        self.nonzero_requested[0, node] -= cpu
+        self.nonzero_requested[1, node] -= mem
+        del self.pods_on[node][pod.key]
+        self._count(pod, node, -1)
+        self.generation += 1
+
+    def _count(self, pod: Pod, node: int, delta: int) -> None:
+        self.namespace_labels(pod.namespace)
+        for conditions, counts in self._selector_counts.items():
+            if pod_matches_all(pod, conditions):
+                counts[node] += delta
+        if not pod.has_pod_affinity:
+            return
+        kinds = (
+            ("required_anti", [(t, 1) for t in pod.required_anti_affinity]),
+            ("required_affinity", [(t, 1) for t in pod.required_affinity]),
+            ("preferred_affinity", [(w.term, w.weight) for w in pod.preferred_affinity]),
+            ("preferred_anti", [(w.term, w.weight) for w in pod.preferred_anti_affinity]),
+        )
+        for kind, terms in kinds:
+            groups = self.term_groups[kind]
+            for term, weight in terms:
+                group = TermGroup(
+                    term.label_selector, self.resolve_namespaces(term, pod.namespace), term.topology_key, weight
+                )
+                counts = groups.get(group)
+                if counts is None:
+                    counts = groups[group] = np.zeros(self.n, dtype=np.int32)
+                counts[node] += delta
+                if delta < 0 and not counts.any():
+                    del groups[group]
+
+
+def _pod_matches(pod: Pod, selector: LabelSelector, namespaces: NamespaceFilter) -> bool:
+    return (namespaces is None or pod.namespace in namespaces) and selector.matches(pod.labels)
+
+
+def pod_matches_all(pod: Pod, conditions: Conditions) -> bool:
+    return all(_pod_matches(pod, sel, ns) for sel, ns in conditions)
+
+
+def pod_matches_term(pod: Pod, selector: LabelSelector | None, namespaces: NamespaceFilter) -> bool:
+    """Whether ``pod`` is selected by an affinity term (a nil selector selects nothing)."""
+    return selector is not None and _pod_matches(pod, selector, namespaces)

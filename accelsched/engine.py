@@ -1,0 +1,47 @@
+"""One engine behind every mode: inputs in, a cluster state and a scheduler out, results back.
+
+``schedule`` is the one-shot placement behind ``accelsched schedule``, ``explain`` and the demo; the simulator
+and live mode reuse ``Session`` with their own pod sources and binders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accelsched.api.loader import Inputs, load
+from accelsched.cluster.state import ClusterState
+from accelsched.framework.profile import SchedulerConfig, default_config, load_config
+from accelsched.framework.scheduler import Scheduler, ScheduleResult
+
+
+@dataclass
+class Session:
+    """A cluster state with its bound pods accounted, and a scheduler over it."""
+
+    inputs: Inputs
+    cluster: ClusterState
+    scheduler: Scheduler
+    rejected: list[ScheduleResult] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, inputs: Inputs, config: SchedulerConfig | None = None, seed: int = 0) -> Session:
+        cluster = ClusterState(inputs.nodes, inputs.namespaces)
+        scheduler = Scheduler(cluster, config or default_config(), seed)
+        rejected = [r for pod in inputs.bound if (r := scheduler.admit_bound(pod)) is not None]
+        return cls(inputs, cluster, scheduler, rejected)
+
+    def schedule(self, pods: list | None = None) -> list[ScheduleResult]:
+        return self.scheduler.run(self.inputs.pending if pods is None else pods)
+
+
+def config_from(path: str | Path | None) -> SchedulerConfig | None:
+    return load_config(path) if path else None
+
+
+def schedule(
+    paths: Iterable[str | Path], config: str | Path | None = None, seed: int = 0
+) -> tuple[Session, list[ScheduleResult]]:
+    session = Session.start(load(paths), config_from(config), seed)
+    return session, session.rejected + session.schedule()

@@ -1,0 +1,131 @@
+"""Why-Pending explanations: kube-scheduler's message, then for every node the first failing filter, the facts
+behind it, every other filter that also fails there, and what change would make the node feasible.
+
+The explanation is taken at the pod's own scheduling attempt (the cluster exactly as the pod saw it), through
+the same plugins, so it can never disagree with the FailedScheduling message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from accelsched.api.objects import Pod
+from accelsched.cluster.state import ClusterState
+from accelsched.framework.interface import Code, CycleState
+from accelsched.framework.profile import Profile
+from accelsched.framework.scheduler import Scheduler, ScheduleResult
+
+
+@dataclass
+class NodeVerdict:
+    node: str
+    feasible: bool
+    reasons: list[str] = field(default_factory=list)
+    failing: list[str] = field(default_factory=list)  # every filter that rejects the node, in order
+    details: list[str] = field(default_factory=list)
+    remedies: list[str] = field(default_factory=list)
+    score: int | None = None
+    scores: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def first_filter(self) -> str | None:
+        return self.failing[0] if self.failing else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "feasible": self.feasible,
+            "filter": self.first_filter,
+            "reasons": self.reasons,
+            "failingFilters": self.failing,
+            "details": self.details,
+            "remedies": self.remedies,
+            "score": self.score,
+            "scores": self.scores,
+        }
+
+
+@dataclass
+class Explanation:
+    pod: Pod
+    result: ScheduleResult | None = None
+    nodes: list[NodeVerdict] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.result
+        return {
+            "namespace": self.pod.namespace,
+            "name": self.pod.name,
+            "node": r.node if r else self.pod.node_name or None,
+            "message": r.message if r else "",
+            "nodes": [v.to_json() for v in self.nodes],
+        }
+
+
+def explain_attempt(scheduler: Scheduler, profile: Profile, pod: Pod) -> list[NodeVerdict]:
+    """Evaluate every filter on every node (no short-circuit) and the scores of the feasible nodes."""
+    cluster: ClusterState = scheduler.cluster
+    state = CycleState()
+    for plugin in profile.at("preFilter"):
+        if plugin.pre_filter(state, pod, cluster).code == Code.SKIP:
+            state.skip_filter.add(plugin.name)
+    verdicts = [NodeVerdict(node.name, True) for node in cluster.nodes]
+    per_node: list[list[tuple[Any, list[str]]]] = [[] for _ in cluster.nodes]
+    for plugin in profile.at("filter"):
+        if plugin.name in state.skip_filter:
+            continue
+        result = plugin.filter(state, pod, cluster)
+        for i in np.flatnonzero(result.rejected(cluster.n)):
+            reasons = [r.reason for r in result.rejections if r.nodes[i]]
+            per_node[int(i)].append((plugin, reasons))
+    for i, verdict in enumerate(verdicts):
+        failing = per_node[i]
+        if not failing:
+            continue
+        verdict.feasible = False
+        verdict.reasons = failing[0][1]
+        verdict.failing = [p.name for p, _ in failing]
+        for plugin, _ in failing:
+            why = plugin.explain(state, pod, cluster, i)
+            verdict.details.extend(why.details)
+            if len(failing) == 1:
+                verdict.remedies.extend(f"{r} would make {verdict.node} feasible" for r in why.remedies)
+            else:
+                others = ", ".join(p.name for p, _ in failing if p is not plugin)
+                verdict.remedies.extend(f"{r} (still blocked by {others})" for r in why.remedies)
+    feasible = np.array([i for i, v in enumerate(verdicts) if v.feasible], dtype=np.int64)
+    if feasible.size:
+        total, parts = scheduler.score(profile, state, pod, feasible)
+        for k, i in enumerate(feasible):
+            v = verdicts[int(i)]
+            v.score = int(total[k])
+            v.scores = {name: int(s if isinstance(s, int) else s[k]) for name, s in parts.items()}
+    return verdicts
+
+
+def find_pod(pods: list[Pod], name: str) -> Pod | None:
+    """``ns/name`` or a bare name (unique across namespaces)."""
+    if "/" in name:
+        return next((p for p in pods if p.key == name), None)
+    matches = [p for p in pods if p.name == name]
+    return matches[0] if len(matches) == 1 else None
+
+
+class Explainer:
+    """Records, at each attempt of the watched pods, the node-by-node verdicts (the last attempt wins)."""
+
+    def __init__(self, scheduler: Scheduler, targets: set[str] | None = None) -> None:
+        self.scheduler = scheduler
+        self.targets = targets
+        self.verdicts: dict[str, list[NodeVerdict]] = {}
+        scheduler.observer = self.observe
+
+    def observe(self, pod: Pod) -> None:
+        if self.targets is not None and pod.key not in self.targets:
+            return
+        profile = self.scheduler.profile_for(pod)
+        if profile is not None and self.scheduler.cluster.n:
+            self.verdicts[pod.key] = explain_attempt(self.scheduler, profile, pod)

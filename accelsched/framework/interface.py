@@ -1,0 +1,189 @@
+"""The extension points of kube-scheduler's framework, in columnar form.
+
+PreFilter, Filter, PostFilter, PreScore, Score, NormalizeScore, Reserve, Permit, PreBind and Bind keep their
+kube-scheduler names and order. The one deliberate change: Filter and Score see every node at once. A Filter
+returns, per reason string, a boolean mask of the nodes it rejects; a Score returns an int64 array over the
+feasible nodes (or a constant when it cannot tell nodes apart, which lets the cycle skip it).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from accelsched.api.objects import Pod
+    from accelsched.cluster.state import ClusterState
+
+MAX_NODE_SCORE = 100
+
+
+class Code(enum.Enum):
+    SUCCESS = "Success"
+    ERROR = "Error"
+    UNSCHEDULABLE = "Unschedulable"
+    UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"
+    WAIT = "Wait"
+    SKIP = "Skip"
+
+
+@dataclass(frozen=True)
+class Status:
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.code in (Code.SUCCESS, Code.SKIP)
+
+    @property
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+
+SUCCESS = Status()
+SKIP = Status(Code.SKIP)
+
+
+def unschedulable(plugin: str, *reasons: str, resolvable: bool = True) -> Status:
+    code = Code.UNSCHEDULABLE if resolvable else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    return Status(code, reasons, plugin)
+
+
+@dataclass
+class Rejection:
+    """Nodes a filter rejects for one reason. A node may be in several rejections of the same filter."""
+
+    reason: str
+    nodes: np.ndarray
+    resolvable: bool = True
+
+
+@dataclass
+class FilterResult:
+    rejections: list[Rejection] = field(default_factory=list)
+
+    def reject(self, reason: str, nodes: np.ndarray, resolvable: bool = True) -> None:
+        if nodes.any():
+            self.rejections.append(Rejection(reason, nodes, resolvable))
+
+    def rejected(self, n: int) -> np.ndarray:
+        mask = np.zeros(n, dtype=bool)
+        for r in self.rejections:
+            mask |= r.nodes
+        return mask
+
+
+PASS = FilterResult()
+
+
+class CycleState(dict[str, Any]):
+    """Per-cycle data shared between a plugin's extension points, under the plugin's own key."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skip_filter: set[str] = set()
+        self.skip_score: set[str] = set()
+
+
+@dataclass
+class NodeExplanation:
+    """What a filter says about one node it rejected: the facts behind the reason, and what would fix it."""
+
+    details: list[str] = field(default_factory=list)
+    remedies: list[str] = field(default_factory=list)
+
+
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    name: str
+
+    def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status: ...
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    name: str
+
+    def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult: ...
+
+    def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    name: str
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, cluster: ClusterState, filtered: Any
+    ) -> tuple[str | None, Status]: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Protocol):
+    name: str
+
+    def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> Status: ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    name: str
+
+    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+        """Raw scores for the feasible node indices, normalized to 0..MAX_NODE_SCORE (NormalizeScore folded in)."""
+        ...
+
+
+@runtime_checkable
+class ReservePlugin(Protocol):
+    name: str
+
+    def reserve(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Protocol):
+    name: str
+
+    def permit(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> tuple[Status, float]: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Protocol):
+    name: str
+
+    def pre_bind(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> Status: ...
+
+
+@runtime_checkable
+class BindPlugin(Protocol):
+    name: str
+
+    def bind(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> Status: ...
+
+
+@runtime_checkable
+class QueueSortPlugin(Protocol):
+    name: str
+
+    def sort_key(self, pod: Pod, seq: int) -> tuple[Any, ...]: ...
+
+
+def default_normalize(scores: np.ndarray, reverse: bool = False) -> np.ndarray:
+    """helper.DefaultNormalizeScore: scale to 0..100 by the maximum, optionally reversed."""
+    top = int(scores.max()) if scores.size else 0
+    if top == 0:
+        return np.full(scores.shape, MAX_NODE_SCORE if reverse else 0, dtype=np.int64)
+    out = scores * MAX_NODE_SCORE // top
+    return MAX_NODE_SCORE - out if reverse else out

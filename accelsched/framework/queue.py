@@ -1,0 +1,61 @@
+"""The scheduling queue: an active heap ordered by the QueueSort plugin, and an unschedulable pool.
+
+A pod that fits nowhere waits in the unschedulable pool until a cluster event could make it fit; the plugins
+that rejected it decide (kube-scheduler's QueueingHints). Only then does it go back to the active heap, so a
+stuck pod costs nothing while the rest of the queue moves.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelsched.api.objects import Pod
+
+# (waiting pod, pod that was just bound) -> might the waiting pod fit now?
+QueueingHint = Callable[[Pod, Pod], bool]
+
+
+@dataclass
+class _Unschedulable:
+    pod: Pod
+    plugins: frozenset[str] = field(default_factory=frozenset)
+
+
+class SchedulingQueue:
+    def __init__(self, sort_key: Callable[[Pod, int], tuple[Any, ...]]) -> None:
+        self._sort_key = sort_key
+        self._heap: list[tuple[tuple[Any, ...], int, Pod]] = []
+        self._seq = itertools.count()
+        self._unschedulable: dict[str, _Unschedulable] = {}
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def add(self, pod: Pod) -> None:
+        seq = next(self._seq)
+        heapq.heappush(self._heap, (self._sort_key(pod, seq), seq, pod))
+
+    def pop(self) -> Pod | None:
+        return heapq.heappop(self._heap)[2] if self._heap else None
+
+    def add_unschedulable(self, pod: Pod, plugins: frozenset[str]) -> None:
+        self._unschedulable[pod.key] = _Unschedulable(pod, plugins)
+
+    @property
+    def unschedulable(self) -> list[Pod]:
+        return [u.pod for u in self._unschedulable.values()]
+
+    def assigned_pod_added(self, bound: Pod, hints: dict[str, QueueingHint]) -> int:
+        """A pod was bound: move back the waiting pods one of whose rejecting plugins says it may now fit."""
+        moved = [
+            key
+            for key, u in self._unschedulable.items()
+            if any(name in hints and hints[name](u.pod, bound) for name in u.plugins)
+        ]
+        for key in moved:
+            self.add(self._unschedulable.pop(key).pod)
+        return len(moved)

@@ -1,0 +1,305 @@
+"""The scheduling cycle: PreFilter -> Filter -> PostFilter -> PreScore -> Score -> Reserve -> Permit -> PreBind -> Bind.
+
+One engine behind every mode: the caller hands pods to ``run`` (or one pod to ``schedule_one``); only the
+binder differs between offline modes and live mode. Filters see all nodes at once and return masks; the
+first filter that rejects a node gives that node's reason(s), exactly as kube-scheduler's FitError.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from accelsched.api import quantity
+from accelsched.api.objects import Pod
+from accelsched.cluster.state import ClusterState, pod_matches_term
+from accelsched.framework.interface import Code, CycleState, FilterResult, Status
+from accelsched.framework.profile import Profile, SchedulerConfig
+from accelsched.framework.queue import QueueingHint, SchedulingQueue
+
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+@dataclass
+class Diagnosis:
+    """Why a pod fits nowhere: per rejected node its reasons and the filter that gave them."""
+
+    node_reasons: dict[int, list[str]] = field(default_factory=dict)
+    node_plugin: dict[int, str] = field(default_factory=dict)
+    unresolvable: set[int] = field(default_factory=set)
+    plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+
+def fit_error_message(num_nodes: int, diagnosis: Diagnosis) -> str:
+    """FitError.Error(): ``0/N nodes are available: <PreFilterMsg>. <sorted "count reason" list>. <PostFilterMsg>.``"""
+    if num_nodes == 0:
+        return NO_NODES_AVAILABLE
+    msg = f"0/{num_nodes} nodes are available:"
+    if diagnosis.pre_filter_msg:
+        msg += f" {diagnosis.pre_filter_msg}."
+    else:
+        histogram: Counter[str] = Counter()
+        for reasons in diagnosis.node_reasons.values():
+            histogram.update(reasons)
+        entries = sorted(f"{count} {reason}" for reason, count in histogram.items())
+        if entries:
+            msg += f" {', '.join(entries)}."
+    if diagnosis.post_filter_msg:
+        msg += f" {diagnosis.post_filter_msg}."
+    return msg
+
+
+@dataclass
+class ScheduleResult:
+    pod: Pod
+    node: str | None = None
+    devices: dict[str, list[str]] = field(default_factory=dict)
+    message: str = ""
+    reasons: dict[str, list[str]] = field(default_factory=dict)
+    diagnosis: Diagnosis | None = None
+    feasible: int = 0
+
+    @property
+    def scheduled(self) -> bool:
+        return self.node is not None
+
+
+class Scheduler:
+    """Schedules pods onto a ClusterState with the profiles of a SchedulerConfig."""
+
+    def __init__(self, cluster: ClusterState, config: SchedulerConfig, seed: int = 0) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.rng = np.random.default_rng(seed)
+        first = next(iter(config.profiles.values()))
+        self.queue = SchedulingQueue(first.at("queueSort")[0].sort_key)
+        # Called with each pod right before its scheduling attempt (explanations hook in here).
+        self.observer: Callable[[Pod], None] | None = None
+        self.hints: dict[str, QueueingHint] = {
+            "InterPodAffinity": _affinity_hint,
+            "PodTopologySpread": _spread_hint,
+        }
+
+    # ------------------------------------------------------------------------------------ bound pods
+
+    def admit_bound(self, pod: Pod) -> ScheduleResult | None:
+        """Account a pod already bound to a node (spec.nodeName), as the kubelet admits it.
+
+        Returns a result only when the kubelet would reject it (not enough room): that pod holds nothing.
+        """
+        node = self.cluster.index[pod.node_name]
+        for row, amount in self.cluster.request_vector(pod):
+            used = int(self.cluster.requested[row, node])
+            alloc = int(self.cluster.allocatable[row, node])
+            if used + amount > alloc:
+                res = self.cluster.resources[row]
+                message = (
+                    f"Pod was rejected: Node didn't have enough resource: {res}, "
+                    f"requested: {amount}, used: {used}, capacity: {alloc}"
+                )
+                return ScheduleResult(pod, None, {}, message, {pod.node_name: [f"OutOf{res}"]})
+        devices = self.cluster.devices[node]
+        try:
+            if pod.devices:
+                devices.claim(pod.devices)
+            else:
+                pod.devices = devices.allocate(pod.requests)
+        except ValueError as exc:
+            return ScheduleResult(
+                pod, None, {}, f"Pod was rejected: {exc}", {pod.node_name: ["UnexpectedAdmissionError"]}
+            )
+        self.cluster.assume(pod, node)
+        return None
+
+    # ------------------------------------------------------------------------------------ the queue
+
+    def run(self, pods: list[Pod]) -> list[ScheduleResult]:
+        """Schedule pending pods in queue order until the queue is empty; unschedulable pods are retried
+        when a bind could make them fit. Returns one result per pod, in the order of its last attempt."""
+        for pod in pods:
+            self.queue.add(pod)
+        results: dict[str, ScheduleResult] = {}
+        while (pod := self.queue.pop()) is not None:
+            if self.observer is not None:
+                self.observer(pod)
+            result = self.schedule_one(pod)
+            results.pop(pod.key, None)
+            results[pod.key] = result
+            if result.scheduled:
+                self.queue.assigned_pod_added(pod, self.hints)
+            else:
+                plugins = frozenset(result.diagnosis.plugins) if result.diagnosis else frozenset()
+                self.queue.add_unschedulable(pod, plugins)
+        return list(results.values())
+
+    # ------------------------------------------------------------------------------------ one cycle
+
+    def profile_for(self, pod: Pod) -> Profile | None:
+        return self.config.profiles.get(pod.scheduler_name)
+
+    def schedule_one(self, pod: Pod) -> ScheduleResult:
+        profile = self.profile_for(pod)
+        if profile is None:
+            return ScheduleResult(pod, message=f"no profile serves schedulerName {pod.scheduler_name!r}")
+        cluster = self.cluster
+        state = CycleState()
+        if cluster.n == 0:
+            return ScheduleResult(pod, message=NO_NODES_AVAILABLE, diagnosis=Diagnosis())
+
+        for plugin in profile.at("preFilter"):
+            status = plugin.pre_filter(state, pod, cluster)
+            if status.code == Code.SKIP:
+                state.skip_filter.add(plugin.name)
+            elif not status.ok:
+                diagnosis = Diagnosis(pre_filter_msg=status.message, plugins={plugin.name})
+                return self._unschedulable(pod, profile, state, diagnosis)
+
+        feasible, log = self.find_feasible(profile, state, pod)
+        chosen = np.flatnonzero(feasible)
+        if chosen.size == 0:
+            return self._unschedulable(pod, profile, state, self.diagnose(log))
+
+        node = int(chosen[0]) if chosen.size == 1 else self.select_host(profile, state, pod, chosen)
+        return self._bind(pod, profile, state, node, int(chosen.size))
+
+    def find_feasible(
+        self, profile: Profile, state: CycleState, pod: Pod
+    ) -> tuple[np.ndarray, list[tuple[str, FilterResult, np.ndarray]]]:
+        """Run the filters in order over all nodes; a node leaves at its first rejecting filter."""
+        feasible = np.ones(self.cluster.n, dtype=bool)
+        log = []
+        for plugin in profile.at("filter"):
+            if plugin.name in state.skip_filter:
+                continue
+            result = plugin.filter(state, pod, self.cluster)
+            if not result.rejections:
+                continue
+            rejected = result.rejected(self.cluster.n)
+            newly = rejected & feasible
+            if newly.any():
+                log.append((plugin.name, result, newly))
+                feasible &= ~rejected
+        return feasible, log
+
+    @staticmethod
+    def diagnose(log: list[tuple[str, FilterResult, np.ndarray]]) -> Diagnosis:
+        diagnosis = Diagnosis()
+        for name, result, newly in log:
+            diagnosis.plugins.add(name)
+            for rejection in result.rejections:
+                for i in np.flatnonzero(rejection.nodes & newly):
+                    i = int(i)
+                    diagnosis.node_reasons.setdefault(i, []).append(rejection.reason)
+                    diagnosis.node_plugin[i] = name
+                    if not rejection.resolvable:
+                        diagnosis.unresolvable.add(i)
+        return diagnosis
+
+    def score(
+        self, profile: Profile, state: CycleState, pod: Pod, feasible: np.ndarray
+    ) -> tuple[np.ndarray, dict[str, np.ndarray | int]]:
+        """Weighted total per feasible node, and each plugin's normalized scores (constant plugins as ints)."""
+        for plugin in profile.at("preScore"):
+            status = plugin.pre_score(state, pod, self.cluster, feasible)
+            if status.code == Code.SKIP:
+                state.skip_score.add(plugin.name)
+        total = np.zeros(feasible.size, dtype=np.int64)
+        parts: dict[str, np.ndarray | int] = {}
+        for plugin in profile.at("score"):
+            if plugin.name in state.skip_score:
+                continue
+            scores = plugin.score(state, pod, self.cluster, feasible)
+            parts[plugin.name] = scores
+            if not isinstance(scores, int):
+                total += scores * profile.weights[plugin.name]
+        return total, parts
+
+    def select_host(self, profile: Profile, state: CycleState, pod: Pod, feasible: np.ndarray) -> int:
+        """The highest total; ties broken by the seeded generator, as kube-scheduler picks among the best."""
+        total, _ = self.score(profile, state, pod, feasible)
+        best = np.flatnonzero(total == total.max())
+        pick = best[0] if best.size == 1 else best[self.rng.integers(best.size)]
+        return int(feasible[pick])
+
+    def _bind(self, pod: Pod, profile: Profile, state: CycleState, node: int, feasible: int) -> ScheduleResult:
+        cluster = self.cluster
+        cluster.assume(pod, node)
+        reserve = profile.at("reserve")
+        for i, plugin in enumerate(reserve):
+            status = plugin.reserve(state, pod, cluster, node)
+            if not status.ok:
+                return self._rollback(pod, reserve[: i + 1], state, node, status)
+        for plugin in profile.at("permit"):
+            status, _timeout = plugin.permit(state, pod, cluster, node)
+            if status.code == Code.WAIT:
+                # One-shot modes have no clock to wait on: a pod that would wait is rejected at once.
+                status = Status(
+                    Code.UNSCHEDULABLE, (f"rejected while waiting at permit plugin {plugin.name}",), plugin.name
+                )
+            if not status.ok:
+                return self._rollback(pod, reserve, state, node, status)
+        for plugin in profile.at("preBind"):
+            status = plugin.pre_bind(state, pod, cluster, node)
+            if not status.ok:
+                return self._rollback(pod, reserve, state, node, status)
+        for plugin in profile.at("bind"):
+            status = plugin.bind(state, pod, cluster, node)
+            if status.code == Code.SKIP:
+                continue
+            if not status.ok:
+                return self._rollback(pod, reserve, state, node, status)
+            break
+        return ScheduleResult(pod, cluster.nodes[node].name, dict(pod.devices), feasible=feasible)
+
+    def _rollback(self, pod: Pod, reserved: list, state: CycleState, node: int, status: Status) -> ScheduleResult:
+        """Undo Reserve (in reverse) and the assumed capacity: a failed cycle leaves nothing behind."""
+        for plugin in reversed(reserved):
+            plugin.unreserve(state, pod, self.cluster, node)
+        self.cluster.forget(pod)
+        pod.node_name = ""
+        message = f"running {status.plugin} on node {self.cluster.nodes[node].name}: {status.message}"
+        return ScheduleResult(pod, message=message, diagnosis=Diagnosis(plugins={status.plugin}))
+
+    def _unschedulable(self, pod: Pod, profile: Profile, state: CycleState, diagnosis: Diagnosis) -> ScheduleResult:
+        for plugin in profile.at("postFilter"):
+            nominated, status = plugin.post_filter(state, pod, self.cluster, diagnosis)
+            if status.message:
+                diagnosis.post_filter_msg = status.message
+            if nominated is not None:
+                break
+        names = self.cluster.nodes
+        reasons = {names[i].name: r for i, r in sorted(diagnosis.node_reasons.items())}
+        return ScheduleResult(pod, None, {}, fit_error_message(self.cluster.n, diagnosis), reasons, diagnosis)
+
+
+def _affinity_hint(waiting: Pod, bound: Pod) -> bool:
+    """InterPodAffinity: a newly bound pod can only help a pod whose required affinity it matches."""
+    return any(
+        pod_matches_term(
+            bound,
+            t.label_selector,
+            frozenset(t.namespaces or (waiting.namespace,)) if t.namespace_selector is None else None,
+        )
+        for t in waiting.required_affinity
+    )
+
+
+def _spread_hint(waiting: Pod, bound: Pod) -> bool:
+    """PodTopologySpread: a bound pod in the same namespace matching a constraint can raise the minimum."""
+    return bound.namespace == waiting.namespace and any(
+        c.label_selector is not None and c.label_selector.matches(bound.labels)
+        for c in waiting.topology_spread_constraints
+    )
+
+
+def requested_summary(cluster: ClusterState, node: int) -> dict[str, str]:
+    return {
+        res: quantity.format_quantity(res, int(cluster.requested[row, node]))
+        for row, res in enumerate(cluster.resources)
+        if cluster.allocatable[row, node] or cluster.requested[row, node]
+    }

@@ -1,0 +1,1 @@
+"""Scheduler plugins, one module each, named as in kube-scheduler where one exists."""

@@ -1,0 +1,212 @@
+"""InterPodAffinity: required and preferred pod affinity and anti-affinity over any topology key.
+
+Counting follows kube-scheduler exactly: a domain satisfies the incoming pod's required affinity when it holds
+a bound pod matching *all* of its terms; anti-affinity is counted term by term; and required anti-affinity is
+symmetric, so a bound pod's anti-affinity also keeps matching newcomers out of its domain. Counts per node come
+from ClusterState's incrementally maintained selector counts, then sum per domain with one bincount.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from accelsched.api.objects import Pod, PodAffinityTerm
+from accelsched.cluster.state import ClusterState, LabelColumn, NamespaceFilter, pod_matches_term
+from accelsched.errors import InputError
+from accelsched.framework.interface import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    CycleState,
+    FilterResult,
+    NodeExplanation,
+    Status,
+)
+
+NAME = "InterPodAffinity"
+ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+ERR_REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+Resolved = tuple[PodAffinityTerm, NamespaceFilter]
+
+
+@dataclass
+class _FilterState:
+    affinity: list[Resolved] = field(default_factory=list)
+    anti: list[Resolved] = field(default_factory=list)
+    existing_anti: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (topology key, per-node counts)
+
+
+def _in_domain(sums: np.ndarray, col: LabelColumn) -> np.ndarray:
+    """Per node: the domain total for the node's own domain, 0 where the node lacks the key."""
+    if not len(col.values):
+        return np.zeros(col.codes.shape, dtype=np.int64)
+    return np.where(col.codes >= 0, sums[np.maximum(col.codes, 0)], 0)
+
+
+def _domain_of(cluster: ClusterState, key: str, node: int) -> str | None:
+    return cluster.nodes[node].labels.get(key)
+
+
+class InterPodAffinity:
+    name = NAME
+
+    def __init__(self, hard_pod_affinity_weight: int = 1, ignore_existing_preferred: bool = False) -> None:
+        self.hard_weight = hard_pod_affinity_weight
+        self.ignore_existing_preferred = ignore_existing_preferred
+
+    # ---------------------------------------------------------------------------------- filter
+
+    def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
+        st = _FilterState(
+            affinity=[(t, cluster.resolve_namespaces(t, pod.namespace)) for t in pod.required_affinity],
+            anti=[(t, cluster.resolve_namespaces(t, pod.namespace)) for t in pod.required_anti_affinity],
+            existing_anti=[
+                (g.topology_key, counts)
+                for g, counts in cluster.term_groups["required_anti"].items()
+                if pod_matches_term(pod, g.selector, g.namespaces)
+            ],
+        )
+        if not (st.affinity or st.anti or st.existing_anti):
+            return SKIP
+        state[NAME] = st
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
+        st: _FilterState = state[NAME]
+        result = FilterResult()
+        rejected = np.zeros(cluster.n, dtype=bool)
+        if st.affinity:
+            fail = ~self._affinity_ok(st, pod, cluster)
+            result.reject(ERR_REASON_AFFINITY, fail, resolvable=False)
+            rejected |= fail
+        if st.anti:
+            hit = np.zeros(cluster.n, dtype=bool)
+            for term, ns in st.anti:
+                sums, col = cluster.domain_counts(term.topology_key, cluster.selector_counts(term.label_selector, ns))
+                hit |= _in_domain(sums, col) > 0
+            result.reject(ERR_REASON_ANTI_AFFINITY, hit & ~rejected)
+            rejected |= hit
+        if st.existing_anti:
+            hit = np.zeros(cluster.n, dtype=bool)
+            for key, counts in st.existing_anti:
+                sums, col = cluster.domain_counts(key, counts)
+                hit |= _in_domain(sums, col) > 0
+            result.reject(ERR_REASON_EXISTING_ANTI_AFFINITY, hit & ~rejected)
+        return result
+
+    def _affinity_ok(self, st: _FilterState, pod: Pod, cluster: ClusterState) -> np.ndarray:
+        conditions = tuple((t.label_selector, ns) for t, ns in st.affinity if t.label_selector is not None)
+        has_keys = np.ones(cluster.n, dtype=bool)
+        for term, _ in st.affinity:
+            has_keys &= cluster.labels(term.topology_key).present
+        if len(conditions) < len(st.affinity):
+            return np.zeros(cluster.n, dtype=bool)  # a nil selector matches no pod
+        counts = cluster.match_counts(conditions)
+        if not counts.any():
+            # No bound pod matches: the first pod of a group that selects itself may go anywhere with the keys.
+            if all(pod_matches_term(pod, t.label_selector, ns) for t, ns in st.affinity):
+                return has_keys
+            return np.zeros(cluster.n, dtype=bool)
+        ok = has_keys.copy()
+        for term, _ in st.affinity:
+            sums, col = cluster.domain_counts(term.topology_key, counts)
+            ok &= _in_domain(sums, col) > 0
+        return ok
+
+    def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation:
+        out = NodeExplanation()
+        name = cluster.nodes[node].name
+        for term, ns in (*((t, cluster.resolve_namespaces(t, pod.namespace)) for t in pod.required_anti_affinity),):
+            domain = _domain_of(cluster, term.topology_key, node)
+            if domain is None:
+                continue
+            blockers = [
+                f"{p.key} on {cluster.nodes[i].name}"
+                for i in range(cluster.n)
+                if cluster.nodes[i].labels.get(term.topology_key) == domain
+                for p in cluster.pods_on[i].values()
+                if pod_matches_term(p, term.label_selector, ns)
+            ]
+            if blockers:
+                out.details.append(
+                    f"anti-affinity on {term.topology_key}: {name} is in {domain}, "
+                    f"which already runs {', '.join(blockers[:5])}"
+                )
+                out.remedies.append(f"moving the matching pods out of {term.topology_key}={domain}")
+        for term in pod.required_affinity:
+            domain = _domain_of(cluster, term.topology_key, node)
+            if domain is None:
+                out.details.append(f"affinity on {term.topology_key}: {name} has no {term.topology_key} label")
+            else:
+                out.details.append(f"affinity on {term.topology_key}: no pod matching the term runs in {domain}")
+        for i in range(cluster.n):
+            for p in cluster.pods_on[i].values():
+                for term in p.required_anti_affinity:
+                    ns = cluster.resolve_namespaces(term, p.namespace)
+                    domain = _domain_of(cluster, term.topology_key, node)
+                    if (
+                        domain is not None
+                        and cluster.nodes[i].labels.get(term.topology_key) == domain
+                        and pod_matches_term(pod, term.label_selector, ns)
+                    ):
+                        out.details.append(
+                            f"existing pod {p.key} on {cluster.nodes[i].name} keeps matching pods out of "
+                            f"{term.topology_key}={domain} (its required anti-affinity)"
+                        )
+        return out
+
+    # ---------------------------------------------------------------------------------- score
+
+    def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> Status:
+        terms: list[tuple[str, np.ndarray, int]] = []
+        for weighted, sign in ((pod.preferred_affinity, 1), (pod.preferred_anti_affinity, -1)):
+            for w in weighted:
+                ns = cluster.resolve_namespaces(w.term, pod.namespace)
+                terms.append((w.term.topology_key, cluster.selector_counts(w.term.label_selector, ns), sign * w.weight))
+        existing = [("required_affinity", 1)]
+        if not self.ignore_existing_preferred:
+            existing += [("preferred_affinity", 1), ("preferred_anti", -1)]
+        for kind, sign in existing:
+            for g, counts in cluster.term_groups[kind].items():
+                if pod_matches_term(pod, g.selector, g.namespaces):
+                    weight = self.hard_weight if kind == "required_affinity" else g.weight
+                    if weight:
+                        terms.append((g.topology_key, counts, sign * weight))
+        if not terms:
+            return SKIP
+        state[NAME + "/score"] = terms
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+        total = np.zeros(cluster.n, dtype=np.int64)
+        for key, counts, weight in state[NAME + "/score"]:
+            sums, col = cluster.domain_counts(key, counts)
+            total += weight * _in_domain(sums, col)
+        scores = total[feasible]
+        lo, hi = int(scores.min()), int(scores.max())
+        if hi == lo:
+            return np.zeros(len(feasible), dtype=np.int64)
+        return (MAX_NODE_SCORE * (scores - lo) / (hi - lo)).astype(np.int64)
+
+
+def new(args: dict, handle: object) -> InterPodAffinity:
+    unknown = set(args) - {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"}
+    if unknown:
+        raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}", obj=f"pluginConfig {NAME}", field="args")
+    weight = args.get("hardPodAffinityWeight", 1)
+    if not isinstance(weight, int) or isinstance(weight, bool) or not 0 <= weight <= 100:
+        raise InputError(
+            f"must be an integer in 0..100, got {weight!r}",
+            obj=f"pluginConfig {NAME}",
+            field="args.hardPodAffinityWeight",
+        )
+    ignore = args.get("ignorePreferredTermsOfExistingPods", False)
+    if not isinstance(ignore, bool):
+        raise InputError(
+            "must be true or false", obj=f"pluginConfig {NAME}", field="args.ignorePreferredTermsOfExistingPods"
+        )
+    return InterPodAffinity(weight, ignore)

@@ -1,0 +1,83 @@
+"""NodeAffinity: nodeSelector and required node affinity filter; preferred terms add their weights."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accelsched.api.objects import Pod
+from accelsched.cluster.state import ClusterState
+from accelsched.framework.interface import (
+    SKIP,
+    SUCCESS,
+    CycleState,
+    FilterResult,
+    NodeExplanation,
+    Status,
+    default_normalize,
+)
+
+NAME = "NodeAffinity"
+ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+
+
+def required_mask(pod: Pod, cluster: ClusterState) -> np.ndarray:
+    """Nodes matching the pod's nodeSelector and required node affinity (terms ORed)."""
+    mask = cluster.node_selector_mask(pod.node_selector)
+    if pod.required_node_affinity is not None:
+        any_term = np.zeros(cluster.n, dtype=bool)
+        for term in pod.required_node_affinity:
+            any_term |= cluster.term_mask(term)
+        mask &= any_term
+    return mask
+
+
+class NodeAffinity:
+    name = NAME
+
+    def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
+        if not pod.node_selector and pod.required_node_affinity is None:
+            return SKIP
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
+        result = FilterResult()
+        result.reject(ERR_REASON_POD, ~required_mask(pod, cluster), resolvable=False)
+        return result
+
+    def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation:
+        n = cluster.nodes[node]
+        details = []
+        for key, value in pod.node_selector.items():
+            if n.labels.get(key) != value:
+                have = n.labels.get(key)
+                details.append(
+                    f"nodeSelector {key}={value}, but {n.name} has "
+                    + (f"{key}={have}" if have is not None else f"no {key} label")
+                )
+        if pod.required_node_affinity is not None and not any(
+            t.matches(n.name, n.labels) for t in pod.required_node_affinity
+        ):
+            failed = []
+            for term in pod.required_node_affinity:
+                failed.extend(
+                    f"{r.key} {r.operator} {list(r.values)}" for r in term.match_expressions if not r.matches(n.labels)
+                )
+                failed.extend(
+                    f"{r.key} {r.operator} {list(r.values)}"
+                    for r in term.match_fields
+                    if not r.matches({"metadata.name": n.name})
+                )
+            details.append(f"no required nodeAffinity term matches {n.name} (unmet: {'; '.join(failed)})")
+        return NodeExplanation(details, [])
+
+    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+        if not pod.preferred_node_affinity:
+            return 0
+        total = np.zeros(len(feasible), dtype=np.int64)
+        for pref in pod.preferred_node_affinity:
+            total += pref.weight * cluster.term_mask(pref.term)[feasible]
+        return default_normalize(total)
+
+
+def new(args: dict, handle: object) -> NodeAffinity:
+    return NodeAffinity()

@@ -1,0 +1,28 @@
+"""NodeName: a pod that names its node (spec.nodeName) fits only there."""
+
+from __future__ import annotations
+
+from accelsched.api.objects import Pod
+from accelsched.cluster.state import ClusterState
+from accelsched.framework.interface import PASS, CycleState, FilterResult, NodeExplanation
+
+NAME = "NodeName"
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName:
+    name = NAME
+
+    def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
+        if not pod.node_name:
+            return PASS
+        result = FilterResult()
+        result.reject(ERR_REASON, cluster.names != pod.node_name, resolvable=False)
+        return result
+
+    def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation:
+        return NodeExplanation([f"the pod asks for node {pod.node_name} (spec.nodeName)"], [])
+
+
+def new(args: dict, handle: object) -> NodeName:
+    return NodeName()

@@ -1,0 +1,274 @@
+"""NodeResourcesFit (filter + LeastAllocated/MostAllocated/RequestedToCapacityRatio) and
+NodeResourcesBalancedAllocation: the plugins that read node capacity.
+
+Filtering touches only the rows of the resources the pod asks for (design principle 3).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from accelsched.api import quantity
+from accelsched.api.objects import Pod
+from accelsched.cluster.state import ClusterState, nonzero_requests
+from accelsched.errors import InputError
+from accelsched.framework.interface import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    CycleState,
+    FilterResult,
+    NodeExplanation,
+    Status,
+)
+
+FIT_NAME = "NodeResourcesFit"
+BALANCED_NAME = "NodeResourcesBalancedAllocation"
+ERR_TOO_MANY_PODS = "Too many pods"
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+DEFAULT_RESOURCES = ((quantity.CPU, 1), (quantity.MEMORY, 1))
+# RequestedToCapacityRatio shapes score 0..10, scaled to 0..MAX_NODE_SCORE (MaxCustomPriorityScore).
+MAX_CUSTOM_PRIORITY_SCORE = 10
+
+
+def insufficient(resource: str) -> str:
+    return ERR_TOO_MANY_PODS if resource == quantity.PODS else f"Insufficient {resource}"
+
+
+def _order(resource: str) -> tuple[int, str]:
+    """fitsRequest reports pods first, then cpu, memory, ephemeral-storage, then scalar resources by name."""
+    core = {quantity.PODS: 0, quantity.CPU: 1, quantity.MEMORY: 2, quantity.EPHEMERAL_STORAGE: 3}
+    return (core.get(resource, 4), resource)
+
+
+def _rows(pod: Pod, cluster: ClusterState) -> list[tuple[int, int]]:
+    return sorted(cluster.request_vector(pod), key=lambda ra: _order(cluster.resources[ra[0]]))
+
+
+@dataclass
+class _Strategy:
+    kind: str
+    resources: tuple[tuple[str, int], ...]
+    shape: tuple[tuple[int, int], ...] = ()
+
+
+def parse_strategy(args: dict, where: str) -> _Strategy:
+    """NodeResourcesFitArgs.scoringStrategy, validated as kube-scheduler does."""
+    strategy = args.get("scoringStrategy") or {}
+    if not isinstance(strategy, dict):
+        raise InputError("must be a mapping", obj=where, field="scoringStrategy")
+    unknown = set(strategy) - {"type", "resources", "requestedToCapacityRatio"}
+    if unknown:
+        raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}", obj=where, field="scoringStrategy")
+    kind = strategy.get("type", LEAST_ALLOCATED)
+    if kind not in (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO):
+        raise InputError(
+            f"unknown type {kind!r} (LeastAllocated, MostAllocated, RequestedToCapacityRatio)",
+            obj=where,
+            field="scoringStrategy.type",
+        )
+    resources = parse_weighted_resources(strategy.get("resources"), where, "scoringStrategy.resources")
+    shape: tuple[tuple[int, int], ...] = ()
+    if kind == REQUESTED_TO_CAPACITY_RATIO:
+        raw = (strategy.get("requestedToCapacityRatio") or {}).get("shape") or []
+        points = []
+        for i, point in enumerate(raw):
+            try:
+                u, s = int(point["utilization"]), int(point["score"])
+            except (KeyError, TypeError, ValueError):
+                raise InputError(
+                    "needs integer utilization and score",
+                    obj=where,
+                    field=f"scoringStrategy.requestedToCapacityRatio.shape[{i}]",
+                ) from None
+            if not 0 <= u <= 100 or not 0 <= s <= MAX_CUSTOM_PRIORITY_SCORE:
+                raise InputError(
+                    "utilization must be 0..100 and score 0..10",
+                    obj=where,
+                    field=f"scoringStrategy.requestedToCapacityRatio.shape[{i}]",
+                )
+            points.append((u, s))
+        if not points or any(b[0] <= a[0] for a, b in itertools.pairwise(points)):
+            raise InputError(
+                "must list points with strictly increasing utilization",
+                obj=where,
+                field="scoringStrategy.requestedToCapacityRatio.shape",
+            )
+        shape = tuple(points)
+    return _Strategy(kind, resources, shape)
+
+
+def parse_weighted_resources(raw: object, where: str, field: str) -> tuple[tuple[str, int], ...]:
+    if raw is None:
+        return DEFAULT_RESOURCES
+    if not isinstance(raw, list) or not raw:
+        raise InputError("must be a non-empty list of {name, weight}", obj=where, field=field)
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or not item.get("name"):
+            raise InputError("needs a name", obj=where, field=f"{field}[{i}]")
+        weight = item.get("weight", 1)
+        if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100:
+            raise InputError(
+                f"weight must be an integer in 1..100, got {weight!r}", obj=where, field=f"{field}[{i}].weight"
+            )
+        out.append((str(item["name"]), weight))
+    return tuple(out)
+
+
+def _requested_after(
+    pod: Pod, cluster: ClusterState, resource: str, feasible: np.ndarray, nonzero: bool
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """(allocatable, requested including the pod, the pod's request) on the feasible nodes for one resource."""
+    row = cluster.column(resource)
+    if row is None:
+        zero = np.zeros(len(feasible), dtype=np.int64)
+        return zero, zero, 0
+    alloc = cluster.allocatable[row, feasible]
+    if nonzero and resource in (quantity.CPU, quantity.MEMORY):
+        which = 0 if resource == quantity.CPU else 1
+        req = nonzero_requests(pod.requests)[which]
+        return alloc, cluster.nonzero_requested[which, feasible] + req, req
+    req = pod.requests.get(resource, 0)
+    return alloc, cluster.requested[row, feasible] + req, req
+
+
+def _broken_linear(shape: tuple[tuple[int, int], ...], utilization: np.ndarray) -> np.ndarray:
+    """helper.BuildBrokenLinearFunction with scores scaled to 0..100, integer arithmetic as in Go."""
+    out = np.empty(utilization.shape, dtype=np.int64)
+    scaled = [(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape]
+    out[:] = scaled[-1][1]
+    done = np.zeros(utilization.shape, dtype=bool)
+    for i, (u, s) in enumerate(scaled):
+        here = ~done & (utilization <= u)
+        if i == 0:
+            out[here] = s
+        else:
+            u0, s0 = scaled[i - 1]
+            out[here] = s0 + (s - s0) * (utilization[here] - u0) // (u - u0)
+        done |= here
+    return out
+
+
+class NodeResourcesFit:
+    name = FIT_NAME
+
+    def __init__(
+        self, strategy: _Strategy, ignored: frozenset[str] = frozenset(), ignored_groups: frozenset[str] = frozenset()
+    ) -> None:
+        self.strategy = strategy
+        self.ignored = ignored
+        self.ignored_groups = ignored_groups
+
+    def _checked(self, resource: str) -> bool:
+        """ignoredResources / ignoredResourceGroups let an extended resource be managed elsewhere (an extender)."""
+        if not quantity.is_extended(resource):
+            return True
+        return resource not in self.ignored and resource.split("/", 1)[0] not in self.ignored_groups
+
+    def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
+        result = FilterResult()
+        for row, amount in _rows(pod, cluster):
+            if amount > 0 and self._checked(cluster.resources[row]):
+                result.reject(insufficient(cluster.resources[row]), cluster.free[row] < amount)
+        return result
+
+    def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation:
+        n = cluster.nodes[node].name
+        out = NodeExplanation()
+        for row, amount in _rows(pod, cluster):
+            free = int(cluster.free[row, node])
+            if amount > free:
+                res = cluster.resources[row]
+                alloc = int(cluster.allocatable[row, node])
+                fmt = functools.partial(quantity.format_quantity, res)
+                out.details.append(
+                    f"{res}: the pod requests {fmt(amount)}, {n} has {fmt(free)} free of {fmt(alloc)} allocatable "
+                    f"({fmt(amount - free)} short)"
+                )
+                if amount <= alloc:
+                    out.remedies.append(f"{fmt(amount - free)} more {res} free on {n}")
+                else:
+                    out.details.append(f"{n} can never fit it: its {res} allocatable is {fmt(alloc)}")
+        return out
+
+    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+        total = np.zeros(len(feasible), dtype=np.int64)
+        weights = np.zeros(len(feasible), dtype=np.int64)
+        for res, weight in self.strategy.resources:
+            if quantity.is_extended(res) and not pod.requests.get(res):
+                continue  # scalar resources the pod does not request do not count (calculateResourceAllocatableRequest)
+            alloc, requested, _ = _requested_after(pod, cluster, res, feasible, nonzero=True)
+            has = alloc > 0
+            safe = np.where(has, alloc, 1)
+            if self.strategy.kind == LEAST_ALLOCATED:
+                s = np.where(requested > alloc, 0, (alloc - requested) * MAX_NODE_SCORE // safe)
+            elif self.strategy.kind == MOST_ALLOCATED:
+                s = np.minimum(requested, alloc) * MAX_NODE_SCORE // safe
+            else:
+                s = _broken_linear(self.strategy.shape, np.minimum(requested, alloc) * MAX_NODE_SCORE // safe)
+            total += np.where(has, s * weight, 0)
+            weights += np.where(has, weight, 0)
+        return np.where(weights > 0, total // np.maximum(weights, 1), 0)
+
+
+class NodeResourcesBalancedAllocation:
+    """Prefers nodes whose resource fractions stay close to each other after placing the pod."""
+
+    name = BALANCED_NAME
+
+    def __init__(self, resources: tuple[tuple[str, int], ...]) -> None:
+        self.resources = resources
+
+    def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> Status:
+        if not any(pod.requests.get(r) for r, _ in self.resources):
+            return SKIP  # a best-effort pod changes no fraction
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+        fractions = []
+        for res, _ in self.resources:
+            if quantity.is_extended(res) and not pod.requests.get(res):
+                continue
+            alloc, requested, _ = _requested_after(pod, cluster, res, feasible, nonzero=False)
+            frac = np.where(alloc > 0, np.minimum(requested / np.maximum(alloc, 1), 1.0), np.nan)
+            fractions.append(frac)
+        if not fractions:
+            return 0
+        stacked = np.vstack(fractions)
+        if len(fractions) == 2:
+            std = np.abs(stacked[0] - stacked[1]) / 2
+            std = np.where(np.isnan(std), 0.0, std)
+        else:
+            with np.errstate(invalid="ignore"):
+                std = np.nan_to_num(np.nanstd(stacked, axis=0))
+        return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+
+def new_fit(args: dict, handle: object) -> NodeResourcesFit:
+    unknown = set(args) - {"scoringStrategy", "ignoredResources", "ignoredResourceGroups"}
+    if unknown:
+        raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}", obj=f"pluginConfig {FIT_NAME}", field="args")
+    ignored = args.get("ignoredResources") or []
+    groups = args.get("ignoredResourceGroups") or []
+    for field, value in (("ignoredResources", ignored), ("ignoredResourceGroups", groups)):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InputError("must be a list of strings", obj=f"pluginConfig {FIT_NAME}", field=f"args.{field}")
+    return NodeResourcesFit(parse_strategy(args, f"pluginConfig {FIT_NAME}"), frozenset(ignored), frozenset(groups))
+
+
+def new_balanced(args: dict, handle: object) -> NodeResourcesBalancedAllocation:
+    unknown = set(args) - {"resources"}
+    if unknown:
+        raise InputError(
+            f"unknown field(s) {', '.join(sorted(unknown))}", obj=f"pluginConfig {BALANCED_NAME}", field="args"
+        )
+    return NodeResourcesBalancedAllocation(
+        parse_weighted_resources(args.get("resources"), f"pluginConfig {BALANCED_NAME}", "resources")
+    )

@@ -1,0 +1,44 @@
+"""TaintToleration: NoSchedule/NoExecute taints filter, PreferNoSchedule taints lower the score."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accelsched.api.objects import Pod
+from accelsched.api.selectors import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, untolerated_taint
+from accelsched.cluster.state import ClusterState
+from accelsched.framework.interface import CycleState, FilterResult, NodeExplanation, default_normalize
+
+NAME = "TaintToleration"
+ERR_REASON_NOT_MATCH = "node(s) had untolerated taint(s)"
+
+
+class TaintToleration:
+    name = NAME
+
+    def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
+        result = FilterResult()
+        result.reject(ERR_REASON_NOT_MATCH, cluster.untolerated_mask(pod.tolerations), resolvable=False)
+        return result
+
+    def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation:
+        n = cluster.nodes[node]
+        taint = untolerated_taint(pod.tolerations, n.taints, (NO_SCHEDULE, NO_EXECUTE))
+        if taint is None:
+            return NodeExplanation()
+        return NodeExplanation(
+            [f"{n.name} has taint {taint} that the pod does not tolerate"],
+            [f"tolerate {taint}"],
+        )
+
+    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+        if not any(t.effect == PREFER_NO_SCHEDULE for t in cluster.taints):
+            return 100  # no PreferNoSchedule taint anywhere: every node scores the maximum
+        # Only tolerations that can apply to PreferNoSchedule count (getAllTolerationPreferNoSchedule).
+        tolerations = tuple(t for t in pod.tolerations if t.effect in ("", PREFER_NO_SCHEDULE))
+        counts = cluster.untolerated_count(tolerations, PREFER_NO_SCHEDULE)[feasible]
+        return default_normalize(counts, reverse=True)
+
+
+def new(args: dict, handle: object) -> TaintToleration:
+    return TaintToleration()

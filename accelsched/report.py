@@ -1,0 +1,102 @@
+"""Results as the CLI contract's JSON, as YAML objects, and as tables a person reads (rich)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from accelsched.api import quantity
+from accelsched.cluster.state import ClusterState
+from accelsched.framework.scheduler import ScheduleResult
+
+
+def pod_json(r: ScheduleResult) -> dict[str, Any]:
+    return {
+        "namespace": r.pod.namespace,
+        "name": r.pod.name,
+        "node": r.node,
+        "devices": {k: list(v) for k, v in r.devices.items()},
+        "message": r.message,
+        "reasons": {node: list(reasons) for node, reasons in r.reasons.items()},
+    }
+
+
+def node_json(cluster: ClusterState, i: int) -> dict[str, Any]:
+    def fmt(matrix: Any) -> dict[str, str]:
+        return {
+            res: quantity.format_quantity(res, int(matrix[row, i]))
+            for row, res in enumerate(cluster.resources)
+            if cluster.allocatable[row, i] or cluster.requested[row, i]
+        }
+
+    return {"name": cluster.nodes[i].name, "allocatable": fmt(cluster.allocatable), "requested": fmt(cluster.requested)}
+
+
+def to_json(results: list[ScheduleResult], cluster: ClusterState) -> dict[str, Any]:
+    """The design.md contract: pods in the order they were scheduled, then every node's capacity."""
+    return {"pods": [pod_json(r) for r in results], "nodes": [node_json(cluster, i) for i in range(cluster.n)]}
+
+
+def to_objects(results: list[ScheduleResult]) -> dict[str, Any]:
+    """The pods as a ``kind: List`` with spec.nodeName, the devices annotation and PodScheduled condition set."""
+    items = []
+    for r in results:
+        pod = dict(r.pod.raw)
+        status = dict(pod.get("status") or {})
+        condition = {"type": "PodScheduled", "status": "True" if r.scheduled else "False"}
+        if not r.scheduled:
+            condition.update(reason="Unschedulable", message=r.message)
+        status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"] + [
+            condition
+        ]
+        status.setdefault("phase", "Pending")
+        pod["status"] = status
+        items.append(pod)
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def pods_table(results: list[ScheduleResult], title: str = "Pods") -> Table:
+    table = Table(title=title, title_justify="left", show_lines=False)
+    table.add_column("pod")
+    table.add_column("node")
+    table.add_column("devices")
+    table.add_column("why not", overflow="fold")
+    for r in results:
+        devices = "; ".join(f"{res.rsplit('/', 1)[-1]}: {','.join(ids)}" for res, ids in r.devices.items())
+        table.add_row(
+            r.pod.key,
+            f"[green]{r.node}[/]" if r.node else "[red]Pending[/]",
+            devices,
+            r.message,
+        )
+    return table
+
+
+def nodes_table(cluster: ClusterState, title: str = "Nodes: requested / allocatable") -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("node")
+    table.add_column("state")
+    shown = [r for r in cluster.resources if cluster.allocatable[cluster.res_index[r]].any()]
+    for res in shown:
+        table.add_column(res.rsplit("/", 1)[-1] if "/" in res else res, justify="right")
+    table.add_column("free devices")
+    for i, node in enumerate(cluster.nodes):
+        flags = []
+        if node.unschedulable:
+            flags.append("cordoned")
+        flags.extend(str(t) for t in node.taints)
+        cells = []
+        for res in shown:
+            row = cluster.res_index[res]
+            req, alloc = int(cluster.requested[row, i]), int(cluster.allocatable[row, i])
+            cells.append(f"{quantity.format_quantity(res, req)}/{quantity.format_quantity(res, alloc)}")
+        free = "; ".join(f"{','.join(p.free_ids()) or '-'}" for p in cluster.devices[i].pools.values())
+        table.add_row(node.name, ", ".join(flags) or "ready", *cells, free)
+    return table
+
+
+def print_tables(console: Console, results: list[ScheduleResult], cluster: ClusterState) -> None:
+    console.print(pods_table(results))
+    console.print(nodes_table(cluster))
