@@ -22,6 +22,12 @@ from accelsched.explain import Explainer, Explanation, find_pod
 EXIT_BAD_INPUT = 2
 
 
+def console() -> Console:
+    """A terminal gets its own width; a pipe or file gets wide lines instead of rich's 80 columns."""
+    plain = Console()
+    return plain if plain.is_terminal else Console(width=160)
+
+
 def bad_input_exits(func: Callable[..., Any]) -> Callable[..., Any]:
     """Turn InputError into ``accelsched: error: FILE: OBJECT: FIELD: what`` and exit 2, never a traceback."""
 
@@ -81,7 +87,7 @@ def schedule(files: tuple[str, ...], config: str | None, seed: int, output: str)
     elif output == "yaml":
         click.echo(yaml.safe_dump(report.to_objects(results), sort_keys=False), nl=False)
     else:
-        report.print_tables(Console(), results, session.cluster)
+        report.print_tables(console(), results, session.cluster)
 
 
 @main.command()
@@ -107,7 +113,7 @@ def explain(pod: str, files: tuple[str, ...], config: str | None, seed: int, out
     if output == "json":
         click.echo(json.dumps(explanation.to_json(), indent=2))
         return
-    print_explanation(Console(), explanation)
+    print_explanation(console(), explanation)
 
 
 def print_explanation(console: Console, explanation: Explanation) -> None:
@@ -122,7 +128,7 @@ def print_explanation(console: Console, explanation: Explanation) -> None:
         )
     else:
         console.print(f"[red]{pod.key} stays Pending[/]")
-        console.print(f"Warning  FailedScheduling  {r.message}")
+        console.print(f"Warning  FailedScheduling  {r.message}", soft_wrap=True)
     table = Table(title="Node by node", title_justify="left", show_lines=True)
     for col in ("node", "verdict", "why", "what would help"):
         table.add_column(col, overflow="fold")
@@ -144,7 +150,7 @@ def demo(step: int | None, seed: int) -> None:
     """The built-in lab: capacity, taints, cordon, anti-affinity across PDUs, and binding consuming devices."""
     from accelsched.demo import run_demo
 
-    run_demo(Console(), last_step=step, seed=seed)
+    run_demo(console(), last_step=step, seed=seed)
 
 
 if __name__ == "__main__":

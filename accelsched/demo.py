@@ -104,17 +104,19 @@ def _events(console: Console, outcome: StepOutcome) -> None:
         console.print(f"[bold]{r.pod.key}[/]")
         if r.node:
             devices = f" (devices {', '.join(i for ids in r.devices.values() for i in ids)})" if r.devices else ""
-            console.print(f"  Normal   Scheduled         Successfully assigned {r.pod.key} to {r.node}{devices}")
+            console.print(
+                f"  Normal   Scheduled         Successfully assigned {r.pod.key} to {r.node}{devices}", soft_wrap=True
+            )
             continue
-        console.print(f"  Warning  FailedScheduling  [red]{r.message}[/]")
+        console.print(f"  Warning  FailedScheduling  [red]{r.message}[/]", soft_wrap=True)
         for v in outcome.verdicts.get(r.pod.key, []):
             if v.feasible:
                 continue
-            console.print(f"    {v.node}: {v.first_filter}: {', '.join(v.reasons)}")
+            console.print(f"    {v.node}: {v.first_filter}: {', '.join(v.reasons)}", soft_wrap=True)
             for d in v.details:
-                console.print(f"      - {d}")
+                console.print(f"      - {d}", soft_wrap=True, highlight=False)
             for fix in v.remedies:
-                console.print(f"      [cyan]→ {fix}[/]")
+                console.print(f"      [cyan]→ {fix}[/]", soft_wrap=True, highlight=False)
 
 
 def run_demo(console: Console, last_step: int | None = None, seed: int = 0) -> None:
@@ -122,7 +124,7 @@ def run_demo(console: Console, last_step: int | None = None, seed: int = 0) -> N
     for n, outcome in enumerate(play(steps, seed=seed), start=1):
         console.print(Panel(outcome.step.story, title=f"Step {n}: {outcome.step.title}", title_align="left"))
         console.print("  applied: " + ", ".join(outcome.step.files))
-        console.print(report.pods_table(outcome.shown, title="Pods placed in this step"))
+        console.print(report.pods_table(outcome.shown, title="Pods placed in this step", why=False))
         _events(console, outcome)
         console.print(report.nodes_table(outcome.session.cluster))
     summary = Table(title="Summary", title_justify="left")

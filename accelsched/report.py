@@ -57,20 +57,18 @@ def to_objects(results: list[ScheduleResult]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
-def pods_table(results: list[ScheduleResult], title: str = "Pods") -> Table:
+def pods_table(results: list[ScheduleResult], title: str = "Pods", why: bool = True) -> Table:
     table = Table(title=title, title_justify="left", show_lines=False)
     table.add_column("pod")
+    table.add_column("priority", justify="right")
     table.add_column("node")
     table.add_column("devices")
-    table.add_column("why not", overflow="fold")
+    if why:
+        table.add_column("why not", overflow="fold")
     for r in results:
-        devices = "; ".join(f"{res.rsplit('/', 1)[-1]}: {','.join(ids)}" for res, ids in r.devices.items())
-        table.add_row(
-            r.pod.key,
-            f"[green]{r.node}[/]" if r.node else "[red]Pending[/]",
-            devices,
-            r.message,
-        )
+        devices = "; ".join(f"{res}: {compact_ids(ids)}" for res, ids in r.devices.items())
+        cells = [r.pod.key, str(r.pod.priority), f"[green]{r.node}[/]" if r.node else "[red]Pending[/]", devices]
+        table.add_row(*cells, *([r.message] if why else []))
     return table
 
 
@@ -92,9 +90,21 @@ def nodes_table(cluster: ClusterState, title: str = "Nodes: requested / allocata
             row = cluster.res_index[res]
             req, alloc = int(cluster.requested[row, i]), int(cluster.allocatable[row, i])
             cells.append(f"{quantity.format_quantity(res, req)}/{quantity.format_quantity(res, alloc)}")
-        free = "; ".join(f"{','.join(p.free_ids()) or '-'}" for p in cluster.devices[i].pools.values())
+        free = "; ".join(compact_ids(p.free_ids()) for p in cluster.devices[i].pools.values())
         table.add_row(node.name, ", ".join(flags) or "ready", *cells, free)
     return table
+
+
+def compact_ids(ids: list[str]) -> str:
+    """``ai-accelerator-{1,2,3}`` rather than three long IDs; ``-`` for none."""
+    if not ids:
+        return "-"
+    if len(ids) == 1:
+        return ids[0]
+    prefix = ids[0][: len(ids[0].rstrip("0123456789"))]
+    if all(d.startswith(prefix) and d[len(prefix) :].isdigit() for d in ids):
+        return f"{prefix}{{{','.join(d[len(prefix) :] for d in ids)}}}"
+    return ",".join(ids)
 
 
 def print_tables(console: Console, results: list[ScheduleResult], cluster: ClusterState) -> None:

@@ -120,21 +120,28 @@ class InterPodAffinity:
     def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation:
         out = NodeExplanation()
         name = cluster.nodes[node].name
-        for term, ns in (*((t, cluster.resolve_namespaces(t, pod.namespace)) for t in pod.required_anti_affinity),):
-            domain = _domain_of(cluster, term.topology_key, node)
+        named: set[str] = set()  # a pod named as a blocker is not named again for its own (symmetric) term
+
+        def in_domain(key: str) -> list[tuple[int, Pod]]:
+            domain = _domain_of(cluster, key, node)
             if domain is None:
-                continue
-            blockers = [
-                f"{p.key} on {cluster.nodes[i].name}"
+                return []
+            return [
+                (i, p)
                 for i in range(cluster.n)
-                if cluster.nodes[i].labels.get(term.topology_key) == domain
+                if cluster.nodes[i].labels.get(key) == domain
                 for p in cluster.pods_on[i].values()
-                if pod_matches_term(p, term.label_selector, ns)
             ]
+
+        for term in pod.required_anti_affinity:
+            ns = cluster.resolve_namespaces(term, pod.namespace)
+            blockers = [(i, p) for i, p in in_domain(term.topology_key) if pod_matches_term(p, term.label_selector, ns)]
             if blockers:
+                domain = _domain_of(cluster, term.topology_key, node)
+                named.update(p.key for _, p in blockers)
+                listed = ", ".join(f"{p.key} on {cluster.nodes[i].name}" for i, p in blockers[:5])
                 out.details.append(
-                    f"anti-affinity on {term.topology_key}: {name} is in {domain}, "
-                    f"which already runs {', '.join(blockers[:5])}"
+                    f"anti-affinity on {term.topology_key}: {name} is in {domain}, which already runs {listed}"
                 )
                 out.remedies.append(f"moving the matching pods out of {term.topology_key}={domain}")
         for term in pod.required_affinity:
@@ -145,6 +152,8 @@ class InterPodAffinity:
                 out.details.append(f"affinity on {term.topology_key}: no pod matching the term runs in {domain}")
         for i in range(cluster.n):
             for p in cluster.pods_on[i].values():
+                if p.key in named:
+                    continue
                 for term in p.required_anti_affinity:
                     ns = cluster.resolve_namespaces(term, p.namespace)
                     domain = _domain_of(cluster, term.topology_key, node)

@@ -1,0 +1,91 @@
+"""The lab demo's claims, replayed from the same steps the demo shows (so the demo and the issue cannot drift)."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from accelsched.cli import main
+from accelsched.demo import LAB_STEPS, play
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    return list(play())
+
+
+def by_name(outcome, name):
+    (r,) = [r for r in outcome.results if r.pod.name == name]
+    return r
+
+
+def test_device_plugin_daemonset_lands_on_every_node_including_tainted(outcomes):
+    placed = sorted(r.node for r in outcomes[0].shown)
+    assert placed == ["node-a", "node-b", "node-c", "node-d"]
+
+
+def test_sixteen_accelerators_fit_nowhere_with_the_kube_scheduler_message(outcomes):
+    r = by_name(outcomes[1], "train-16")
+    assert r.node is None
+    assert r.message == (
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient qualcomm.com/ai-accelerator."
+    )
+    verdicts = {v.node: v for v in outcomes[1].verdicts["default/train-16"]}
+    assert verdicts["node-c"].first_filter == "TaintToleration"
+    assert any("12 short" in d for d in verdicts["node-a"].details)
+
+
+def test_only_the_tolerating_pod_lands_on_the_tainted_node(outcomes):
+    assert by_name(outcomes[2], "maint-tool").node == "node-c"
+    infer_b = by_name(outcomes[2], "infer-b")
+    assert infer_b.node is None
+    assert infer_b.message == (
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), "
+        "3 node(s) didn't match Pod's node affinity/selector."
+    )
+    remedies = {v.node: v.remedies for v in outcomes[2].verdicts["default/infer-b"]}
+    assert "tolerate maintenance=true:NoSchedule would make node-c feasible" in remedies["node-c"]
+
+
+def test_cordon_keeps_new_pods_off_but_daemon_pods_stay(outcomes):
+    step = outcomes[3]
+    infer_c = by_name(step, "infer-c")
+    assert "1 node(s) were unschedulable" in infer_c.message
+    assert infer_c.reasons["node-b"] == ["node(s) were unschedulable"]
+    node_b = step.session.cluster.index["node-b"]
+    assert any(p.owner_kind == "DaemonSet" for p in step.session.cluster.pods_on[node_b].values())
+
+
+def test_replicas_spread_over_pdus_and_the_extra_one_stays_pending(outcomes):
+    step = outcomes[4]
+    replicas = [r for r in step.shown if r.pod.namespace == "tenant-a"]
+    assert len(replicas) == 3
+    placed = [r for r in replicas if r.node]
+    pdus = {step.session.cluster.nodes[step.session.cluster.index[r.node]].labels["accelsched.io/pdu"] for r in placed}
+    assert len(placed) == 2 and len(pdus) == 2
+    (pending,) = [r for r in replicas if not r.node]
+    assert pending.message == (
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, "
+        "2 node(s) didn't match pod anti-affinity rules."
+    )
+
+
+def test_binding_consumes_capacity_and_devices_are_never_shared(outcomes):
+    step = outcomes[5]
+    assert by_name(step, "train-4").node is None
+    assert "2 Insufficient qualcomm.com/ai-accelerator" in by_name(step, "train-4").message
+    assert {by_name(step, "train-3a").node, by_name(step, "train-3b").node} == {"node-a", "node-d"}
+    cluster = step.session.cluster
+    row = cluster.res_index["qualcomm.com/ai-accelerator"]
+    for i, node in enumerate(cluster.nodes):
+        held = [d for p in cluster.pods_on[i].values() for d in p.devices.get("qualcomm.com/ai-accelerator", [])]
+        assert len(held) == len(set(held)) == cluster.requested[row, i]
+        assert cluster.requested[row, i] <= cluster.allocatable[row, i]
+
+
+def test_demo_command_prints_every_step():
+    result = CliRunner().invoke(main, ["demo"])
+    assert result.exit_code == 0, result.output
+    for n, step in enumerate(LAB_STEPS, start=1):
+        assert f"Step {n}: {step.title}" in result.output
+    assert "FailedScheduling" in result.output and "Successfully assigned" in result.output
