@@ -99,11 +99,20 @@ def test_explain_of_a_scheduled_pod_shows_scores(tmp_path):
 BAD_INPUTS = {
     "malformed yaml": ("kind: Pod\nmetadata: {name: [x\n", "malformed YAML"),
     "no kind": ("apiVersion: v1\nmetadata: {name: x}\n", "has no kind"),
-    "negative quantity": (POD.replace('cpu: "1"', 'cpu: "-2"'), "Pod default/p1: spec.containers[0].resources.requests[cpu]"),
+    "negative quantity": (
+        POD.replace('cpu: "1"', 'cpu: "-2"'),
+        "Pod default/p1: spec.containers[0].resources.requests[cpu]",
+    ),
     "unparsable quantity": (POD.replace('cpu: "1"', "cpu: 2 cores"), "spec.containers[0].resources.requests[cpu]"),
-    "unknown node": (POD.replace("spec:\n", "spec:\n  nodeName: node-z\n"), "spec.nodeName: node 'node-z' does not exist"),
+    "unknown node": (
+        POD.replace("spec:\n", "spec:\n  nodeName: node-z\n"),
+        "spec.nodeName: node 'node-z' does not exist",
+    ),
     "duplicate name": (POD + "---\n" + POD, "duplicate object"),
-    "unknown device type": (POD.replace("qualcomm.com/ai-accelerator", "example.com/tpu"), "no node advertises example.com/tpu"),
+    "unknown device type": (
+        POD.replace("qualcomm.com/ai-accelerator", "example.com/tpu"),
+        "no node advertises example.com/tpu",
+    ),
     "bad taint effect": (
         "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec: {taints: [{key: k, effect: Sometimes}]}\n",
         "Node n: spec.taints[0].effect",

@@ -77,7 +77,7 @@ def test_binding_consumes_capacity_and_devices_are_never_shared(outcomes):
     assert {by_name(step, "train-3a").node, by_name(step, "train-3b").node} == {"node-a", "node-d"}
     cluster = step.session.cluster
     row = cluster.res_index["qualcomm.com/ai-accelerator"]
-    for i, node in enumerate(cluster.nodes):
+    for i in range(cluster.n):
         held = [d for p in cluster.pods_on[i].values() for d in p.devices.get("qualcomm.com/ai-accelerator", [])]
         assert len(held) == len(set(held)) == cluster.requested[row, i]
         assert cluster.requested[row, i] <= cluster.allocatable[row, i]

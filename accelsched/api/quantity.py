@@ -7,6 +7,7 @@ cpu is kept in millicores, memory-like resources in bytes, everything else (pods
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal, InvalidOperation
 
 from kubernetes.utils.quantity import parse_quantity
@@ -17,6 +18,12 @@ EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
 
 _BYTE_RESOURCES = (MEMORY, EPHEMERAL_STORAGE)
+# resource.Quantity's grammar (apimachinery pkg/api/resource/quantity.go): a signed decimal number, then one
+# suffix: binary SI (Ki..Ei), decimal SI (n, u, m, "", k, M, G, T, P, E) or a decimal exponent (e3, E-2).
+# No spaces, no underscores, no "K"; kubernetes.utils.parse_quantity alone accepts all three.
+_QUANTITY_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?")
+_INT64_MAX = 2**63 - 1
+_UNIT = {CPU: "millicores", MEMORY: "bytes", EPHEMERAL_STORAGE: "bytes"}
 _BINARY_SUFFIXES = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
 
@@ -41,6 +48,8 @@ def parse(name: str, value: object) -> int:
     if isinstance(value, bool) or value is None:
         raise ValueError(f"{value!r} is not a quantity")
     text = str(value).strip()
+    if not _QUANTITY_RE.fullmatch(text):
+        raise ValueError(f"{text!r} is not a valid quantity (examples: 500m, 2, 1.5Gi, 1e3)")
     try:
         number = Decimal(parse_quantity(text))
     except (ValueError, InvalidOperation, TypeError):
@@ -50,12 +59,16 @@ def parse(name: str, value: object) -> int:
     if number < 0:
         raise ValueError(f"{text!r} is negative; quantities must be >= 0")
     if name == CPU:
-        return math.ceil(number * 1000)
-    if is_extended(name) or name == PODS:
+        amount = math.ceil(number * 1000)
+    elif is_extended(name) or name == PODS:
         if number != number.to_integral_value():
             raise ValueError(f"{text!r} must be a whole number for {name}")
-        return int(number)
-    return math.ceil(number)
+        amount = int(number)
+    else:
+        amount = math.ceil(number)
+    if amount > _INT64_MAX:
+        raise ValueError(f"{text!r} is too large (more than {_INT64_MAX} {_UNIT.get(name, 'units')})")
+    return amount
 
 
 def format_quantity(name: str, amount: int) -> str:

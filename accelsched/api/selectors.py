@@ -6,6 +6,7 @@ distinct label value (see cluster.state), never once per node.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -16,6 +17,21 @@ TAINT_EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
 
 LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 NODE_SELECTOR_OPERATORS = (*LABEL_SELECTOR_OPERATORS, "Gt", "Lt")
+
+
+_INT64_RE = re.compile(r"[+-]?[0-9]+")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def parse_int64(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64): ASCII digits with an optional sign, in int64 range; None otherwise.
+
+    Python's int() is laxer (underscores, spaces, non-ASCII digits, any size), so it is not used directly.
+    """
+    if not _INT64_RE.fullmatch(text):
+        return None
+    value = int(text)
+    return value if _INT64_MIN <= value <= _INT64_MAX else None
 
 
 @dataclass(frozen=True)
@@ -40,10 +56,8 @@ class Requirement:
         # Gt / Lt: both sides must parse as integers, otherwise no match (as in Kubernetes).
         if not present:
             return False
-        try:
-            have = int(value or "")
-            want = int(self.values[0])
-        except ValueError:
+        have, want = parse_int64(value or ""), parse_int64(self.values[0])
+        if have is None or want is None:
             return False
         return have > want if op == "Gt" else have < want
 

@@ -8,8 +8,9 @@ the work per pod does not grow with the number of pods already bound (design pri
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -60,6 +61,19 @@ class TermGroup:
     weight: int
 
 
+# Values per node derived from that node's state alone, given the node indices to compute.
+NodeFunction = Callable[[np.ndarray], np.ndarray]
+NODE_CACHE_SIZE = 256
+SCALAR_UPDATE_LIMIT = 8
+
+
+@dataclass
+class _NodeCache:
+    values: np.ndarray
+    seen: int  # position in ClusterState.changes up to which ``values`` is current
+    epoch: int = field(default=0)
+
+
 def nonzero_requests(requests: dict[str, int]) -> tuple[int, int]:
     return (
         requests.get(quantity.CPU) or DEFAULT_MILLI_CPU_REQUEST,
@@ -108,6 +122,12 @@ class ClusterState:
             k: {} for k in ("required_anti", "required_affinity", "preferred_affinity", "preferred_anti")
         }
         self.generation = 0
+        # Node indices in the order they changed (assume/forget): caches catch up by recomputing only these.
+        self.changes: list[int] = []
+        self.epoch = 0  # bumped when a change touches every node (a new resource row)
+        self._node_caches: OrderedDict[Hashable, _NodeCache] = OrderedDict()
+        # Small per-request-shape lookups plugins derive from this cluster's layout (bounded by the plugins).
+        self.memo: dict[Hashable, object] = {}
 
     # ------------------------------------------------------------------------------------ resources
 
@@ -124,8 +144,36 @@ class ClusterState:
             out.append((row, amount))
         return out
 
+    def node_values(
+        self, key: Hashable, compute: NodeFunction, compute_one: Callable[[int], int] | None = None
+    ) -> np.ndarray:
+        """Per-node values (e.g. a score for one request shape), kept current by recomputing changed nodes only.
+
+        After a bind only one node changes, so a score that depends on the node's own state and the request
+        costs one node's work per bind instead of a pass over every node (design principle 3).
+        """
+        cache = self._node_caches.get(key)
+        if cache is None or cache.epoch != self.epoch or len(self.changes) - cache.seen > self.n // 4:
+            cache = _NodeCache(compute(np.arange(self.n)), len(self.changes), self.epoch)
+            self._node_caches[key] = cache
+            if len(self._node_caches) > NODE_CACHE_SIZE:
+                self._node_caches.popitem(last=False)
+        elif cache.seen < len(self.changes):
+            dirty = sorted(set(self.changes[cache.seen :]))
+            if compute_one is not None and len(dirty) <= SCALAR_UPDATE_LIMIT:
+                # numpy's per-call overhead dwarfs one node's arithmetic: plain Python is ~20x faster here.
+                for i in dirty:
+                    cache.values[i] = compute_one(i)
+            else:
+                index = np.array(dirty, dtype=np.int64)
+                cache.values[index] = compute(index)
+            cache.seen = len(self.changes)
+        self._node_caches.move_to_end(key)
+        return cache.values
+
     def _add_resource(self, res: str) -> int:
         """A resource no node advertises: a zero row, so every node reports Insufficient <res>."""
+        self.epoch += 1
         self.resources.append(res)
         self.res_index[res] = len(self.resources) - 1
         zero = np.zeros((1, self.n), dtype=np.int64)
@@ -274,6 +322,7 @@ class ClusterState:
         self.pod_node[pod.key] = node
         self._count(pod, node, +1)
         self.generation += 1
+        self.changes.append(node)
 
     def forget(self, pod: Pod) -> None:
         node = self.pod_node.pop(pod.key)
@@ -286,6 +335,7 @@ class ClusterState:
         del self.pods_on[node][pod.key]
         self._count(pod, node, -1)
         self.generation += 1
+        self.changes.append(node)
 
     def _count(self, pod: Pod, node: int, delta: int) -> None:
         self.namespace_labels(pod.namespace)

@@ -72,6 +72,8 @@ class FilterResult:
             self.rejections.append(Rejection(reason, nodes, resolvable))
 
     def rejected(self, n: int) -> np.ndarray:
+        if len(self.rejections) == 1:
+            return self.rejections[0].nodes
         mask = np.zeros(n, dtype=bool)
         for r in self.rejections:
             mask |= r.nodes

@@ -61,6 +61,8 @@ class InterPodAffinity:
     # ---------------------------------------------------------------------------------- filter
 
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
+        if not (pod.required_affinity or pod.required_anti_affinity or cluster.term_groups["required_anti"]):
+            return SKIP
         st = _FilterState(
             affinity=[(t, cluster.resolve_namespaces(t, pod.namespace)) for t in pod.required_affinity],
             anti=[(t, cluster.resolve_namespaces(t, pod.namespace)) for t in pod.required_anti_affinity],
@@ -171,6 +173,15 @@ class InterPodAffinity:
     # ---------------------------------------------------------------------------------- score
 
     def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> Status:
+        groups = cluster.term_groups
+        if not (
+            pod.preferred_affinity
+            or pod.preferred_anti_affinity
+            or groups["required_affinity"]
+            or groups["preferred_affinity"]
+            or groups["preferred_anti"]
+        ):
+            return SKIP
         terms: list[tuple[str, np.ndarray, int]] = []
         for weighted, sign in ((pod.preferred_affinity, 1), (pod.preferred_anti_affinity, -1)):
             for w in weighted:

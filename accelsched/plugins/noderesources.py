@@ -7,6 +7,7 @@ Filtering touches only the rows of the resources the pod asks for (design princi
 from __future__ import annotations
 
 import functools
+import warnings
 import itertools
 from dataclasses import dataclass
 
@@ -174,10 +175,25 @@ class NodeResourcesFit:
 
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         result = FilterResult()
-        for row, amount in _rows(pod, cluster):
-            if amount > 0 and self._checked(cluster.resources[row]):
-                result.reject(insufficient(cluster.resources[row]), cluster.free[row] < amount)
+        free = cluster.free
+        for row, amount, reason in self._checks(pod, cluster):
+            result.reject(reason, free[row] < amount)
         return result
+
+    def _checks(self, pod: Pod, cluster: ClusterState) -> list[tuple[int, int, str]]:
+        """(row, amount, reason) per checked resource in fitsRequest order; memoized per request shape."""
+        shape = (FIT_NAME, self.ignored, self.ignored_groups, cluster.epoch, tuple(pod.requests.items()))
+        checks = cluster.memo.get(shape)
+        if checks is None:
+            checks = [
+                (row, amount, insufficient(cluster.resources[row]))
+                for row, amount in _rows(pod, cluster)
+                if amount > 0 and self._checked(cluster.resources[row])
+            ]
+            if len(cluster.memo) > 4096:
+                cluster.memo.clear()
+            cluster.memo[shape] = checks
+        return checks
 
     def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation:
         n = cluster.nodes[node].name
@@ -199,12 +215,43 @@ class NodeResourcesFit:
         return out
 
     def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
-        total = np.zeros(len(feasible), dtype=np.int64)
-        weights = np.zeros(len(feasible), dtype=np.int64)
+        # The score depends only on the node and the request, so it is cached per request shape.
+        key = (FIT_NAME, id(self), _request_shape(pod, self.strategy.resources, nonzero=True))
+        values = cluster.node_values(
+            key, lambda nodes: self._score_nodes(pod, cluster, nodes), lambda i: self._score_node(pod, cluster, i)
+        )
+        return values[feasible]
+
+    def _score_node(self, pod: Pod, cluster: ClusterState, i: int) -> int:
+        """One node's score in plain Python: the same arithmetic as _score_nodes (tests hold them equal)."""
+        total = weights = 0
+        for (alloc, requested), weight in zip(
+            _node_usage(pod, cluster, self.strategy.resources, i, True), self._weights, strict=True
+        ):
+            if alloc is None or alloc <= 0:
+                continue
+            if self.strategy.kind == LEAST_ALLOCATED:
+                s = 0 if requested > alloc else (alloc - requested) * MAX_NODE_SCORE // alloc
+            elif self.strategy.kind == MOST_ALLOCATED:
+                s = min(requested, alloc) * MAX_NODE_SCORE // alloc
+            else:
+                util = np.array([min(requested, alloc) * MAX_NODE_SCORE // alloc], dtype=np.int64)
+                s = int(_broken_linear(self.strategy.shape, util)[0])
+            total += s * weight
+            weights += weight
+        return total // weights if weights else 0
+
+    @property
+    def _weights(self) -> list[int]:
+        return [w for _, w in self.strategy.resources]
+
+    def _score_nodes(self, pod: Pod, cluster: ClusterState, nodes: np.ndarray) -> np.ndarray:
+        total = np.zeros(len(nodes), dtype=np.int64)
+        weights = np.zeros(len(nodes), dtype=np.int64)
         for res, weight in self.strategy.resources:
             if quantity.is_extended(res) and not pod.requests.get(res):
                 continue  # scalar resources the pod does not request do not count (calculateResourceAllocatableRequest)
-            alloc, requested, _ = _requested_after(pod, cluster, res, feasible, nonzero=True)
+            alloc, requested, _ = _requested_after(pod, cluster, res, nodes, nonzero=True)
             has = alloc > 0
             safe = np.where(has, alloc, 1)
             if self.strategy.kind == LEAST_ALLOCATED:
@@ -216,6 +263,37 @@ class NodeResourcesFit:
             total += np.where(has, s * weight, 0)
             weights += np.where(has, weight, 0)
         return np.where(weights > 0, total // np.maximum(weights, 1), 0)
+
+
+def _request_shape(pod: Pod, resources: tuple[tuple[str, int], ...], nonzero: bool) -> tuple[int, ...]:
+    """What a resource score reads of the pod: its request of each scored resource."""
+    cpu, mem = (
+        nonzero_requests(pod.requests)
+        if nonzero
+        else (pod.requests.get(quantity.CPU, 0), pod.requests.get(quantity.MEMORY, 0))
+    )
+    return tuple(
+        cpu if res == quantity.CPU else mem if res == quantity.MEMORY else pod.requests.get(res, 0)
+        for res, _ in resources
+    )
+
+
+def _node_usage(
+    pod: Pod, cluster: ClusterState, resources: tuple[tuple[str, int], ...], i: int, nonzero: bool
+) -> list[tuple[int | None, int]]:
+    """Per scored resource on node i: (allocatable, requested including the pod); None where it does not count."""
+    out: list[tuple[int | None, int]] = []
+    cpu, mem = nonzero_requests(pod.requests)
+    for res, _ in resources:
+        row = cluster.res_index.get(res)
+        if row is None or (quantity.is_extended(res) and not pod.requests.get(res)):
+            out.append((None, 0))
+        elif nonzero and res in (quantity.CPU, quantity.MEMORY):
+            which = 0 if res == quantity.CPU else 1
+            out.append((int(cluster.allocatable[row, i]), int(cluster.nonzero_requested[which, i]) + (cpu, mem)[which]))
+        else:
+            out.append((int(cluster.allocatable[row, i]), int(cluster.requested[row, i]) + pod.requests.get(res, 0)))
+    return out
 
 
 class NodeResourcesBalancedAllocation:
@@ -232,21 +310,43 @@ class NodeResourcesBalancedAllocation:
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+        key = (BALANCED_NAME, id(self), _request_shape(pod, self.resources, nonzero=False))
+        values = cluster.node_values(
+            key, lambda nodes: self._score_nodes(pod, cluster, nodes), lambda i: self._score_node(pod, cluster, i)
+        )
+        return values[feasible]
+
+    def _score_node(self, pod: Pod, cluster: ClusterState, i: int) -> int:
+        """One node's score in plain Python: the same arithmetic as _score_nodes (tests hold them equal)."""
+        usage = _node_usage(pod, cluster, self.resources, i, False)
+        counted = [(a, r) for a, r in usage if a is not None or r]
+        fractions = [min(r / a, 1.0) for a, r in counted if a]
+        if len(counted) == 2:
+            std = abs(fractions[0] - fractions[1]) / 2 if len(fractions) == 2 else 0.0
+        elif fractions:
+            mean = sum(fractions) / len(fractions)
+            std = (sum((f - mean) ** 2 for f in fractions) / len(fractions)) ** 0.5
+        else:
+            std = 0.0
+        return int((1 - std) * MAX_NODE_SCORE)
+
+    def _score_nodes(self, pod: Pod, cluster: ClusterState, nodes: np.ndarray) -> np.ndarray:
         fractions = []
         for res, _ in self.resources:
             if quantity.is_extended(res) and not pod.requests.get(res):
                 continue
-            alloc, requested, _ = _requested_after(pod, cluster, res, feasible, nonzero=False)
+            alloc, requested, _ = _requested_after(pod, cluster, res, nodes, nonzero=False)
             frac = np.where(alloc > 0, np.minimum(requested / np.maximum(alloc, 1), 1.0), np.nan)
             fractions.append(frac)
         if not fractions:
-            return 0
+            return np.zeros(len(nodes), dtype=np.int64)
         stacked = np.vstack(fractions)
         if len(fractions) == 2:
             std = np.abs(stacked[0] - stacked[1]) / 2
             std = np.where(np.isnan(std), 0.0, std)
         else:
-            with np.errstate(invalid="ignore"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column is a node with no such resources
                 std = np.nan_to_num(np.nanstd(stacked, axis=0))
         return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
 
