@@ -7,8 +7,8 @@ Filtering touches only the rows of the resources the pod asks for (design princi
 from __future__ import annotations
 
 import functools
-import warnings
 import itertools
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
