@@ -21,6 +21,7 @@ from accelsched.api.selectors import (
     Requirement,
     Taint,
     Toleration,
+    parse_int64,
 )
 from accelsched.errors import InputError, Where
 
@@ -110,10 +111,8 @@ def parse_requirements(where: Where, value: Any, path: str, operators: tuple[str
         if op in ("Gt", "Lt"):
             if len(values) != 1:
                 raise where.error(f"{p}.values", f"must hold exactly one integer for operator {op}")
-            try:
-                int(values[0])
-            except ValueError:
-                raise where.error(f"{p}.values[0]", f"{values[0]!r} is not an integer") from None
+            if parse_int64(values[0]) is None:
+                raise where.error(f"{p}.values[0]", f"{values[0]!r} is not an integer")
         reqs.append(Requirement(key, op, values))
     return tuple(reqs)
 
@@ -245,7 +244,7 @@ class Pod:
     required_anti_affinity: tuple[PodAffinityTerm, ...] = ()
     preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
-    topologyparse_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     owner_kind: str = ""
     owner_name: str = ""
     devices: dict[str, list[str]] = field(default_factory=dict)
@@ -518,7 +517,7 @@ def parse_pod(doc: Mapping[str, Any], source: str = "") -> Pod:
             where, paa.get(pref_key), f"spec.affinity.podAntiAffinity.{pref_key}"
         ),
         tolerations=parse_tolerations(where, spec.get("tolerations"), "spec.tolerations"),
-        topologyparse_spread_constraints=parse_spread_constraints(
+        topology_spread_constraints=parse_spread_constraints(
             where, spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints"
         ),
         owner_kind=owner_kind,

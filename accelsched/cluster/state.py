@@ -53,12 +53,17 @@ class LabelColumn:
 
 @dataclass(frozen=True)
 class TermGroup:
-    """Bound pods carrying the same affinity term (same selector, namespaces, key): counted per node."""
+    """Bound pods carrying the same affinity term (same selector, namespaces, key): counted per node.
+
+    ``namespaces`` holds the term's listed namespaces (or its owner's); a namespaceSelector stays a selector,
+    matched against the incoming pod's namespace labels when asked, as kube-scheduler does at filter time.
+    """
 
     selector: LabelSelector | None
     namespaces: NamespaceFilter
     topology_key: str
     weight: int
+    namespace_selector: LabelSelector | None = None
 
 
 # Values per node derived from that node's state alone, given the node indices to compute.
@@ -270,12 +275,21 @@ class ClusterState:
             return ALL_NAMESPACES
         names = set(term.namespaces)
         if term.namespace_selector is not None:
-            for pod in self.pods_all():
-                self.namespace_labels(pod.namespace)
+            # Every bound pod's namespace is registered in _count, so this sees all namespaces in play.
             names.update(n for n, lab in self.namespaces.items() if term.namespace_selector.matches(lab))
         if not term.namespaces and term.namespace_selector is None:
             names.add(owner_namespace)
         return frozenset(names)
+
+    def group_selects(self, group: TermGroup, pod: Pod) -> bool:
+        """Whether a bound pod's affinity term (its group) selects ``pod``."""
+        if group.selector is None or not group.selector.matches(pod.labels):
+            return False
+        if group.namespaces is None or pod.namespace in group.namespaces:
+            return True
+        return group.namespace_selector is not None and group.namespace_selector.matches(
+            self.namespace_labels(pod.namespace)
+        )
 
     # ------------------------------------------------------------------------------------ pod counts
 
@@ -353,8 +367,15 @@ class ClusterState:
         for kind, terms in kinds:
             groups = self.term_groups[kind]
             for term, weight in terms:
+                selector = term.namespace_selector
+                if selector is not None and selector.empty:
+                    names: NamespaceFilter = ALL_NAMESPACES
+                elif selector is None and not term.namespaces:
+                    names = frozenset({pod.namespace})
+                else:
+                    names = frozenset(term.namespaces)
                 group = TermGroup(
-                    term.label_selector, self.resolve_namespaces(term, pod.namespace), term.topology_key, weight
+                    term.label_selector, names, term.topology_key, weight, selector if names is not None else None
                 )
                 counts = groups.get(group)
                 if counts is None:

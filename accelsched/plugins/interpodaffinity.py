@@ -69,7 +69,7 @@ class InterPodAffinity:
             existing_anti=[
                 (g.topology_key, counts)
                 for g, counts in cluster.term_groups["required_anti"].items()
-                if pod_matches_term(pod, g.selector, g.namespaces)
+                if cluster.group_selects(g, pod)
             ],
         )
         if not (st.affinity or st.anti or st.existing_anti):
@@ -103,13 +103,17 @@ class InterPodAffinity:
     def _affinity_ok(self, st: _FilterState, pod: Pod, cluster: ClusterState) -> np.ndarray:
         conditions = tuple((t.label_selector, ns) for t, ns in st.affinity if t.label_selector is not None)
         has_keys = np.ones(cluster.n, dtype=bool)
+        any_key = np.zeros(cluster.n, dtype=bool)
         for term, _ in st.affinity:
-            has_keys &= cluster.labels(term.topology_key).present
+            present = cluster.labels(term.topology_key).present
+            has_keys &= present
+            any_key |= present
         if len(conditions) < len(st.affinity):
             return np.zeros(cluster.n, dtype=bool)  # a nil selector matches no pod
         counts = cluster.match_counts(conditions)
-        if not counts.any():
-            # No bound pod matches: the first pod of a group that selects itself may go anywhere with the keys.
+        if not (counts[any_key] > 0).any():
+            # No topology pair counts a matching pod (pods on nodes without any of the keys add no pair):
+            # the first pod of a group that selects itself may go anywhere with the keys.
             if all(pod_matches_term(pod, t.label_selector, ns) for t, ns in st.affinity):
                 return has_keys
             return np.zeros(cluster.n, dtype=bool)
@@ -192,7 +196,7 @@ class InterPodAffinity:
             existing += [("preferred_affinity", 1), ("preferred_anti", -1)]
         for kind, sign in existing:
             for g, counts in cluster.term_groups[kind].items():
-                if pod_matches_term(pod, g.selector, g.namespaces):
+                if cluster.group_selects(g, pod):
                     weight = self.hard_weight if kind == "required_affinity" else g.weight
                     if weight:
                         terms.append((g.topology_key, counts, sign * weight))

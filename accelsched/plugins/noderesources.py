@@ -175,8 +175,9 @@ class NodeResourcesFit:
 
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         result = FilterResult()
+        checks = self._checks(pod, cluster)  # may add a zero row for a resource no node has: read free after it
         free = cluster.free
-        for row, amount, reason in self._checks(pod, cluster):
+        for row, amount, reason in checks:
             result.reject(reason, free[row] < amount)
         return result
 

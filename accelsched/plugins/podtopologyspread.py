@@ -63,7 +63,7 @@ class PodTopologySpread:
         self.default_constraints = default_constraints
 
     def _constraints(self, pod: Pod, cluster: ClusterState, when: str) -> list[_Constraint]:
-        specs = pod.topologyparse_spread_constraints
+        specs = pod.topology_spread_constraints
         default_selector = None
         if not specs and self.default_constraints and pod.owner_kind in _DEFAULTED_OWNERS:
             # DefaultSelector: the owner's selector, approximated by the labels all replicas share.
