@@ -360,3 +360,32 @@ def test_existing_anti_affinity_namespace_selector_with_namespace_objects() -> N
     assert blocked["web"].reasons == {"n1": [EXISTING_ANTI]}
     free = run([node("n1")], [guard, pod("web", namespace="c", labels={"app": "web"})], namespaces=namespaces)
     assert free["web"].node == "n1"
+
+
+def test_match_label_keys_narrow_anti_affinity_to_the_same_revision() -> None:
+    """KEP-3633: matchLabelKeys adds ``key In (own value)``: a new revision ignores the old revision's pods."""
+    term = {
+        "labelSelector": {"matchLabels": {"app": "web"}},
+        "topologyKey": "kubernetes.io/hostname",
+        "matchLabelKeys": ["pod-template-hash"],
+    }
+    spec = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+
+    def web(name: str, rev: str, node_name: str = "") -> dict:
+        extra = {"nodeName": node_name} if node_name else {}
+        return {
+            "metadata": {"name": name, "labels": {"app": "web", "pod-template-hash": rev}},
+            "spec": {**spec, **extra, "containers": [{"name": "c"}]},
+        }
+
+    from accelsched.api.loader import Inputs
+    from accelsched.api.objects import parse_node, parse_pod
+    from accelsched.engine import Session
+
+    nodes = [parse_node({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "pods": "10"}}})]
+    old = parse_pod(web("old", "v1", "n1"))
+    same = parse_pod(web("same", "v1"))
+    new = parse_pod(web("new", "v2"))
+    results = {r.pod.name: r for r in Session.start(Inputs(nodes=nodes, pods=[old, same, new])).schedule()}
+    assert results["same"].node is None
+    assert results["new"].node == "n1"

@@ -7,6 +7,7 @@ The raw dict is kept on each object so results can be written back as YAML uncha
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -486,7 +487,7 @@ def parse_pod(doc: Mapping[str, Any], source: str = "") -> Pod:
         )
 
     priority = spec.get("priority")
-    return Pod(
+    pod = Pod(
         namespace=namespace,
         name=name,
         source=source,
@@ -525,6 +526,30 @@ def parse_pod(doc: Mapping[str, Any], source: str = "") -> Pod:
         devices=devices,
         raw=copy.deepcopy(dict(doc)),
     )
+    return _merge_label_keys(pod)
+
+
+def _merged_term(term: PodAffinityTerm, labels: Mapping[str, str]) -> PodAffinityTerm:
+    """matchLabelKeys / mismatchLabelKeys become ``key In/NotIn (the pod's value)`` in the labelSelector, as the
+    API server merges them when the pod is created; keys the pod lacks are ignored."""
+    if term.label_selector is None or not (term.match_label_keys or term.mismatch_label_keys):
+        return term
+    extra = tuple(Requirement(k, "In", (labels[k],)) for k in term.match_label_keys if k in labels) + tuple(
+        Requirement(k, "NotIn", (labels[k],)) for k in term.mismatch_label_keys if k in labels
+    )
+    selector = LabelSelector(term.label_selector.match_labels, term.label_selector.match_expressions + extra)
+    return dataclasses.replace(term, label_selector=selector, match_label_keys=(), mismatch_label_keys=())
+
+
+def _merge_label_keys(pod: Pod) -> Pod:
+    def weighted(terms: tuple[WeightedPodAffinityTerm, ...]) -> tuple[WeightedPodAffinityTerm, ...]:
+        return tuple(WeightedPodAffinityTerm(w.weight, _merged_term(w.term, pod.labels)) for w in terms)
+
+    pod.required_affinity = tuple(_merged_term(t, pod.labels) for t in pod.required_affinity)
+    pod.required_anti_affinity = tuple(_merged_term(t, pod.labels) for t in pod.required_anti_affinity)
+    pod.preferred_affinity = weighted(pod.preferred_affinity)
+    pod.preferred_anti_affinity = weighted(pod.preferred_anti_affinity)
+    return pod
 
 
 def parse_devices_annotation(where: Where, text: str, path: str) -> dict[str, list[str]]:
