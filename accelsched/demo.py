@@ -6,9 +6,12 @@ then schedules every pending pod. The steps are data (LAB_STEPS) so tests replay
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from rich.console import Console
 from rich.panel import Panel
@@ -18,7 +21,11 @@ from accelsched import report
 from accelsched.api.loader import Inputs, build_inputs, read_documents
 from accelsched.engine import Session
 from accelsched.explain import Explainer, NodeVerdict
+from accelsched.api.objects import Pod
+from accelsched.framework.profile import kube_scheduler_config
 from accelsched.framework.scheduler import ScheduleResult
+from accelsched.topology.alignment import TopologyIndex, pod_admitted
+from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,6 +35,7 @@ class Step:
     title: str
     story: str
     files: tuple[str, ...]
+    compare_default: bool = False  # also show where the stock kube-scheduler would bind, and if the kubelet admits
 
 
 LAB_STEPS = (
@@ -67,7 +75,24 @@ LAB_STEPS = (
         "jobs take what is left.",
         ("examples/lab/06-fill.yaml",),
     ),
+    Step(
+        "Topology: accelerators beside their NIC, on one NUMA node",
+        "node-e and node-f run the kubelet Topology Manager with single-numa-node. train-nic wants four cards next "
+        "to its NIC. The stock scheduler counts cards only and picks the emptier node-f, whose free cards are split "
+        "over both NUMA nodes: the kubelet would reject the pod. accelsched predicts that and binds on node-e.",
+        ("examples/lab/07-topology.yaml",),
+        compare_default=True,
+    ),
 )
+
+
+@dataclass
+class DefaultChoice:
+    """Where the stock kube-scheduler binds a pod, and whether that node's kubelet would admit it."""
+
+    node: str | None
+    admitted: bool
+    policy: str
 
 
 @dataclass
@@ -77,6 +102,7 @@ class StepOutcome:
     results: list[ScheduleResult]
     new_pods: set[str]
     verdicts: dict[str, list[NodeVerdict]]
+    default: dict[str, DefaultChoice] = field(default_factory=dict)
 
     @property
     def shown(self) -> list[ScheduleResult]:
@@ -93,15 +119,39 @@ def play(steps: tuple[Step, ...] = LAB_STEPS, root: Path = ROOT, seed: int = 0) 
         for d in docs:
             d.source = str(Path(d.source).relative_to(root))
         inputs = build_inputs(docs, base=inputs)
+        default = stock_scheduler_choices(inputs, seed) if step.compare_default else {}
         session = Session.start(inputs, seed=seed)
         explainer = Explainer(session.scheduler)
         results = session.rejected + session.schedule()
-        yield StepOutcome(step, session, results, {p.key for p in inputs.pods} - before, explainer.verdicts)
+        new = {p.key for p in inputs.pods} - before
+        yield StepOutcome(step, session, results, new, explainer.verdicts, default)
+
+
+def stock_scheduler_choices(inputs: Inputs, seed: int) -> dict[str, DefaultChoice]:
+    """Schedule a copy of the inputs with the stock profile, noting before each bind what the kubelet would say."""
+    session = Session.start(copy.deepcopy(inputs), config=kube_scheduler_config(), seed=seed)
+    admitted: dict[str, np.ndarray] = {}
+
+    def observe(pod: Pod) -> None:
+        admitted[pod.key] = pod_admitted(pod, TopologyIndex.of(session.cluster), session.cluster)
+
+    session.scheduler.observer = observe
+    choices = {}
+    for r in session.schedule():
+        node = session.cluster.index.get(r.node) if r.node else None
+        layout = session.cluster.nodes[node].layout if node is not None else None
+        choices[r.pod.key] = DefaultChoice(
+            r.node, bool(node is None or admitted[r.pod.key][node]), layout.policy if layout else "none"
+        )
+    return choices
 
 
 def _events(console: Console, outcome: StepOutcome) -> None:
     for r in outcome.shown:
         console.print(f"[bold]{r.pod.key}[/]")
+        choice = outcome.default.get(r.pod.key)
+        if choice is not None:
+            console.print(f"  {compare_line(r, choice)}", soft_wrap=True, highlight=False)
         if r.node:
             devices = f" (devices {', '.join(i for ids in r.devices.values() for i in ids)})" if r.devices else ""
             console.print(
@@ -117,6 +167,23 @@ def _events(console: Console, outcome: StepOutcome) -> None:
                 console.print(f"      - {d}", soft_wrap=True, highlight=False)
             for fix in v.remedies:
                 console.print(f"      [cyan]→ {fix}[/]", soft_wrap=True, highlight=False)
+
+
+def compare_line(r: ScheduleResult, choice: DefaultChoice) -> str:
+    """``default kube-scheduler: node-f, rejected at admission by single-numa-node; accelsched: node-e, NUMA 0 with nic0``"""
+    if choice.node is None:
+        stock = "Pending"
+    elif choice.admitted:
+        stock = f"{choice.node}, admitted"
+    else:
+        stock = f"{choice.node}, rejected at admission by {choice.policy} (TopologyAffinityError)"
+    ours = r.node or "Pending"
+    annotations = r.pod.raw.get("metadata", {}).get("annotations") or {}
+    if r.node and annotations.get(NUMA_ANNOTATION):
+        ours += f", NUMA {annotations[NUMA_ANNOTATION]}"
+        if annotations.get(NIC_ANNOTATION):
+            ours += f" with {annotations[NIC_ANNOTATION]}"
+    return f"default kube-scheduler: {stock}; accelsched: {ours}"
 
 
 def run_demo(console: Console, last_step: int | None = None, seed: int = 0) -> None:

@@ -19,6 +19,7 @@ import yaml
 from accelsched.api import objects, quantity, workloads
 from accelsched.api.objects import Namespace, Node, Pod, PriorityClass
 from accelsched.errors import InputError, Where
+from accelsched.topology import layout as topology_layout
 
 # Kinds that exist in clusters but do not change placement: read past without a word.
 QUIET_KINDS = {
@@ -49,9 +50,10 @@ QUIET_KINDS = {
     "CSINode",
     "RuntimeClass",
     "PodGroup",
-    "NodeResourceTopology",
     "KubeSchedulerConfiguration",
     "CronJob",
+    "DeviceClass",
+    "ResourceClaim",
 }
 
 
@@ -146,6 +148,7 @@ def build_inputs(docs: list[Document], base: Inputs | None = None) -> Inputs:
             claim("PriorityClass", "", pc.name, d.source)
             inputs.priority_classes[pc.name] = pc
     inputs.nodes = list(nodes.values())
+    _apply_topology(docs, nodes)
     inputs.namespaces = list(namespaces.values())
     defaults = [pc for pc in inputs.priority_classes.values() if pc.global_default]
     if len(defaults) > 1:
@@ -162,7 +165,7 @@ def build_inputs(docs: list[Document], base: Inputs | None = None) -> Inputs:
             new = [objects.parse_pod(p, d.source) for p in workloads.expand(d.doc, d.source, inputs.nodes)]
             _, name, namespace, _ = objects.metadata(d.doc, d.source, d.kind, namespaced=True)
             claim(d.kind, namespace, name, d.source)
-        elif d.kind in ("Node", "Namespace", "PriorityClass"):
+        elif d.kind in ("Node", "Namespace", "PriorityClass", "NodeResourceTopology", "ResourceSlice"):
             continue
         else:
             if d.kind not in QUIET_KINDS:
@@ -174,6 +177,30 @@ def build_inputs(docs: list[Document], base: Inputs | None = None) -> Inputs:
             pods[pod.key] = pod
     inputs.pods = list(pods.values())
     return inputs
+
+
+def _apply_topology(docs: list[Document], nodes: Mapping[str, Node]) -> None:
+    """NodeResourceTopology objects (named after their node) and ResourceSlices (spec.nodeName) describe where
+    each node's devices and CPUs sit; fold them into the nodes' layouts."""
+    touched: dict[str, Where] = {}
+    for d in docs:
+        if d.kind not in ("NodeResourceTopology", "ResourceSlice"):
+            continue
+        where, name, _, _ = objects.metadata(d.doc, d.source, d.kind, namespaced=False)
+        node_name = name if d.kind == "NodeResourceTopology" else str((d.doc.get("spec") or {}).get("nodeName") or "")
+        node = nodes.get(node_name)
+        if node is None:
+            field = "metadata.name" if d.kind == "NodeResourceTopology" else "spec.nodeName"
+            raise where.error(field, f"node {node_name!r} does not exist in the input")
+        node.layout = node.layout or topology_layout.NodeLayout()
+        if d.kind == "NodeResourceTopology":
+            devices = {r for r in node.allocatable if quantity.is_extended(r)}
+            topology_layout.apply_nrt(node.layout, where, d.doc, devices)
+        else:
+            topology_layout.apply_resource_slice(node.layout, where, d.doc)
+        touched[node.name] = where
+    for node in nodes.values():
+        topology_layout.finish(node, touched.get(node.name) or Where(node.source, f"Node {node.name}"))
 
 
 def _admit(pod: Pod, inputs: Inputs, nodes: Mapping[str, Node], default: PriorityClass | None) -> None:

@@ -249,6 +249,10 @@ class Pod:
     owner_kind: str = ""
     owner_name: str = ""
     devices: dict[str, list[str]] = field(default_factory=dict)
+    # Per app container requests (Topology Manager's container scope aligns each container on its own).
+    container_requests: tuple[dict[str, int], ...] = ()
+    # QoS class Guaranteed: only such pods with whole CPUs get exclusive, NUMA-aligned CPUs (static CPU manager).
+    guaranteed: bool = False
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -305,6 +309,19 @@ def _container_requests(where: Where, containers: list[Any], path: str) -> list[
                 raise where.error(f"{p}.resources.requests[{name}]", f"must be <= the limit {limits[name]}")
         out.append((merged, c.get("restartPolicy") == "Always"))
     return out
+
+
+def _is_guaranteed(containers: list[Any]) -> bool:
+    """QoS Guaranteed: every container limits cpu and memory, with requests (if given) equal to the limits."""
+    for c in containers:
+        res = (c or {}).get("resources") or {}
+        limits, requests = res.get("limits") or {}, res.get("requests") or {}
+        for name in (quantity.CPU, quantity.MEMORY):
+            if name not in limits:
+                return False
+            if name in requests and quantity.parse(name, requests[name]) != quantity.parse(name, limits[name]):
+                return False
+    return True
 
 
 def effective_requests(
@@ -524,6 +541,8 @@ def parse_pod(doc: Mapping[str, Any], source: str = "") -> Pod:
         owner_kind=owner_kind,
         owner_name=owner_name,
         devices=devices,
+        container_requests=tuple({k: v for k, v in req.items() if v} for req in app),
+        guaranteed=_is_guaranteed(containers + _list(where, spec.get("initContainers"), "spec.initContainers")),
         raw=copy.deepcopy(dict(doc)),
     )
     return _merge_label_keys(pod)
@@ -584,6 +603,7 @@ class Node:
     allocatable: dict[str, int] = field(default_factory=dict)
     capacity: dict[str, int] = field(default_factory=dict)
     device_ids: dict[str, list[str]] = field(default_factory=dict)
+    layout: Any = None  # topology.layout.NodeLayout when the node's topology is known
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -615,7 +635,7 @@ def parse_node(doc: Mapping[str, Any], source: str = "") -> Node:
     unschedulable = spec.get("unschedulable", False)
     if not isinstance(unschedulable, bool):
         raise where.error("spec.unschedulable", f"must be true or false, got {unschedulable!r}")
-    return Node(
+    node = Node(
         name=name,
         source=source,
         labels=labels,
@@ -627,6 +647,12 @@ def parse_node(doc: Mapping[str, Any], source: str = "") -> Node:
         device_ids=device_ids,
         raw=dict(doc),
     )
+    from accelsched.topology import layout as topology_layout  # the topology package builds on these objects
+
+    if topology_layout.TOPOLOGY_ANNOTATION in annotations:
+        node.layout = topology_layout.from_annotation(where, annotations[topology_layout.TOPOLOGY_ANNOTATION])
+    topology_layout.apply_labels(node, where)
+    return node
 
 
 # ---------------------------------------------------------------------------------------------- small kinds

@@ -322,6 +322,10 @@ class ClusterState:
 
     # ------------------------------------------------------------------------------------ assume / forget
 
+    def touch(self, node: int) -> None:
+        """Record that something of ``node`` changed outside assume/forget (its devices), for the caches."""
+        self.changes.append(node)
+
     def assume(self, pod: Pod, node: int) -> None:
         """Account ``pod`` on ``node``: capacity, selector counts and term groups. Devices are separate."""
         if pod.key in self.pod_node:

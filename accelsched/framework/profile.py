@@ -23,6 +23,7 @@ from accelsched.plugins import (
     nodeaffinity,
     nodename,
     noderesources,
+    noderesourcetopology,
     nodeunschedulable,
     podtopologyspread,
     queuesort,
@@ -38,6 +39,7 @@ REGISTRY: dict[str, Factory] = {
     tainttoleration.NAME: tainttoleration.new,
     nodeaffinity.NAME: nodeaffinity.new,
     noderesources.FIT_NAME: noderesources.new_fit,
+    noderesourcetopology.NAME: noderesourcetopology.new,
     deviceallocation.NAME: deviceallocation.new,
     podtopologyspread.NAME: podtopologyspread.new,
     interpodaffinity.NAME: interpodaffinity.new,
@@ -53,6 +55,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (tainttoleration.NAME, 3),
     (nodeaffinity.NAME, 2),
     (noderesources.FIT_NAME, 1),
+    (noderesourcetopology.NAME, 2),
     (deviceallocation.NAME, 0),
     (podtopologyspread.NAME, 2),
     (interpodaffinity.NAME, 2),
@@ -234,6 +237,20 @@ def build_profile(
 def default_config(handle: Any = None, names: tuple[str, ...] = ("default-scheduler", "accelsched")) -> SchedulerConfig:
     """Without a config file: the default profile, served under the default name and accelsched's own."""
     return SchedulerConfig({name: build_profile(name, handle=handle) for name in names})
+
+
+def kube_scheduler_config(handle: Any = None) -> SchedulerConfig:
+    """What the default kube-scheduler does: counts extended resources, knows nothing of NUMA or NICs.
+
+    Used to show side by side where the stock scheduler would bind a pod (and the kubelet then reject it)."""
+    plugins = {
+        "filter": {"disabled": [{"name": noderesourcetopology.NAME}]},
+        "score": {"disabled": [{"name": noderesourcetopology.NAME}]},
+        "preScore": {"disabled": [{"name": noderesourcetopology.NAME}]},
+        "preFilter": {"disabled": [{"name": noderesourcetopology.NAME}]},
+    }
+    args = {deviceallocation.NAME: {"topologyAware": False}}
+    return SchedulerConfig({"default-scheduler": build_profile("default-scheduler", plugins, args, handle)})
 
 
 def load_config(path: str | Path, handle: Any = None) -> SchedulerConfig:

@@ -1,8 +1,10 @@
 """DeviceAllocation (accelsched): at Reserve, picks the concrete device IDs of every extended resource.
 
 kube-scheduler only counts extended resources; the kubelet's device manager picks IDs later. accelsched picks
-them in the scheduling cycle so the result names the devices, and topology or fragmentation policies can
-choose them. Unreserve gives them back, so a cycle that fails after Reserve leaves nothing held.
+them in the scheduling cycle so the result names the devices. On a node whose topology is known the choice is
+topology-aware (topology.allocator: the Topology Manager's NUMA zones, then the best-linked set, beside the NIC
+for pods that want it) and exclusive CPUs of Guaranteed pods are taken from the same zones; elsewhere the lowest
+free IDs. Unreserve gives everything back, so a cycle that fails after Reserve leaves nothing held.
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ from __future__ import annotations
 import json
 
 from accelsched.api.objects import DEVICES_ANNOTATION, Pod
-from accelsched.cluster.devices import Allocator, first_free
+from accelsched.cluster.devices import first_free
 from accelsched.cluster.state import ClusterState
+from accelsched.errors import InputError
 from accelsched.framework.interface import SUCCESS, CycleState, Status, unschedulable
+from accelsched.topology import allocator
 
 NAME = "DeviceAllocation"
 
@@ -20,26 +24,48 @@ NAME = "DeviceAllocation"
 class DeviceAllocation:
     name = NAME
 
-    def __init__(self, allocator: Allocator = first_free) -> None:
-        self.allocator = allocator
+    def __init__(self, topology_aware: bool = True) -> None:
+        self.topology_aware = topology_aware
 
     def reserve(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> Status:
+        annotations = pod.raw.setdefault("metadata", {}).setdefault("annotations", {})
         try:
-            pod.devices = cluster.devices[node].allocate(pod.requests, self.allocator)
+            if self.topology_aware and cluster.nodes[node].layout is not None:
+                placement = allocator.place(pod, cluster, node)
+                allocator.take(cluster, node, placement)
+                state[NAME] = placement
+                pod.devices = placement.devices
+                if placement.devices or placement.cpus:
+                    annotations[allocator.NUMA_ANNOTATION] = ",".join(map(str, placement.numa_nodes))
+                if placement.nic:
+                    annotations[allocator.NIC_ANNOTATION] = placement.nic
+            else:
+                pod.devices = cluster.devices[node].allocate(pod.requests, first_free)
+                cluster.touch(node)
         except ValueError as exc:
             return unschedulable(NAME, str(exc))
         if pod.devices:
-            pod.raw.setdefault("metadata", {}).setdefault("annotations", {})[DEVICES_ANNOTATION] = json.dumps(
-                pod.devices, sort_keys=True
-            )
+            annotations[DEVICES_ANNOTATION] = json.dumps(pod.devices, sort_keys=True)
         return SUCCESS
 
     def unreserve(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> None:
-        cluster.devices[node].release(pod.devices)
+        placement = state.pop(NAME, None)
+        if placement is not None:
+            allocator.give_back(cluster, node, placement)
+        else:
+            cluster.devices[node].release(pod.devices)
+            cluster.touch(node)
         pod.devices = {}
         annotations = pod.raw.get("metadata", {}).get("annotations") or {}
-        annotations.pop(DEVICES_ANNOTATION, None)
+        for key in (DEVICES_ANNOTATION, allocator.NUMA_ANNOTATION, allocator.NIC_ANNOTATION):
+            annotations.pop(key, None)
 
 
 def new(args: dict, handle: object) -> DeviceAllocation:
-    return DeviceAllocation()
+    unknown = set(args) - {"topologyAware"}
+    if unknown:
+        raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}", obj=f"pluginConfig {NAME}", field="args")
+    aware = args.get("topologyAware", True)
+    if not isinstance(aware, bool):
+        raise InputError("must be true or false", obj=f"pluginConfig {NAME}", field="args.topologyAware")
+    return DeviceAllocation(aware)

@@ -1,0 +1,204 @@
+"""Predicting the kubelet's Topology Manager, over all nodes at once.
+
+The kubelet asks each hint provider (device manager per resource, CPU manager for exclusive CPUs) for the NUMA
+masks that can satisfy a request; a hint is *preferred* when its mask is as narrow as the request allows on
+that node's hardware (capacity, not what is free). It merges them and admits or rejects the pod by policy:
+``none`` and ``best-effort`` always admit, ``restricted`` needs a preferred merged hint, ``single-numa-node``
+a preferred hint on one NUMA node; otherwise the pod fails with TopologyAffinityError after it was scheduled.
+
+Here the same rule is a few array operations: per node and NUMA mask, free and capacity per resource are
+``(nodes x zones) @ (zones x masks)``; a mask fits when every resource's free amount covers the request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from accelsched.api import quantity
+from accelsched.api.objects import Pod
+from accelsched.cluster.state import ClusterState
+from accelsched.topology.layout import NodeLayout
+from accelsched.topology.model import PciDevice
+
+MAX_ZONES = 8
+POLICY_CODES = {"none": 0, "best-effort": 1, "restricted": 2, "single-numa-node": 3}
+CPU = quantity.CPU
+_INFINITE = 1 << 30
+
+
+@dataclass
+class TopologyIndex:
+    """Per-cluster arrays for alignment, built once and kept current through the cluster's change log."""
+
+    zones: int
+    zone_ids: list[list[int]]  # per node: the NUMA ids behind zone indices 0..k-1
+    present: np.ndarray  # (N, Z) the node has this zone
+    masks: np.ndarray  # (Z, M) 0/1: zone z is in mask m (m = 1 .. 2^Z - 1)
+    popcount: np.ndarray  # (M,)
+    rank: np.ndarray  # (M,) order of masks: narrower first, then lower zones
+    policy: np.ndarray  # (N,) POLICY_CODES
+    pod_scope: np.ndarray  # (N,) scope is pod
+    device_zone: list[dict[str, np.ndarray]]  # per node, per resource: zone index per pool device (-1 unknown)
+    attrs: list[dict[str, list[PciDevice]]]  # per node, per resource: the devices in pool order
+    capacity: dict[str, np.ndarray]  # per resource (incl. cpu): (N, Z)
+    cpu_free: np.ndarray  # (N, Z) exclusive CPUs still free per zone
+    nic_zone: np.ndarray  # (N, Z) the zone has a NIC
+    nics: list[list[PciDevice]]
+
+    @classmethod
+    def of(cls, cluster: ClusterState) -> TopologyIndex:
+        index = cluster.memo.get("topology-index")
+        if index is None:
+            index = cls.build(cluster)
+            cluster.memo["topology-index"] = index
+        return index  # type: ignore[return-value]
+
+    @classmethod
+    def build(cls, cluster: ClusterState) -> TopologyIndex:
+        n = cluster.n
+        layouts: list[NodeLayout | None] = [node.layout for node in cluster.nodes]
+        zone_ids = [(lay.numa_ids[:MAX_ZONES] if lay else []) for lay in layouts]
+        z = max([len(ids) for ids in zone_ids] + [1])
+        present = np.zeros((n, z), dtype=bool)
+        for i, ids in enumerate(zone_ids):
+            present[i, : len(ids)] = True
+        m = np.arange(1, 2**z)
+        masks = ((m[None, :] >> np.arange(z)[:, None]) & 1).astype(np.int64)
+        popcount = masks.sum(axis=0)
+        rank = np.argsort(np.argsort(popcount * (2**z) + m, kind="stable"))
+        policy = np.array([POLICY_CODES[lay.policy] if lay else 0 for lay in layouts], dtype=np.int8)
+        pod_scope = np.array([bool(lay) and lay.scope == "pod" for lay in layouts], dtype=bool)
+        capacity: dict[str, np.ndarray] = {CPU: np.zeros((n, z), dtype=np.int64)}
+        device_zone: list[dict[str, np.ndarray]] = []
+        attrs: list[dict[str, list[PciDevice]]] = []
+        nic_zone = np.zeros((n, z), dtype=bool)
+        nics: list[list[PciDevice]] = []
+        for i, lay in enumerate(layouts):
+            where = {numa: k for k, numa in enumerate(zone_ids[i])}
+            per_res: dict[str, np.ndarray] = {}
+            per_attrs: dict[str, list[PciDevice]] = {}
+            if lay is not None:
+                for numa, cpus in lay.cpus.items():
+                    if numa in where:
+                        capacity[CPU][i, where[numa]] = cpus
+                for res, pool in cluster.devices[i].pools.items():
+                    by_id = {d.address: d for d in lay.devices.get(res, [])}
+                    devs = [by_id.get(ident) for ident in pool.ids]
+                    zones = np.array(
+                        [where.get(d.numa_node, -1) if d is not None else -1 for d in devs], dtype=np.int64
+                    )
+                    per_res[res] = zones
+                    per_attrs[res] = [d or _unknown(ident) for d, ident in zip(devs, pool.ids, strict=True)]
+                    cap = capacity.setdefault(res, np.zeros((n, z), dtype=np.int64))
+                    cap[i] = np.bincount(zones[zones >= 0], minlength=z)[:z]
+                for nic in lay.nics:
+                    if nic.numa_node in where:
+                        nic_zone[i, where[nic.numa_node]] = True
+            device_zone.append(per_res)
+            attrs.append(per_attrs)
+            nics.append(list(lay.nics) if lay else [])
+        return cls(
+            z,
+            zone_ids,
+            present,
+            masks,
+            popcount,
+            rank,
+            policy,
+            pod_scope,
+            device_zone,
+            attrs,
+            capacity,
+            capacity[CPU].copy(),
+            nic_zone,
+            nics,
+        )
+
+    # -------------------------------------------------------------------------------- free capacity
+
+    def free(self, cluster: ClusterState, resource: str) -> np.ndarray:
+        """(N, Z) free amount per zone: devices from the device ledger, CPUs from the exclusive-CPU ledger."""
+        if resource == CPU:
+            return self.cpu_free
+
+        def compute(nodes: np.ndarray) -> np.ndarray:
+            out = np.zeros((len(nodes), self.zones), dtype=np.int64)
+            for k, i in enumerate(nodes):
+                zones = self.device_zone[int(i)].get(resource)
+                if zones is not None:
+                    pool = cluster.devices[int(i)].pools[resource]
+                    hit = zones[pool.free & (zones >= 0)]
+                    out[k] = np.bincount(hit, minlength=self.zones)[: self.zones]
+            return out
+
+        return cluster.node_values(("numa-free", resource), compute)
+
+
+def aligned_requests(pod: Pod, requests: dict[str, int], index: TopologyIndex) -> dict[str, int]:
+    """The part of a request the Topology Manager aligns: devices with known NUMA placement, and whole
+    exclusive CPUs of a Guaranteed pod (the static CPU manager's case)."""
+    out = {r: a for r, a in requests.items() if r in index.capacity and r != CPU and a > 0}
+    cpu = requests.get(CPU, 0)
+    if pod.guaranteed and cpu and cpu % 1000 == 0 and index.capacity[CPU].any():
+        out[CPU] = cpu // 1000
+    return out
+
+
+def evaluate(
+    index: TopologyIndex, cluster: ClusterState, requests: dict[str, int], nodes: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each node: (admitted by its policy, best merged mask index or -1, that mask is preferred).
+
+    Resources a node cannot place on NUMA nodes give no hint (they do not constrain), as in the kubelet.
+    """
+    sel = slice(None) if nodes is None else nodes
+    n = index.present[sel].shape[0]
+    valid = ((~index.present[sel]).astype(np.int64) @ index.masks) == 0  # mask within the node's zones
+    fits = valid.copy()
+    preferred = np.ones_like(valid)
+    for res, amount in requests.items():
+        cap = index.capacity[res][sel]
+        known = cap.sum(axis=1) > 0
+        cap_m = cap @ index.masks
+        free_m = index.free(cluster, res)[sel] @ index.masks
+        enough = valid & (cap_m >= amount)
+        narrowest = np.where(enough, index.popcount[None, :], _INFINITE).min(axis=1)
+        fits &= (free_m >= amount) | ~known[:, None]
+        preferred &= (index.popcount[None, :] == narrowest[:, None]) | ~known[:, None]
+    cost = np.where(fits, np.where(preferred, 0, _INFINITE // 2) + index.rank[None, :], _INFINITE)
+    best = cost.argmin(axis=1)
+    has_best = cost[np.arange(n), best] < _INFINITE
+    best_preferred = has_best & preferred[np.arange(n), best]
+    policy = index.policy[sel]
+    single = index.popcount[best] == 1
+    admitted = (policy <= 1) | ((policy == 2) & best_preferred) | ((policy == 3) & best_preferred & single)
+    return admitted, np.where(has_best, best, -1), best_preferred
+
+
+def pod_admitted(pod: Pod, index: TopologyIndex, cluster: ClusterState) -> np.ndarray:
+    """Admission over all nodes, per the node's scope: the pod's total, or each container on its own."""
+    total = aligned_requests(pod, pod.requests, index)
+    if not total:
+        return np.ones(cluster.n, dtype=bool)
+    admitted, _, _ = evaluate(index, cluster, total)
+    per_container = [aligned_requests(pod, c, index) for c in pod.container_requests]
+    per_container = [c for c in per_container if c]
+    if len(per_container) > 1 or (per_container and per_container[0] != total):
+        container_ok = np.ones(cluster.n, dtype=bool)
+        for req in per_container:
+            container_ok &= evaluate(index, cluster, req)[0]
+        admitted = np.where(index.pod_scope, admitted, container_ok)
+    return admitted
+
+
+def mask_zones(index: TopologyIndex, mask: int) -> list[int]:
+    """Zone indices in mask index ``mask`` (-1: every zone)."""
+    if mask < 0:
+        return list(range(index.zones))
+    return [z for z in range(index.zones) if index.masks[z, mask]]
+
+
+def _unknown(ident: str) -> PciDevice:
+    return PciDevice(ident, 0, 0, 0, None, (), "unknown", "accelerator", ident)

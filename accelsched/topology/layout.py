@@ -1,0 +1,239 @@
+"""A node's topology as the scheduler sees it: NUMA zones, exclusive CPUs per zone, and for each device its
+NUMA node and PCIe place, plus the node's Topology Manager policy and scope.
+
+It comes from standard objects — NodeResourceTopology (topology.node.k8s.io/v1alpha2) for zones and policy,
+ResourceSlices (resource.k8s.io/v1) for per-device attributes — or from the compact ``accelsched.io/topology``
+node annotation for hand-written examples:
+
+    accelsched.io/topology: |
+      policy: single-numa-node        # none | best-effort | restricted | single-numa-node
+      scope: pod                      # container | pod
+      numa: {0: {cpus: 32}, 1: {cpus: 32}}
+      devices:
+        qualcomm.com/ai-accelerator: [qaic-0@0/sw0, qaic-1@0/sw0, qaic-2@1/sw1, qaic-3@1/sw1]
+      nics: [nic0@0/sw0, nic1@1/sw2]
+
+``ID@NUMA/SWITCH`` (switch optional) is shorthand for ``{id: ID, numa: NUMA, switch: SWITCH}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from accelsched.cluster.devices import default_device_ids
+from accelsched.errors import Where
+from accelsched.topology.model import PciDevice
+
+TOPOLOGY_ANNOTATION = "accelsched.io/topology"
+POLICY_LABEL = "accelsched.io/topology-manager-policy"
+SCOPE_LABEL = "accelsched.io/topology-manager-scope"
+POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+SCOPES = ("container", "pod")
+# ResourceSlice device attributes accelsched reads (the pcieRoot one is Kubernetes' standard attribute).
+ATTR_NUMA = "numaNode"
+ATTR_PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
+ATTR_SWITCH = "accelsched.io/pcieSwitch"
+ATTR_RESOURCE = "accelsched.io/resource"
+ATTR_KIND = "accelsched.io/kind"
+# NodeResourceTopology's older policy names (topologyPolicies) mapped to the kubelet's.
+_NRT_POLICIES = {
+    "None": ("none", "container"),
+    "BestEffort": ("best-effort", "container"),
+    "Restricted": ("restricted", "container"),
+    "SingleNUMANodeContainerLevel": ("single-numa-node", "container"),
+    "SingleNUMANodePodLevel": ("single-numa-node", "pod"),
+}
+
+
+@dataclass
+class NodeLayout:
+    policy: str = "none"
+    scope: str = "container"
+    cpus: dict[int, int] = field(default_factory=dict)  # exclusive CPUs per NUMA zone
+    devices: dict[str, list[PciDevice]] = field(default_factory=dict)
+    nics: list[PciDevice] = field(default_factory=list)
+
+    @property
+    def numa_ids(self) -> list[int]:
+        ids = set(self.cpus)
+        for devs in (*self.devices.values(), self.nics):
+            ids.update(d.numa_node for d in devs if d.numa_node is not None)
+        return sorted(ids)
+
+
+def _device(where: Where, path: str, item: Any, kind: str) -> PciDevice:
+    if isinstance(item, str):
+        ident, _, place = item.partition("@")
+        numa_text, _, switch = place.partition("/")
+        try:
+            numa = int(numa_text) if numa_text else None
+        except ValueError:
+            raise where.error(path, f"{item!r}: expected ID@NUMA/SWITCH, e.g. qaic-0@0/sw0") from None
+        item = {"id": ident, "numa": numa, "switch": switch or None}
+    if not isinstance(item, Mapping) or not item.get("id"):
+        raise where.error(path, "each device needs an id (ID@NUMA/SWITCH or {id, numa, switch, root})")
+    numa = item.get("numa")
+    if numa is not None and (not isinstance(numa, int) or isinstance(numa, bool) or numa < 0):
+        raise where.error(f"{path}.numa", f"must be a NUMA node number, got {numa!r}")
+    return make_device(str(item["id"]), numa, item.get("switch"), item.get("root"), kind, item.get("nvlinks") or {})
+
+
+def make_device(
+    ident: str, numa: int | None, switch: str | None, root: str | None, kind: str, nvlinks: Mapping[str, int] = {}
+) -> PciDevice:
+    """A device known only by NUMA node and PCIe switch/root: enough for link classes and pair scores."""
+    return PciDevice(
+        address=ident,
+        vendor=0,
+        device=0,
+        pci_class=0,
+        numa_node=numa,
+        bridges=(str(switch),) if switch else (),
+        root=str(root) if root else f"numa{numa}-root",
+        kind=kind,
+        name=ident,
+        nvlinks=dict(nvlinks),
+    )
+
+
+def _check_policy(where: Where, path: str, policy: Any, scope: Any) -> tuple[str, str]:
+    if policy not in POLICIES:
+        raise where.error(f"{path}policy", f"unknown Topology Manager policy {policy!r} ({', '.join(POLICIES)})")
+    if scope not in SCOPES:
+        raise where.error(f"{path}scope", f"unknown Topology Manager scope {scope!r} (container, pod)")
+    return policy, scope
+
+
+def from_annotation(where: Where, text: str) -> NodeLayout:
+    path = f"metadata.annotations[{TOPOLOGY_ANNOTATION}]"
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise where.error(path, f"is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(doc, Mapping):
+        raise where.error(path, "must be a mapping with policy, scope, numa, devices, nics")
+    unknown = set(doc) - {"policy", "scope", "numa", "devices", "nics"}
+    if unknown:
+        raise where.error(path, f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    policy, scope = _check_policy(where, f"{path}.", doc.get("policy", "none"), doc.get("scope", "container"))
+    layout = NodeLayout(policy, scope)
+    for zone, spec in (doc.get("numa") or {}).items():
+        cpus = (spec or {}).get("cpus", 0) if isinstance(spec, Mapping) else spec
+        if not isinstance(zone, int) or not isinstance(cpus, int) or cpus < 0:
+            raise where.error(f"{path}.numa.{zone}", "must map a NUMA node number to {cpus: N}")
+        layout.cpus[zone] = cpus
+    devices = doc.get("devices") or {}
+    if not isinstance(devices, Mapping):
+        raise where.error(f"{path}.devices", "must map a resource name to a list of devices")
+    for res, items in devices.items():
+        if not isinstance(items, list):
+            raise where.error(f"{path}.devices[{res}]", "must be a list of devices")
+        layout.devices[str(res)] = [
+            _device(where, f"{path}.devices[{res}][{i}]", it, "accelerator") for i, it in enumerate(items)
+        ]
+    nics = doc.get("nics") or []
+    if not isinstance(nics, list):
+        raise where.error(f"{path}.nics", "must be a list of NICs")
+    layout.nics = [_device(where, f"{path}.nics[{i}]", it, "nic") for i, it in enumerate(nics)]
+    return layout
+
+
+def apply_labels(node: Any, where: Where) -> None:
+    """Node labels may set the Topology Manager policy/scope (what the kubelet was started with)."""
+    policy, scope = node.labels.get(POLICY_LABEL), node.labels.get(SCOPE_LABEL)
+    if policy is None and scope is None:
+        return
+    layout = node.layout or NodeLayout()
+    layout.policy, layout.scope = _check_policy(
+        where, "metadata.labels.", policy or layout.policy, scope or layout.scope
+    )
+    node.layout = layout
+
+
+def finish(node: Any, where: Where) -> None:
+    """Tie the layout's devices to the node's device IDs: named devices become the node's IDs; devices known
+    only by count (from NodeResourceTopology zones) take the node's IDs in order."""
+    layout = node.layout
+    if layout is None:
+        return
+    for res, devices in layout.devices.items():
+        count = node.allocatable.get(res, 0)
+        if all(d.address for d in devices):
+            ids = [d.address for d in devices]
+            if res in node.device_ids and set(node.device_ids[res][:count]) - set(ids):
+                raise where.error(TOPOLOGY_ANNOTATION, f"lists {res} devices that differ from the node's device IDs")
+            node.device_ids.setdefault(res, ids)
+        if len(devices) < count:
+            raise where.error(
+                f"metadata.annotations[{TOPOLOGY_ANNOTATION}]",
+                f"places {len(devices)} devices of {res} but the node advertises {count}",
+            )
+        if not all(d.address for d in devices):
+            ids = node.device_ids.get(res) or default_device_ids(res, len(devices))
+            layout.devices[res] = [
+                make_device(ident, d.numa_node, d.bridges[0] if d.bridges else None, d.root, d.kind)
+                for ident, d in zip(ids, devices, strict=False)
+            ]
+
+
+def apply_nrt(layout: NodeLayout, where: Where, doc: Mapping[str, Any], device_resources: set[str]) -> None:
+    """Zones, per-zone CPUs and policy from a NodeResourceTopology; per-zone device counts when no device list."""
+    attrs = {a.get("name"): a.get("value") for a in doc.get("attributes") or [] if isinstance(a, Mapping)}
+    policy, scope = layout.policy, layout.scope
+    for old in doc.get("topologyPolicies") or []:
+        policy, scope = _NRT_POLICIES.get(old, (policy, scope))
+    policy = attrs.get("topologyManagerPolicy", policy)
+    scope = attrs.get("topologyManagerScope", scope)
+    layout.policy, layout.scope = _check_policy(where, "attributes.", policy, scope)
+    counts: dict[str, list[tuple[int, int]]] = {}
+    for i, zone in enumerate(doc.get("zones") or []):
+        name = str((zone or {}).get("name", ""))
+        if (zone or {}).get("type", "Node") != "Node":
+            continue
+        try:
+            numa = int(name.rsplit("-", 1)[-1])
+        except ValueError:
+            raise where.error(f"zones[{i}].name", f"{name!r}: expected node-<NUMA id>") from None
+        for res in zone.get("resources") or []:
+            rname = res.get("name")
+            amount = res.get("allocatable", res.get("capacity", 0))
+            try:
+                amount = int(str(amount))
+            except ValueError:
+                raise where.error(f"zones[{i}].resources[{rname}]", f"{amount!r} is not a whole number") from None
+            if rname == "cpu":
+                layout.cpus[numa] = amount
+            elif rname in device_resources:
+                counts.setdefault(rname, []).append((numa, amount))
+    for res, zones in counts.items():
+        if res not in layout.devices:
+            layout.devices[res] = [
+                make_device("", numa, None, None, "accelerator") for numa, n in zones for _ in range(n)
+            ]
+
+
+def apply_resource_slice(layout: NodeLayout, where: Where, doc: Mapping[str, Any]) -> None:
+    """Devices with numaNode / pcieRoot / pcieSwitch attributes; accelsched.io/resource names the resource."""
+    spec = doc.get("spec") or {}
+    for i, dev in enumerate(spec.get("devices") or []):
+        attrs = {
+            k: next(iter(v.values()), None) if isinstance(v, Mapping) else v
+            for k, v in (dev.get("attributes") or {}).items()
+        }
+        kind = attrs.get(ATTR_KIND, "accelerator")
+        res = attrs.get(ATTR_RESOURCE)
+        if kind != "nic" and not res:
+            raise where.error(
+                f"spec.devices[{i}].attributes", f"needs {ATTR_RESOURCE} (the extended resource it backs)"
+            )
+        device = make_device(
+            str(dev.get("name")), attrs.get(ATTR_NUMA), attrs.get(ATTR_SWITCH), attrs.get(ATTR_PCIE_ROOT), kind
+        )
+        if kind == "nic":
+            layout.nics.append(device)
+        else:
+            layout.devices.setdefault(str(res), []).append(device)

@@ -1,0 +1,387 @@
+"""Clusters and pods shaped like kubernetes' test/integration/scheduler_perf workloads.
+
+Every object is built from a plain Kubernetes dict through ``parse_node``/``parse_pod``, as the loader would,
+so the benchmark schedules exactly what a user's manifests would produce. The templates follow
+scheduler_perf's ``templates/node-default.yaml`` (pods 110, cpu 4, memory 32Gi) and ``pod-default.yaml``
+(requests and limits cpu 100m, memory 500Mi); each workload lists where it differs from scheduler_perf.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelsched.api.objects import HOSTNAME_LABEL, Node, Pod, parse_node, parse_pod
+from accelsched.framework.scheduler import ScheduleResult
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+NODE_CAPACITY = {"pods": "110", "cpu": "4", "memory": "32Gi"}
+POD_RESOURCES = {"cpu": "100m", "memory": "500Mi"}
+GPU = "nvidia.com/gpu"
+
+
+# ---------------------------------------------------------------------------------------------- templates
+
+
+def node_doc(name: str, labels: dict[str, str] | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """scheduler_perf's node-default.yaml: capacity pods 110, cpu 4, memory 32Gi (allocatable = capacity)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {HOSTNAME_LABEL: name, **(labels or {})}},
+        "spec": {},
+        "status": {
+            "capacity": {**NODE_CAPACITY, **(extra or {})},
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "phase": "Running",
+        },
+    }
+
+
+def pod_doc(
+    name: str,
+    namespace: str = "default",
+    *,
+    labels: dict[str, str] | None = None,
+    resources: dict[str, Any] | None = None,
+    limits: bool = True,
+    affinity: dict[str, Any] | None = None,
+    priority: int | None = None,
+) -> dict[str, Any]:
+    """scheduler_perf's pod-default.yaml (one pause container, requests = limits = cpu 100m, memory 500Mi)."""
+    res = dict(POD_RESOURCES if resources is None else resources)
+    container: dict[str, Any] = {
+        "name": "pause",
+        "image": "registry.k8s.io/pause:3.10",
+        "ports": [{"containerPort": 80}],
+        "resources": {"requests": res, **({"limits": dict(res)} if limits else {})},
+    }
+    spec: dict[str, Any] = {"containers": [container]}
+    if affinity:
+        spec["affinity"] = affinity
+    if priority is not None:
+        spec["priority"] = priority
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def default_nodes(count: int, zones: int = 3, extra: dict[str, Any] | None = None) -> list[Node]:
+    """``count`` default nodes, labelled with their hostname and a zone (round robin over ``zones``)."""
+    return [
+        parse_node(node_doc(f"node-{i}", {ZONE_LABEL: f"zone{i % zones + 1}"}, extra), "benchmarks")
+        for i in range(count)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------- workloads
+
+
+@dataclass(frozen=True)
+class Sizes:
+    nodes: int
+    init_pods: int
+    measured_pods: int
+    unschedulable_pods: int = 0
+
+
+@dataclass
+class Built:
+    """A generated cluster: nodes, init pods (scheduled first, untimed) and the measured pods.
+
+    ``measured`` may hold pods that must stay unschedulable (``expect_unschedulable``); every other measured
+    pod must be scheduled. ``verify`` checks the placements and returns problems (an empty list when right).
+    """
+
+    nodes: list[Node]
+    init: list[Pod]
+    measured: list[Pod]
+    expect_scheduled: int
+    expect_unschedulable: int = 0
+    verify: Callable[[list[ScheduleResult], list[ScheduleResult]], list[str]] | None = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    family: str
+    variant: str
+    # kube-scheduler's threshold in pods/s (reference/kube-scheduler.md, test/integration/scheduler_perf).
+    threshold: float
+    full: Sizes
+    quick: Sizes
+    build: Callable[[Sizes], Built]
+    description: str
+    deviations: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def name(self) -> str:
+        return f"{self.family}/{self.variant}"
+
+    def sizes(self, quick: bool) -> Sizes:
+        return self.quick if quick else self.full
+
+
+def _by_pod(results: list[ScheduleResult]) -> dict[str, ScheduleResult]:
+    return {r.pod.key: r for r in results}
+
+
+# -- SchedulingBasic
+
+
+def build_basic(s: Sizes) -> Built:
+    nodes = default_nodes(s.nodes)
+    init = [parse_pod(pod_doc(f"init-pod-{i}"), "benchmarks") for i in range(s.init_pods)]
+    measured = [parse_pod(pod_doc(f"pod-{i}"), "benchmarks") for i in range(s.measured_pods)]
+    return Built(nodes, init, measured, s.measured_pods)
+
+
+# -- SchedulingWithExtendedResource (scheduler_perf: one distinct resource per node, one pod per resource)
+
+
+def build_extended(s: Sizes) -> Built:
+    count = s.nodes
+    nodes = [
+        parse_node(
+            node_doc(
+                f"node-{i}",
+                {ZONE_LABEL: f"zone{i % 3 + 1}", "node-with-extended-resource": "true"},
+                {f"foo.com/bar-{i}": 1},
+            ),
+            "benchmarks",
+        )
+        for i in range(count)
+    ]
+    measured = [
+        parse_pod(pod_doc(f"test-extended-resource-{i}", "test", resources={f"foo.com/bar-{i}": 1}), "benchmarks")
+        for i in range(s.measured_pods)
+    ]
+
+    def verify(init: list[ScheduleResult], results: list[ScheduleResult]) -> list[str]:
+        # Pod i asks for foo.com/bar-i, which only node i has.
+        return [
+            f"{r.pod.key} on {r.node}, expected node-{r.pod.name.rsplit('-', 1)[1]}"
+            for r in results
+            if r.scheduled and r.node != f"node-{r.pod.name.rsplit('-', 1)[1]}"
+        ]
+
+    return Built(nodes, [], measured, s.measured_pods, verify=verify)
+
+
+# -- SchedulingWithExtendedResource, shared devices: every node advertises 8 GPUs, pods ask for one
+
+
+def build_shared_gpu(s: Sizes) -> Built:
+    nodes = default_nodes(s.nodes, extra={GPU: 8})
+    res = {**POD_RESOURCES, GPU: 1}
+    init = [parse_pod(pod_doc(f"init-pod-{i}", resources=res), "benchmarks") for i in range(s.init_pods)]
+    measured = [parse_pod(pod_doc(f"pod-{i}", resources=res), "benchmarks") for i in range(s.measured_pods)]
+
+    def verify(init: list[ScheduleResult], results: list[ScheduleResult]) -> list[str]:
+        problems = []
+        held: dict[tuple[str, str], str] = {}
+        for r in init + results:
+            if not r.scheduled:
+                continue
+            ids = r.devices.get(GPU, [])
+            if len(ids) != 1:
+                problems.append(f"{r.pod.key} holds {ids} of {GPU}, expected one device")
+            for d in ids:
+                other = held.setdefault((r.node or "", d), r.pod.key)
+                if other != r.pod.key:
+                    problems.append(f"{r.pod.key} and {other} both hold {d} on {r.node}")
+        return problems
+
+    return Built(nodes, init, measured, s.measured_pods, verify=verify)
+
+
+# -- SchedulingNodeAffinity
+
+
+NODE_AFFINITY_ZONES = ("zone1", "zone2")
+
+
+def build_node_affinity(s: Sizes) -> Built:
+    # Four zones, pods require zone In [zone1, zone2]: half of the nodes are feasible.
+    nodes = default_nodes(s.nodes, zones=4)
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": ZONE_LABEL, "operator": "In", "values": list(NODE_AFFINITY_ZONES)}]}
+                ]
+            }
+        }
+    }
+    init = [parse_pod(pod_doc(f"init-node-affinity-{i}", affinity=affinity), "benchmarks") for i in range(s.init_pods)]
+    measured = [
+        parse_pod(pod_doc(f"node-affinity-{i}", affinity=affinity), "benchmarks") for i in range(s.measured_pods)
+    ]
+    zone_of = {n.name: n.labels[ZONE_LABEL] for n in nodes}
+
+    def verify(init: list[ScheduleResult], results: list[ScheduleResult]) -> list[str]:
+        return [
+            f"{r.pod.key} on {r.node} in {zone_of.get(r.node or '')}"
+            for r in init + results
+            if r.scheduled and zone_of.get(r.node or "") not in NODE_AFFINITY_ZONES
+        ]
+
+    return Built(nodes, init, measured, s.measured_pods, verify=verify)
+
+
+# -- SchedulingPodAntiAffinity
+
+
+def anti_affinity_pod(name: str, namespace: str) -> Pod:
+    """scheduler_perf's pod-with-pod-anti-affinity.yaml: color=green, one green pod per hostname."""
+    affinity = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"color": "green"}},
+                    "topologyKey": HOSTNAME_LABEL,
+                    "namespaces": ["sched-1", "sched-0"],
+                }
+            ]
+        }
+    }
+    return parse_pod(pod_doc(name, namespace, labels={"color": "green"}, affinity=affinity), "benchmarks")
+
+
+def build_pod_anti_affinity(s: Sizes) -> Built:
+    nodes = default_nodes(s.nodes)
+    init = [anti_affinity_pod(f"anti-affinity-pod-{i}", "sched-0") for i in range(s.init_pods)]
+    measured = [anti_affinity_pod(f"anti-affinity-pod-{i}", "sched-1") for i in range(s.measured_pods)]
+
+    def verify(init: list[ScheduleResult], results: list[ScheduleResult]) -> list[str]:
+        seen: dict[str, str] = {}
+        problems = []
+        for r in init + results:
+            if r.scheduled:
+                other = seen.setdefault(r.node or "", r.pod.key)
+                if other != r.pod.key:
+                    problems.append(f"{r.pod.key} and {other} share {r.node} despite required anti-affinity")
+        return problems
+
+    return Built(nodes, init, measured, s.measured_pods, verify=verify)
+
+
+# -- Unschedulable
+
+
+def build_unschedulable(s: Sizes) -> Built:
+    nodes = default_nodes(s.nodes)
+    init = [parse_pod(pod_doc(f"init-pod-{i}"), "benchmarks") for i in range(s.init_pods)]
+    # pod-high-priority-large-cpu.yaml: priority 10, requests cpu 9 (no node has more than 4), no limits.
+    large_cpu = {"cpu": "9", "memory": "500Mi"}
+    big = [
+        parse_pod(pod_doc(f"pod-h-{i}", resources=large_cpu, limits=False, priority=10), "benchmarks")
+        for i in range(s.unschedulable_pods)
+    ]
+    basic = [parse_pod(pod_doc(f"pod-{i}"), "benchmarks") for i in range(s.measured_pods)]
+    # Interleave the unschedulable pods with the measured ones, as scheduler_perf's churn op injects them.
+    measured: list[Pod] = []
+    step = max(1, len(basic) // max(1, len(big)))
+    for i, pod in enumerate(basic):
+        if i % step == 0 and i // step < len(big):
+            measured.append(big[i // step])
+        measured.append(pod)
+    measured.extend(big[len(measured) - len(basic) :])
+    big_keys = {p.key for p in big}
+
+    def verify(init: list[ScheduleResult], results: list[ScheduleResult]) -> list[str]:
+        by_pod = _by_pod(results)
+        problems = []
+        for key in big_keys:
+            r = by_pod.get(key)
+            if r is None:
+                problems.append(f"{key}: no result")
+            elif r.scheduled:
+                problems.append(f"{key} (cpu 9) was scheduled on {r.node}, which has 4 cpu")
+            elif "Insufficient cpu" not in r.message:
+                problems.append(f"{key}: unexpected message {r.message!r}")
+        return problems
+
+    return Built(nodes, init, measured, s.measured_pods, len(big), verify=verify)
+
+
+WORKLOADS: tuple[Workload, ...] = (
+    Workload(
+        "SchedulingBasic",
+        "5000Nodes_10000Pods",
+        680,
+        Sizes(5000, 1000, 10000),
+        Sizes(500, 500, 1000),
+        build_basic,
+        "default nodes (3 zones); pod-default pods (cpu 100m, memory 500Mi)",
+    ),
+    Workload(
+        "SchedulingWithExtendedResource",
+        "5000pods_5000nodes",
+        180,
+        Sizes(5000, 0, 5000),
+        Sizes(500, 0, 500),
+        build_extended,
+        "node i advertises foo.com/bar-i: 1, pod i requests foo.com/bar-i: 1 (one feasible node per pod)",
+    ),
+    Workload(
+        "SchedulingWithExtendedResource",
+        "SharedGPU_5000Nodes_5000Pods",
+        180,
+        Sizes(5000, 1000, 5000),
+        Sizes(500, 100, 500),
+        build_shared_gpu,
+        f"every node advertises {GPU}: 8; pods request 1 {GPU} + cpu 100m, memory 500Mi",
+        ("not in scheduler_perf: compared against the 5000pods_5000nodes threshold",),
+    ),
+    Workload(
+        "SchedulingNodeAffinity",
+        "5000Nodes_10000Pods",
+        220,
+        Sizes(5000, 5000, 10000),
+        Sizes(500, 500, 1000),
+        build_node_affinity,
+        f"nodes over zone1..zone4; pods require {ZONE_LABEL} In [zone1, zone2] (half the nodes feasible)",
+        ("scheduler_perf labels every node zone1 (all feasible); here half the nodes are filtered out",),
+    ),
+    Workload(
+        "SchedulingPodAntiAffinity",
+        "5000Nodes_2000Pods",
+        60,
+        Sizes(5000, 1000, 2000),
+        Sizes(500, 100, 400),
+        build_pod_anti_affinity,
+        "color=green pods with required anti-affinity on kubernetes.io/hostname (init in sched-0, measured sched-1)",
+    ),
+    Workload(
+        "Unschedulable",
+        "5kNodes_100Init_10kPods",
+        590,
+        Sizes(5000, 100, 10000, 200),
+        Sizes(500, 10, 1000, 20),
+        build_unschedulable,
+        "pod-default pods interleaved with priority-10 pods requesting cpu 9 (fit nowhere)",
+        ("scheduler_perf injects cpu-9 pods at 5/s during the run (~85 at 590 pods/s); here 200, all in the stream",),
+    ),
+)
+
+BY_NAME = {w.name: w for w in WORKLOADS}
+
+
+def select(patterns: list[str] | None) -> list[Workload]:
+    """Workloads by exact name, or by case-insensitive substring (``NodeAffinity``, ``basic``)."""
+    if not patterns:
+        return list(WORKLOADS)
+    chosen: list[Workload] = []
+    for pattern in patterns:
+        for part in (p.strip() for p in pattern.split(",")):
+            if not part:
+                continue
+            exact = BY_NAME.get(part)
+            matches = [exact] if exact else [w for w in WORKLOADS if part.lower() in w.name.lower()]
+            if not matches:
+                known = ", ".join(BY_NAME)
+                raise SystemExit(f"benchmarks: no workload matches {part!r} (known: {known})")
+            chosen.extend(m for m in matches if m not in chosen)
+    return chosen
