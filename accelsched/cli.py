@@ -143,6 +143,49 @@ def print_explanation(console: Console, explanation: Explanation) -> None:
 
 
 @main.command()
+@click.option(
+    "--sysfs-root", default="/", show_default=True, type=click.Path(file_okay=False), help="Root of the /sys tree."
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "yaml", "nrt", "resourceslice"]),
+    default="table",
+    show_default=True,
+)
+@click.option("--node-name", default=None, help="Node name for nrt/resourceslice output (default: this host's name).")
+@click.option("--resource-name", default=None, help="Extended resource the accelerators back (default: by vendor).")
+@click.option("--policy", default="none", show_default=True, help="Topology Manager policy to publish in the NRT.")
+@click.option("--scope", default="container", show_default=True, help="Topology Manager scope to publish in the NRT.")
+@bad_input_exits
+def topology(
+    sysfs_root: str, output: str, node_name: str | None, resource_name: str | None, policy: str, scope: str
+) -> None:
+    """Discover NUMA nodes, accelerators and NICs from /sys: a topo matrix, or objects the scheduler reads."""
+    import socket
+
+    from accelsched.topology import render
+    from accelsched.topology.sysfs import discover
+
+    topo = discover(sysfs_root)
+    for warning in topo.warnings:
+        click.echo(f"accelsched: warning: {warning}", err=True)
+    name = node_name or socket.gethostname()
+    if output == "json":
+        click.echo(json.dumps(render.to_json(topo), indent=2))
+    elif output == "yaml":
+        click.echo(yaml.safe_dump(topo.to_dict(), sort_keys=False), nl=False)
+    elif output == "nrt":
+        click.echo(yaml.safe_dump(render.to_nrt(topo, name, resource_name, policy, scope), sort_keys=False), nl=False)
+    elif output == "resourceslice":
+        click.echo(yaml.safe_dump(render.to_resource_slice(topo, name, resource_name), sort_keys=False), nl=False)
+    else:
+        out = console()
+        out.print(render.matrix(topo), highlight=False)
+        out.print(render.numa_table(topo))
+
+
+@main.command()
 @click.option("--step", type=int, default=None, help="Run the scenario up to this step only.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @bad_input_exits

@@ -12,16 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
 from accelsched import report
 from accelsched.api.loader import Inputs, build_inputs, read_documents
+from accelsched.api.objects import Pod
 from accelsched.engine import Session
 from accelsched.explain import Explainer, NodeVerdict
-from accelsched.api.objects import Pod
 from accelsched.framework.profile import kube_scheduler_config
 from accelsched.framework.scheduler import ScheduleResult
 from accelsched.topology.alignment import TopologyIndex, pod_admitted
@@ -170,7 +169,8 @@ def _events(console: Console, outcome: StepOutcome) -> None:
 
 
 def compare_line(r: ScheduleResult, choice: DefaultChoice) -> str:
-    """``default kube-scheduler: node-f, rejected at admission by single-numa-node; accelsched: node-e, NUMA 0 with nic0``"""
+    """E.g. ``default kube-scheduler: node-f, rejected at admission by single-numa-node (TopologyAffinityError);
+    accelsched: node-e, NUMA 0 with nic0``."""
     if choice.node is None:
         stock = "Pending"
     elif choice.admitted:

@@ -183,9 +183,9 @@ def _apply_topology(docs: list[Document], nodes: Mapping[str, Node]) -> None:
     """NodeResourceTopology objects (named after their node) and ResourceSlices (spec.nodeName) describe where
     each node's devices and CPUs sit; fold them into the nodes' layouts."""
     touched: dict[str, Where] = {}
-    for d in docs:
-        if d.kind not in ("NodeResourceTopology", "ResourceSlice"):
-            continue
+    # Slices first: their named devices win over the per-zone counts of a NodeResourceTopology.
+    ordered = [d for d in docs if d.kind == "ResourceSlice"] + [d for d in docs if d.kind == "NodeResourceTopology"]
+    for d in ordered:
         where, name, _, _ = objects.metadata(d.doc, d.source, d.kind, namespaced=False)
         node_name = name if d.kind == "NodeResourceTopology" else str((d.doc.get("spec") or {}).get("nodeName") or "")
         node = nodes.get(node_name)

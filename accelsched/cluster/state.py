@@ -112,6 +112,8 @@ class ClusterState:
         self.nonzero_requested = np.zeros((2, self.n), dtype=np.int64)
 
         self.unschedulable = np.array([n.unschedulable for n in self.nodes], dtype=bool)
+        self.any_unschedulable = bool(self.unschedulable.any())
+        self.has_topology = any(n.layout is not None for n in self.nodes)
         self.devices = [NodeDevices.for_node(n.allocatable, n.device_ids) for n in self.nodes]
         self.pods_on: list[dict[str, Pod]] = [{} for _ in self.nodes]
         self.pod_node: dict[str, int] = {}

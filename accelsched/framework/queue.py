@@ -26,11 +26,15 @@ class _Unschedulable:
 
 
 class SchedulingQueue:
-    def __init__(self, sort_key: Callable[[Pod, int], tuple[Any, ...]]) -> None:
+    def __init__(self, sort_key: Callable[[Pod, int], tuple[Any, ...]], hints: dict[str, QueueingHint]) -> None:
         self._sort_key = sort_key
+        self._hints = hints
         self._heap: list[tuple[tuple[Any, ...], int, Pod]] = []
         self._seq = itertools.count()
         self._unschedulable: dict[str, _Unschedulable] = {}
+        # The waiting pods a bind can help: rejected by at least one plugin with a queueing hint. Pods rejected
+        # only for capacity never move on a bind, so a bind need not look at them.
+        self._hinted: dict[str, _Unschedulable] = {}
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -43,19 +47,24 @@ class SchedulingQueue:
         return heapq.heappop(self._heap)[2] if self._heap else None
 
     def add_unschedulable(self, pod: Pod, plugins: frozenset[str]) -> None:
-        self._unschedulable[pod.key] = _Unschedulable(pod, plugins)
+        entry = _Unschedulable(pod, plugins)
+        self._unschedulable[pod.key] = entry
+        if any(name in self._hints for name in plugins):
+            self._hinted[pod.key] = entry
 
     @property
     def unschedulable(self) -> list[Pod]:
         return [u.pod for u in self._unschedulable.values()]
 
-    def assigned_pod_added(self, bound: Pod, hints: dict[str, QueueingHint]) -> int:
+    def assigned_pod_added(self, bound: Pod) -> int:
         """A pod was bound: move back the waiting pods one of whose rejecting plugins says it may now fit."""
+        hints = self._hints
         moved = [
             key
-            for key, u in self._unschedulable.items()
+            for key, u in self._hinted.items()
             if any(name in hints and hints[name](u.pod, bound) for name in u.plugins)
         ]
         for key in moved:
+            del self._hinted[key]
             self.add(self._unschedulable.pop(key).pod)
         return len(moved)

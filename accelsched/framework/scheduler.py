@@ -7,6 +7,7 @@ first filter that rejects a node gives that node's reason(s), exactly as kube-sc
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,16 +24,48 @@ from accelsched.framework.queue import QueueingHint, SchedulingQueue
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
 
+FilterLog = list[tuple[str, FilterResult, np.ndarray]]  # (plugin, its result, the nodes it was first to reject)
+
+
 @dataclass
 class Diagnosis:
-    """Why a pod fits nowhere: per rejected node its reasons and the filter that gave them."""
+    """Why a pod fits nowhere: the filters' masks, kept as arrays. The message needs only counts per reason
+    (one count_nonzero each); per-node reasons are built only when someone asks for them (explain, JSON)."""
 
-    node_reasons: dict[int, list[str]] = field(default_factory=dict)
-    node_plugin: dict[int, str] = field(default_factory=dict)
-    unresolvable: set[int] = field(default_factory=set)
+    log: FilterLog = field(default_factory=list)
     plugins: set[str] = field(default_factory=set)
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
+
+    def histogram(self) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for _, result, newly in self.log:
+            for rejection in result.rejections:
+                hit = int(np.count_nonzero(rejection.nodes & newly))
+                if hit:
+                    counts[rejection.reason] += hit
+        return counts
+
+    @functools.cached_property
+    def node_reasons(self) -> dict[int, list[str]]:
+        """Each rejected node's reasons, from the first filter that rejected it."""
+        out: dict[int, list[str]] = {}
+        for _, result, newly in self.log:
+            for rejection in result.rejections:
+                for i in np.flatnonzero(rejection.nodes & newly):
+                    out.setdefault(int(i), []).append(rejection.reason)
+        return dict(sorted(out.items()))
+
+    @functools.cached_property
+    def unresolvable(self) -> np.ndarray:
+        """Nodes whose rejection preemption cannot fix (taints, node affinity, ...)."""
+        mask = np.zeros(0, dtype=bool)
+        for _, result, newly in self.log:
+            for rejection in result.rejections:
+                if not rejection.resolvable:
+                    hit = rejection.nodes & newly
+                    mask = hit if mask.size == 0 else mask | hit
+        return mask
 
 
 def fit_error_message(num_nodes: int, diagnosis: Diagnosis) -> str:
@@ -43,10 +76,7 @@ def fit_error_message(num_nodes: int, diagnosis: Diagnosis) -> str:
     if diagnosis.pre_filter_msg:
         msg += f" {diagnosis.pre_filter_msg}."
     else:
-        histogram: Counter[str] = Counter()
-        for reasons in diagnosis.node_reasons.values():
-            histogram.update(reasons)
-        entries = sorted(f"{count} {reason}" for reason, count in histogram.items())
+        entries = sorted(f"{count} {reason}" for reason, count in diagnosis.histogram().items())
         if entries:
             msg += f" {', '.join(entries)}."
     if diagnosis.post_filter_msg:
@@ -60,13 +90,23 @@ class ScheduleResult:
     node: str | None = None
     devices: dict[str, list[str]] = field(default_factory=dict)
     message: str = ""
-    reasons: dict[str, list[str]] = field(default_factory=dict)
+    explicit_reasons: dict[str, list[str]] | None = None  # set directly when not from filters (kubelet admission)
     diagnosis: Diagnosis | None = None
     feasible: int = 0
+    node_names: list[str] | None = field(default=None, repr=False)
 
     @property
     def scheduled(self) -> bool:
         return self.node is not None
+
+    @property
+    def reasons(self) -> dict[str, list[str]]:
+        """Per rejected node its reasons (the contract's ``reasons``), built from the diagnosis on demand."""
+        if self.explicit_reasons is not None:
+            return self.explicit_reasons
+        if self.diagnosis is None or self.node_names is None:
+            return {}
+        return {self.node_names[i]: r for i, r in self.diagnosis.node_reasons.items()}
 
 
 class Scheduler:
@@ -76,14 +116,15 @@ class Scheduler:
         self.cluster = cluster
         self.config = config
         self.rng = np.random.default_rng(seed)
+        self.node_names = [node.name for node in cluster.nodes]
         first = next(iter(config.profiles.values()))
-        self.queue = SchedulingQueue(first.at("queueSort")[0].sort_key)
-        # Called with each pod right before its scheduling attempt (explanations hook in here).
-        self.observer: Callable[[Pod], None] | None = None
         self.hints: dict[str, QueueingHint] = {
             "InterPodAffinity": _affinity_hint,
             "PodTopologySpread": _spread_hint,
         }
+        self.queue = SchedulingQueue(first.at("queueSort")[0].sort_key, self.hints)
+        # Called with each pod right before its scheduling attempt (explanations hook in here).
+        self.observer: Callable[[Pod], None] | None = None
 
     # ------------------------------------------------------------------------------------ bound pods
 
@@ -131,7 +172,7 @@ class Scheduler:
             results.pop(pod.key, None)
             results[pod.key] = result
             if result.scheduled:
-                self.queue.assigned_pod_added(pod, self.hints)
+                self.queue.assigned_pod_added(pod)
             else:
                 plugins = frozenset(result.diagnosis.plugins) if result.diagnosis else frozenset()
                 self.queue.add_unschedulable(pod, plugins)
@@ -187,18 +228,8 @@ class Scheduler:
         return feasible, log
 
     @staticmethod
-    def diagnose(log: list[tuple[str, FilterResult, np.ndarray]]) -> Diagnosis:
-        diagnosis = Diagnosis()
-        for name, result, newly in log:
-            diagnosis.plugins.add(name)
-            for rejection in result.rejections:
-                for i in np.flatnonzero(rejection.nodes & newly):
-                    i = int(i)
-                    diagnosis.node_reasons.setdefault(i, []).append(rejection.reason)
-                    diagnosis.node_plugin[i] = name
-                    if not rejection.resolvable:
-                        diagnosis.unresolvable.add(i)
-        return diagnosis
+    def diagnose(log: FilterLog) -> Diagnosis:
+        return Diagnosis(log=log, plugins={name for name, _, _ in log})
 
     def score(
         self, profile: Profile, state: CycleState, pod: Pod, feasible: np.ndarray
@@ -272,9 +303,8 @@ class Scheduler:
                 diagnosis.post_filter_msg = status.message
             if nominated is not None:
                 break
-        names = self.cluster.nodes
-        reasons = {names[i].name: r for i, r in sorted(diagnosis.node_reasons.items())}
-        return ScheduleResult(pod, None, {}, fit_error_message(self.cluster.n, diagnosis), reasons, diagnosis)
+        message = fit_error_message(self.cluster.n, diagnosis)
+        return ScheduleResult(pod, None, {}, message, diagnosis=diagnosis, node_names=self.node_names)
 
 
 def _affinity_hint(waiting: Pod, bound: Pod) -> bool:

@@ -34,7 +34,7 @@ class NodeResourceTopologyMatch:
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
-        if not any(node.layout is not None for node in cluster.nodes):
+        if not cluster.has_topology:
             return SKIP
         index = TopologyIndex.of(cluster)
         if not (index.policy >= POLICY_CODES["restricted"]).any() or not aligned_requests(pod, pod.requests, index):
@@ -64,7 +64,7 @@ class NodeResourceTopologyMatch:
     # ---------------------------------------------------------------------------------- score
 
     def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> Status:
-        if not wants_topology(pod) or not any(node.layout is not None for node in cluster.nodes):
+        if not cluster.has_topology or not wants_topology(pod):
             return SKIP
         if not any(is_device_resource(r) for r in pod.requests):
             return SKIP

@@ -16,7 +16,7 @@ class NodeUnschedulable:
     name = NAME
 
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
-        if tolerates_all(pod.tolerations, UNSCHEDULABLE_TAINT):
+        if not cluster.any_unschedulable or tolerates_all(pod.tolerations, UNSCHEDULABLE_TAINT):
             return PASS
         result = FilterResult()
         result.reject(ERR_REASON_UNSCHEDULABLE, cluster.unschedulable, resolvable=False)

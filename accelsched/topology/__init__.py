@@ -8,6 +8,7 @@ from accelsched.topology.model import (
     PciDevice,
     link_class,
     pair_score,
+    pcie_link,
 )
 from accelsched.topology.sysfs import discover
 
@@ -20,4 +21,5 @@ __all__ = [
     "discover",
     "link_class",
     "pair_score",
+    "pcie_link",
 ]

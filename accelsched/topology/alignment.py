@@ -35,7 +35,7 @@ class TopologyIndex:
     zones: int
     zone_ids: list[list[int]]  # per node: the NUMA ids behind zone indices 0..k-1
     present: np.ndarray  # (N, Z) the node has this zone
-    masks: np.ndarray  # (Z, M) 0/1: zone z is in mask m (m = 1 .. 2^Z - 1)
+    masks: np.ndarray  # (Z, M) 0/1: zone z is in mask m (m = 0 .. 2^Z - 1)
     popcount: np.ndarray  # (M,)
     rank: np.ndarray  # (M,) order of masks: narrower first, then lower zones
     policy: np.ndarray  # (N,) POLICY_CODES
@@ -46,6 +46,7 @@ class TopologyIndex:
     cpu_free: np.ndarray  # (N, Z) exclusive CPUs still free per zone
     nic_zone: np.ndarray  # (N, Z) the zone has a NIC
     nics: list[list[PciDevice]]
+    and_pairs: list[tuple[np.ndarray, np.ndarray]]  # per mask m: the (a, b) index pairs with a & b == m
 
     @classmethod
     def of(cls, cluster: ClusterState) -> TopologyIndex:
@@ -64,7 +65,7 @@ class TopologyIndex:
         present = np.zeros((n, z), dtype=bool)
         for i, ids in enumerate(zone_ids):
             present[i, : len(ids)] = True
-        m = np.arange(1, 2**z)
+        m = np.arange(2**z)  # mask index == mask value; 0 (no NUMA node) is never a valid hint
         masks = ((m[None, :] >> np.arange(z)[:, None]) & 1).astype(np.int64)
         popcount = masks.sum(axis=0)
         rank = np.argsort(np.argsort(popcount * (2**z) + m, kind="stable"))
@@ -114,6 +115,7 @@ class TopologyIndex:
             capacity[CPU].copy(),
             nic_zone,
             nics,
+            [np.nonzero((m[:, None] & m[None, :]) == v) for v in m],
         )
 
     # -------------------------------------------------------------------------------- free capacity
@@ -146,35 +148,68 @@ def aligned_requests(pod: Pod, requests: dict[str, int], index: TopologyIndex) -
     return out
 
 
+def _combine(index: TopologyIndex, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Masks reachable as ``a & b`` with a from ``left`` and b from ``right`` (per node): the kubelet's merge of
+    one hint from each provider. Exact up to 4 NUMA nodes; beyond, only equal masks combine (conservative)."""
+    if index.zones > 4:
+        return left & right
+    out = np.zeros_like(left)
+    for m, (a, b) in enumerate(index.and_pairs):
+        out[:, m] = (left[:, a] & right[:, b]).any(axis=1)
+    return out
+
+
 def evaluate(
     index: TopologyIndex, cluster: ClusterState, requests: dict[str, int], nodes: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each node: (admitted by its policy, best merged mask index or -1, that mask is preferred).
+    """For each node: (admitted by its policy, best merged mask or -1, that mask is preferred).
 
-    Resources a node cannot place on NUMA nodes give no hint (they do not constrain), as in the kubelet.
+    Per resource, the hints are the masks whose free amount covers the request, preferred when as narrow as
+    the node's capacity allows. Merged hints are ANDs of one hint per resource, preferred when all parts are;
+    a resource the node cannot place on NUMA nodes gives a don't-care hint, as in the kubelet.
     """
     sel = slice(None) if nodes is None else nodes
-    n = index.present[sel].shape[0]
-    valid = ((~index.present[sel]).astype(np.int64) @ index.masks) == 0  # mask within the node's zones
-    fits = valid.copy()
-    preferred = np.ones_like(valid)
+    present = index.present[sel]
+    n = present.shape[0]
+    full = present.astype(np.int64) @ (1 << np.arange(index.zones))  # each node's own zones as a mask
+    values = np.arange(index.masks.shape[1])
+    valid = ((values[None, :] & ~full[:, None]) == 0) & (values[None, :] > 0)
+    neutral = np.zeros_like(valid)
+    neutral[np.arange(n), full] = True
+    reach_all = reach_pref = None
+    single = np.ones((n, index.zones), dtype=bool)
+    singles = 1 << np.arange(index.zones)
     for res, amount in requests.items():
         cap = index.capacity[res][sel]
-        known = cap.sum(axis=1) > 0
-        cap_m = cap @ index.masks
-        free_m = index.free(cluster, res)[sel] @ index.masks
-        enough = valid & (cap_m >= amount)
+        known = (cap.sum(axis=1) > 0)[:, None]
+        fits = valid & ((index.free(cluster, res)[sel] @ index.masks) >= amount)
+        enough = valid & ((cap @ index.masks) >= amount)
         narrowest = np.where(enough, index.popcount[None, :], _INFINITE).min(axis=1)
-        fits &= (free_m >= amount) | ~known[:, None]
-        preferred &= (index.popcount[None, :] == narrowest[:, None]) | ~known[:, None]
-    cost = np.where(fits, np.where(preferred, 0, _INFINITE // 2) + index.rank[None, :], _INFINITE)
-    best = cost.argmin(axis=1)
-    has_best = cost[np.arange(n), best] < _INFINITE
-    best_preferred = has_best & preferred[np.arange(n), best]
+        preferred = fits & (index.popcount[None, :] == narrowest[:, None])
+        single &= np.where(known, preferred[:, singles], True)
+        fits, preferred = np.where(known, fits, neutral), np.where(known, preferred, neutral)
+        reach_all = fits if reach_all is None else _combine(index, reach_all, fits)
+        reach_pref = preferred if reach_pref is None else _combine(index, reach_pref, preferred)
+    if reach_all is None:
+        return np.ones(n, dtype=bool), np.full(n, -1), np.ones(n, dtype=bool)
+    reach_all &= valid
+    reach_pref &= valid
+    single &= present
     policy = index.policy[sel]
-    single = index.popcount[best] == 1
-    admitted = (policy <= 1) | ((policy == 2) & best_preferred) | ((policy == 3) & best_preferred & single)
-    return admitted, np.where(has_best, best, -1), best_preferred
+    rank = index.rank[None, :]
+    cost = np.where(reach_pref, rank, np.where(reach_all, _INFINITE // 2 + rank, _INFINITE))
+    best = cost.argmin(axis=1)
+    found = cost[np.arange(n), best] < _INFINITE
+    best_single = singles[single.argmax(axis=1)]
+    is_single = policy == POLICY_CODES["single-numa-node"]
+    best = np.where(is_single & single.any(axis=1), best_single, np.where(found, best, -1))
+    admitted = (
+        (policy <= POLICY_CODES["best-effort"])
+        | ((policy == POLICY_CODES["restricted"]) & reach_pref.any(axis=1))
+        | (is_single & single.any(axis=1))
+    )
+    best_preferred = np.where(is_single, single.any(axis=1), reach_pref.any(axis=1))
+    return admitted, best, best_preferred
 
 
 def pod_admitted(pod: Pod, index: TopologyIndex, cluster: ClusterState) -> np.ndarray:

@@ -26,17 +26,18 @@ import yaml
 
 from accelsched.cluster.devices import default_device_ids
 from accelsched.errors import Where
-from accelsched.topology.model import PciDevice
+from accelsched.topology.model import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, PciDevice
 
 TOPOLOGY_ANNOTATION = "accelsched.io/topology"
 POLICY_LABEL = "accelsched.io/topology-manager-policy"
 SCOPE_LABEL = "accelsched.io/topology-manager-scope"
-POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
-SCOPES = ("container", "pod")
+POLICIES = TOPOLOGY_POLICIES
+SCOPES = TOPOLOGY_SCOPES
 # ResourceSlice device attributes accelsched reads (the pcieRoot one is Kubernetes' standard attribute).
 ATTR_NUMA = "numaNode"
 ATTR_PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 ATTR_SWITCH = "accelsched.io/pcieSwitch"
+ATTR_PATH = "accelsched.io/pciePath"  # the bridge chain from the root port, "/"-joined, when discovery knows it
 ATTR_RESOURCE = "accelsched.io/resource"
 ATTR_KIND = "accelsched.io/kind"
 # NodeResourceTopology's older policy names (topologyPolicies) mapped to the kubelet's.
@@ -83,20 +84,26 @@ def _device(where: Where, path: str, item: Any, kind: str) -> PciDevice:
 
 
 def make_device(
-    ident: str, numa: int | None, switch: str | None, root: str | None, kind: str, nvlinks: Mapping[str, int] = {}
+    ident: str,
+    numa: int | None,
+    switch: str | None,
+    root: str | None,
+    kind: str,
+    nvlinks: Mapping[str, int] | None = None,
+    bridges: tuple[str, ...] | None = None,
 ) -> PciDevice:
-    """A device known only by NUMA node and PCIe switch/root: enough for link classes and pair scores."""
+    """A device known by NUMA node and PCIe switch/root (or its full bridge chain): enough for link classes."""
     return PciDevice(
         address=ident,
         vendor=0,
         device=0,
         pci_class=0,
         numa_node=numa,
-        bridges=(str(switch),) if switch else (),
+        bridges=bridges if bridges is not None else ((str(switch),) if switch else ()),
         root=str(root) if root else f"numa{numa}-root",
         kind=kind,
         name=ident,
-        nvlinks=dict(nvlinks),
+        nvlinks=dict(nvlinks or {}),
     )
 
 
@@ -230,8 +237,14 @@ def apply_resource_slice(layout: NodeLayout, where: Where, doc: Mapping[str, Any
             raise where.error(
                 f"spec.devices[{i}].attributes", f"needs {ATTR_RESOURCE} (the extended resource it backs)"
             )
+        path = attrs.get(ATTR_PATH)
         device = make_device(
-            str(dev.get("name")), attrs.get(ATTR_NUMA), attrs.get(ATTR_SWITCH), attrs.get(ATTR_PCIE_ROOT), kind
+            str(dev.get("name")),
+            attrs.get(ATTR_NUMA),
+            attrs.get(ATTR_SWITCH),
+            attrs.get(ATTR_PCIE_ROOT),
+            kind,
+            bridges=tuple(str(path).split("/")) if path else None,
         )
         if kind == "nic":
             layout.nics.append(device)

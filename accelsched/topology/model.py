@@ -107,7 +107,7 @@ class PciDevice:
     root: str  # root complex, e.g. "pci0000:00"
     kind: str  # "accelerator", "nic" or "other"
     name: str = ""  # netdev or InfiniBand name for NICs
-    nvlinks: dict[str, int] = field(default_factory=dict, compare=False, hash=False)  # peer address -> links
+    nvlinks: dict[str, int] = field(default_factory=dict, hash=False)  # peer address -> links
 
     @property
     def class_code(self) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 from rich.table import Table
 
 from accelsched.errors import InputError
+from accelsched.topology.layout import ATTR_KIND, ATTR_NUMA, ATTR_PATH, ATTR_PCIE_ROOT, ATTR_RESOURCE, ATTR_SWITCH
 from accelsched.topology.model import (
     LINK_LEGEND,
     TOPOLOGY_POLICIES,
@@ -162,3 +163,45 @@ def to_json(topo: NodeTopology) -> dict[str, Any]:
     out["labels"] = names
     out["links"] = {names[a]: {names[b]: topo.link(a, b) for b in names} for a in names}
     return out
+
+
+def to_resource_slice(topo: NodeTopology, node_name: str, resource_name: str | None = None) -> dict[str, Any]:
+    """A ``resource.k8s.io/v1`` ResourceSlice listing the node's accelerators and NICs with the attributes the
+    scheduler reads back (topology.layout): NUMA node, PCIe root, PCIe switch, and the extended resource backed.
+
+    A device's switch is the bridge above its downstream port (the switch's upstream port), so two devices on one
+    switch share it; a device straight on a root port has none.
+    """
+    devices = []
+    for dev in [*topo.accelerators(), *topo.nics()]:
+        attrs: dict[str, Any] = {
+            ATTR_KIND: {"string": dev.kind},
+            ATTR_PCIE_ROOT: {"string": dev.root},
+            "resource.kubernetes.io/pciBusID": {"string": dev.address},
+        }
+        if dev.numa_node is not None:
+            attrs[ATTR_NUMA] = {"int": dev.numa_node}
+        if len(dev.bridges) >= 2:
+            attrs[ATTR_SWITCH] = {"string": dev.bridges[-2]}
+        if dev.bridges:
+            attrs[ATTR_PATH] = {"string": "/".join(dev.bridges)}
+        if dev.kind == "accelerator":
+            name = resource_name or RESOURCE_BY_VENDOR.get(dev.vendor, f"accelsched.io/pci-{dev.vendor:04x}")
+            attrs[ATTR_RESOURCE] = {"string": name}
+        devices.append({"name": _dns_label(dev.name or dev.address), "attributes": attrs})
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node_name}-accelsched"},
+        "spec": {
+            "driver": "accelsched.io",
+            "nodeName": node_name,
+            "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }
+
+
+def _dns_label(text: str) -> str:
+    """Device names must be DNS labels: ``0000:3b:00.0`` becomes ``0000-3b-00-0``."""
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")[:63]
