@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from accelsched.api.objects import HOSTNAME_LABEL, Node, Pod, parse_node, parse_pod
 from accelsched.framework.scheduler import ScheduleResult
 
@@ -306,6 +308,56 @@ def build_unschedulable(s: Sizes) -> Built:
     return Built(nodes, init, measured, s.measured_pods, len(big), verify=verify)
 
 
+# -- Topology: 8 GPUs per node on two NUMA nodes, kubelets with single-numa-node, NIC-aligned pods
+
+
+TOPOLOGY_LAYOUT = yaml.safe_dump(
+    {
+        "policy": "single-numa-node",
+        "scope": "pod",
+        "numa": {0: {"cpus": 2}, 1: {"cpus": 2}},
+        "devices": {GPU: [f"gpu{i}@{i // 4}/sw{i // 2}" for i in range(8)]},
+        "nics": ["nic0@0/sw0", "nic1@1/sw2"],
+    }
+)
+
+
+def build_topology(s: Sizes) -> Built:
+    docs = []
+    for i in range(s.nodes):
+        doc = node_doc(f"node-{i}", {ZONE_LABEL: f"zone{i % 3 + 1}"}, {GPU: 8})
+        doc["metadata"]["annotations"] = {"accelsched.io/topology": TOPOLOGY_LAYOUT}
+        docs.append(doc)
+    nodes = [parse_node(d, "benchmarks") for d in docs]
+
+    def pod(name: str, i: int) -> Pod:
+        doc = pod_doc(name, resources={**POD_RESOURCES, GPU: 1 + i % 4})
+        if i % 2:
+            doc["metadata"]["annotations"] = {"accelsched.io/want-topology": "true"}
+        return parse_pod(doc, "benchmarks")
+
+    init = [pod(f"init-pod-{i}", 0) for i in range(s.init_pods)]
+    measured = [pod(f"pod-{i}", i) for i in range(s.measured_pods)]
+
+    def verify(init: list[ScheduleResult], results: list[ScheduleResult]) -> list[str]:
+        problems = []
+        held: dict[tuple[str, str], str] = {}
+        for r in init + results:
+            if not r.scheduled:
+                continue
+            ids = r.devices.get(GPU, [])
+            numas = {int(d.removeprefix("gpu")) // 4 for d in ids}
+            if len(ids) != r.pod.requests[GPU] or len(numas) != 1:
+                problems.append(f"{r.pod.key} holds {ids}: not {r.pod.requests[GPU]} GPUs on one NUMA node")
+            for d in ids:
+                other = held.setdefault((r.node or "", d), r.pod.key)
+                if other != r.pod.key:
+                    problems.append(f"{r.pod.key} and {other} both hold {d} on {r.node}")
+        return problems
+
+    return Built(nodes, init, measured, s.measured_pods, verify=verify)
+
+
 WORKLOADS: tuple[Workload, ...] = (
     Workload(
         "SchedulingBasic",
@@ -363,6 +415,20 @@ WORKLOADS: tuple[Workload, ...] = (
         build_unschedulable,
         "pod-default pods interleaved with priority-10 pods requesting cpu 9 (fit nowhere)",
         ("scheduler_perf injects cpu-9 pods at 5/s during the run (~85 at 590 pods/s); here 200, all in the stream",),
+    ),
+)
+
+WORKLOADS += (
+    Workload(
+        "TopologyAware",
+        "5000Nodes_8GPUs_5000Pods",
+        180,
+        Sizes(5000, 1000, 5000),
+        Sizes(500, 100, 500),
+        build_topology,
+        f"8 {GPU} per node on 2 NUMA nodes behind 4 switches, 2 NICs; single-numa-node kubelets; pods ask 1-4 GPUs,"
+        " half want NIC alignment",
+        ("not in scheduler_perf: compared against the SchedulingWithExtendedResource threshold",),
     ),
 )
 

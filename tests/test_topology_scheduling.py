@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from accelsched.api.loader import Document, Inputs, build_inputs
 from accelsched.engine import Session
 from accelsched.errors import InputError
-from accelsched.topology.alignment import TopologyIndex, pod_admitted
+from accelsched.topology.alignment import Links, TopologyIndex, pod_admitted
 from accelsched.topology.allocator import best_set
 from accelsched.topology.model import pair_score, pcie_link
 from accelsched.topology.render import to_nrt, to_resource_slice
@@ -164,7 +164,13 @@ def dgx(tmp_path_factory):
 def test_best_set_is_the_best_by_pair_score_among_all_sets(dgx, count, used):
     gpus = dgx.accelerators()
     free = [i for i in range(len(gpus)) if i not in used]
-    chosen, _ = best_set(free, count, gpus, [], [gpus[i] for i in used])
+    links = Links(
+        [[pair_score(a, b) for b in gpus] for a in gpus],
+        [[pcie_link(a, b) == "PIX" for b in gpus] for a in gpus],
+        [],
+        [],
+    )
+    chosen, _ = best_set(free, count, links, list(used), want_nic=False)
 
     def total(subset):
         return sum(pair_score(gpus[a], gpus[b]) for a, b in itertools.combinations(subset, 2))
@@ -258,3 +264,36 @@ def test_the_node_arrays_hold_zone_counts(dgx):
     index = TopologyIndex.of(session.cluster)
     assert index.capacity[GPU][0].tolist() == [4, 4]
     assert np.array_equal(index.nic_zone[0], [True, True])
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    zones=st.integers(1, 3),
+    per_zone=st.integers(1, 4),
+    held_seed=st.integers(0, 2**16),
+    gpus=st.integers(0, 9),
+    cpus=st.integers(0, 40),
+    policy=st.sampled_from(["none", "best-effort", "restricted", "single-numa-node"]),
+)
+def test_scalar_and_vector_hint_merge_agree(zones, per_zone, held_seed, gpus, cpus, policy):
+    """evaluate (all nodes, numpy) and evaluate_one (one node, Python) must give the same verdict and hint."""
+    from accelsched.topology.alignment import evaluate, evaluate_one
+
+    total = zones * per_zone
+    ids = [f"g{i}@{i // per_zone}" for i in range(total)]
+    topo = {"policy": policy, "numa": {z: {"cpus": 16} for z in range(zones)}, "devices": {GPU: ids}}
+    rng = np.random.default_rng(held_seed)
+    held = [f"g{i}" for i in range(total) if rng.random() < 0.4]
+    docs = [node_doc("n1", total, topo), node_doc("n0", 2)]
+    if held:
+        docs.append(pod_doc("held", len(held), node="n1", held=held))
+    session = session_of(*docs)
+    index = TopologyIndex.of(session.cluster)
+    requests = {k: v for k, v in {GPU: gpus, "cpu": cpus}.items() if v}
+    admitted, best, preferred = evaluate(index, session.cluster, requests)
+    for node in range(session.cluster.n):
+        assert evaluate_one(index, session.cluster, requests, node) == (
+            bool(admitted[node]),
+            int(best[node]),
+            bool(preferred[node]),
+        )

@@ -652,6 +652,7 @@ def parse_node(doc: Mapping[str, Any], source: str = "") -> Node:
     if topology_layout.TOPOLOGY_ANNOTATION in annotations:
         node.layout = topology_layout.from_annotation(where, annotations[topology_layout.TOPOLOGY_ANNOTATION])
     topology_layout.apply_labels(node, where)
+    topology_layout.finish(node, where)
     return node
 
 

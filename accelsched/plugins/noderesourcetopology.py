@@ -24,7 +24,6 @@ from accelsched.framework.interface import (
 )
 from accelsched.topology.alignment import CPU, POLICY_CODES, TopologyIndex, aligned_requests, pod_admitted
 from accelsched.topology.allocator import wants_topology
-from accelsched.topology.model import pcie_link
 
 NAME = "NodeResourceTopologyMatch"
 ERR_REASON_TOPOLOGY = "node(s) would reject the pod at admission (Topology Manager: TopologyAffinityError)"
@@ -90,14 +89,11 @@ class NodeResourceTopologyMatch:
             out = np.zeros(len(nodes), dtype=np.int64)
             for k, i in enumerate(nodes):
                 i = int(i)
-                attrs = index.attrs[i].get(res)
-                if not attrs or not index.nics[i]:
+                if not index.attrs[i].get(res) or not index.nics[i]:
                     continue
-                free = cluster.devices[i].pools[res].free
-                out[k] = max(
-                    sum(1 for d, f in zip(attrs, free, strict=True) if f and pcie_link(d, nic) == "PIX")
-                    for nic in index.nics[i]
-                )
+                free = cluster.devices[i].pools[res].free.tolist()
+                beside = index.links(i, res).nic_pix
+                out[k] = max(sum(1 for f, p in zip(free, row, strict=True) if f and p) for row in beside)
             return out
 
         return cluster.node_values(("nic-switch-free", res), compute)

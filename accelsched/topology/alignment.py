@@ -12,7 +12,7 @@ Here the same rule is a few array operations: per node and NUMA mask, free and c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -20,12 +20,22 @@ from accelsched.api import quantity
 from accelsched.api.objects import Pod
 from accelsched.cluster.state import ClusterState
 from accelsched.topology.layout import NodeLayout
-from accelsched.topology.model import PciDevice
+from accelsched.topology.model import PciDevice, pair_score, pcie_link
 
 MAX_ZONES = 8
 POLICY_CODES = {"none": 0, "best-effort": 1, "restricted": 2, "single-numa-node": 3}
 CPU = quantity.CPU
 _INFINITE = 1 << 30
+
+
+@dataclass
+class Links:
+    """Among one node's devices of one resource (pool order): pair scores, PIX adjacency, and to each NIC."""
+
+    score: list[list[int]]
+    pix: list[list[bool]]
+    nic_score: list[list[int]]  # [nic][device]
+    nic_pix: list[list[bool]]
 
 
 @dataclass
@@ -47,6 +57,8 @@ class TopologyIndex:
     nic_zone: np.ndarray  # (N, Z) the zone has a NIC
     nics: list[list[PciDevice]]
     and_pairs: list[tuple[np.ndarray, np.ndarray]]  # per mask m: the (a, b) index pairs with a & b == m
+    _links: dict[tuple[int, str], Links] = field(default_factory=dict)
+    _links_by_shape: dict[tuple, Links] = field(default_factory=dict)
 
     @classmethod
     def of(cls, cluster: ClusterState) -> TopologyIndex:
@@ -117,6 +129,26 @@ class TopologyIndex:
             nics,
             [np.nonzero((m[:, None] & m[None, :]) == v) for v in m],
         )
+
+    def links(self, node: int, resource: str) -> Links:
+        """Pair scores and PIX links among the node's devices of ``resource`` and to its NICs, computed once."""
+        key = (node, resource)
+        links = self._links.get(key)
+        if links is None:
+            devs, nics = self.attrs[node][resource], self.nics[node]
+            # Nodes of one model share a layout: compute each distinct layout's links once.
+            shape = tuple(_place(d) for d in devs), tuple(_place(n) for n in nics)
+            links = self._links_by_shape.get(shape)
+            if links is None:
+                links = Links(
+                    [[pair_score(a, b) for b in devs] for a in devs],
+                    [[pcie_link(a, b) == "PIX" for b in devs] for a in devs],
+                    [[pair_score(d, nic) for d in devs] for nic in nics],
+                    [[pcie_link(d, nic) == "PIX" for d in devs] for nic in nics],
+                )
+                self._links_by_shape[shape] = links
+            self._links[key] = links
+        return links
 
     # -------------------------------------------------------------------------------- free capacity
 
@@ -212,20 +244,90 @@ def evaluate(
     return admitted, best, best_preferred
 
 
+def evaluate_one(
+    index: TopologyIndex, cluster: ClusterState, requests: dict[str, int], node: int
+) -> tuple[bool, int, bool]:
+    """``evaluate`` for one node in plain Python (numpy's per-call cost dwarfs a few masks); tests hold them equal."""
+    k = len(index.zone_ids[node])
+    if not k or not requests:  # no NUMA zones known (or nothing to align): no hint narrows anything
+        return int(index.policy[node]) <= POLICY_CODES["best-effort"] or not requests, -1, not requests
+    full = (1 << k) - 1
+    masks = [m for m in range(1, 1 << index.zones) if not m & ~full]
+    pop = index.popcount
+    bits = {m: [z for z in range(k) if m >> z & 1] for m in masks}
+    reach_all: set[int] | None = None
+    reach_pref: set[int] | None = None
+    single = [True] * k
+    for res, amount in requests.items():
+        cap = index.capacity[res][node].tolist()
+        free = index.free(cluster, res)[node].tolist()
+        if sum(cap) > 0:
+            fits = {m for m in masks if sum(free[z] for z in bits[m]) >= amount}
+            enough = [int(pop[m]) for m in masks if sum(cap[z] for z in bits[m]) >= amount]
+            narrowest = min(enough) if enough else _INFINITE
+            preferred = {m for m in fits if pop[m] == narrowest}
+            single = [ok and (1 << z) in preferred for z, ok in enumerate(single)]
+        else:
+            fits = preferred = {full}
+        reach_all = fits if reach_all is None else _combine_sets(index, reach_all, fits)
+        reach_pref = preferred if reach_pref is None else _combine_sets(index, reach_pref, preferred)
+    if reach_all is None or reach_pref is None:
+        return True, -1, True
+    policy = int(index.policy[node])
+    rank = index.rank
+    if policy == POLICY_CODES["single-numa-node"]:
+        z = next((z for z, ok in enumerate(single) if ok), None)
+        if z is not None:
+            return True, 1 << z, True
+        best = min(reach_pref or reach_all, key=lambda m: rank[m], default=-1)
+        return False, best, False
+    best = min(reach_pref or reach_all, key=lambda m: rank[m], default=-1)
+    admitted = policy <= POLICY_CODES["best-effort"] or (policy == POLICY_CODES["restricted"] and bool(reach_pref))
+    return admitted, best, bool(reach_pref)
+
+
+def _combine_sets(index: TopologyIndex, left: set[int], right: set[int]) -> set[int]:
+    if index.zones > 4:
+        return left & right
+    return {a & b for a in left for b in right} - {0}
+
+
 def pod_admitted(pod: Pod, index: TopologyIndex, cluster: ClusterState) -> np.ndarray:
-    """Admission over all nodes, per the node's scope: the pod's total, or each container on its own."""
+    """Admission over all nodes, per the node's scope: the pod's total, or each container on its own.
+
+    A node's verdict depends only on its own free devices and CPUs and the request, so it is cached per request
+    shape and recomputed only at nodes that changed since (ClusterState.node_values).
+    """
     total = aligned_requests(pod, pod.requests, index)
     if not total:
         return np.ones(cluster.n, dtype=bool)
-    admitted, _, _ = evaluate(index, cluster, total)
-    per_container = [aligned_requests(pod, c, index) for c in pod.container_requests]
-    per_container = [c for c in per_container if c]
-    if len(per_container) > 1 or (per_container and per_container[0] != total):
-        container_ok = np.ones(cluster.n, dtype=bool)
-        for req in per_container:
-            container_ok &= evaluate(index, cluster, req)[0]
-        admitted = np.where(index.pod_scope, admitted, container_ok)
-    return admitted
+    per_container = [c for c in (aligned_requests(pod, c, index) for c in pod.container_requests) if c]
+    if len(per_container) == 1 and per_container[0] == total:
+        per_container = []
+
+    def compute(nodes: np.ndarray) -> np.ndarray:
+        out = np.ones(len(nodes), dtype=bool)
+        strict = index.policy[nodes] >= POLICY_CODES["restricted"]
+        if strict.any():
+            sub = nodes[strict]
+            admitted = evaluate(index, cluster, total, sub)[0]
+            if per_container:
+                container_ok = np.ones(len(sub), dtype=bool)
+                for req in per_container:
+                    container_ok &= evaluate(index, cluster, req, sub)[0]
+                admitted = np.where(index.pod_scope[sub], admitted, container_ok)
+            out[strict] = admitted
+        return out
+
+    def compute_one(node: int) -> bool:
+        if index.policy[node] < POLICY_CODES["restricted"]:
+            return True
+        if per_container and not index.pod_scope[node]:
+            return all(evaluate_one(index, cluster, req, node)[0] for req in per_container)
+        return evaluate_one(index, cluster, total, node)[0]
+
+    key = ("topology-admit", tuple(sorted(total.items())), tuple(tuple(sorted(c.items())) for c in per_container))
+    return cluster.node_values(key, compute, compute_one)
 
 
 def mask_zones(index: TopologyIndex, mask: int) -> list[int]:
@@ -233,6 +335,11 @@ def mask_zones(index: TopologyIndex, mask: int) -> list[int]:
     if mask < 0:
         return list(range(index.zones))
     return [z for z in range(index.zones) if index.masks[z, mask]]
+
+
+def _place(d: PciDevice) -> tuple:
+    """What a link class depends on: identity within the node, NUMA node, PCIe path and NVLinks."""
+    return (d.address, d.numa_node, d.root, d.bridges, tuple(sorted(d.nvlinks.items())))
 
 
 def _unknown(ident: str) -> PciDevice:

@@ -19,8 +19,7 @@ import numpy as np
 from accelsched.api.objects import Pod
 from accelsched.cluster.devices import is_device_resource
 from accelsched.cluster.state import ClusterState
-from accelsched.topology.alignment import CPU, TopologyIndex, aligned_requests, evaluate, mask_zones
-from accelsched.topology.model import PciDevice, pair_score, pcie_link
+from accelsched.topology.alignment import CPU, Links, TopologyIndex, aligned_requests, evaluate_one, mask_zones
 
 WANT_TOPOLOGY_ANNOTATION = "accelsched.io/want-topology"
 NUMA_ANNOTATION = "accelsched.io/numa-nodes"
@@ -40,34 +39,33 @@ class Placement:
     nic: str | None = None
 
 
-def set_score(chosen: list[PciDevice], nic: PciDevice | None) -> int:
-    total = sum(pair_score(a, b) for a, b in itertools.combinations(chosen, 2))
-    if nic is not None:
-        total += sum(pair_score(d, nic) for d in chosen)
-    return total
-
-
 def best_set(
-    candidates: list[int], count: int, attrs: list[PciDevice], nics: list[PciDevice], used: list[PciDevice]
-) -> tuple[list[int], PciDevice | None]:
-    """The ``count`` candidates with the best pair-score sum (and NIC link), packing next to ``used``."""
-    nic_options: list[PciDevice | None] = list(nics) or [None]
+    candidates: list[int], count: int, links: Links, used: list[int], want_nic: bool
+) -> tuple[list[int], int | None]:
+    """The ``count`` candidates with the best pair-score sum (plus the link to the best NIC when ``want_nic``),
+    ties broken towards packing next to the ``used`` devices; returns (device indices, NIC index or None)."""
+    score, pix = links.score, links.pix
+    nics = range(len(links.nic_score)) if want_nic else range(0)
 
-    def key(subset: tuple[int, ...]) -> tuple[int, int, PciDevice | None]:
-        devs = [attrs[i] for i in subset]
-        score, nic = max(((set_score(devs, n), n) for n in nic_options), key=lambda sn: sn[0])
-        packing = sum(1 for d in devs for u in used if pcie_link(d, u) == "PIX")
-        return score, packing, nic
+    def key(subset: tuple[int, ...]) -> tuple[int, int, int | None]:
+        total = sum(score[a][b] for a, b in itertools.combinations(subset, 2))
+        nic, nic_total = None, 0
+        for k in nics:
+            s = sum(links.nic_score[k][d] for d in subset)
+            if nic is None or s > nic_total:
+                nic, nic_total = k, s
+        packing = sum(1 for d in subset for u in used if pix[d][u])
+        return total + nic_total, packing, nic
 
     if math.comb(len(candidates), count) <= EXHAUSTIVE_LIMIT:
-        best: tuple[int, ...] | None = None
+        best: tuple[int, ...] = ()
         best_key: tuple[int, int] = (-1, -1)
         best_nic = None
         for subset in itertools.combinations(candidates, count):
-            score, packing, nic = key(subset)
-            if (score, packing) > best_key:
-                best, best_key, best_nic = subset, (score, packing), nic
-        return list(best or ()), best_nic
+            total, packing, nic = key(subset)
+            if (total, packing) > best_key:
+                best, best_key, best_nic = subset, (total, packing), nic
+        return list(best), best_nic
     chosen: list[int] = []
     rest = list(candidates)
     while len(chosen) < count:
@@ -81,8 +79,8 @@ def place(pod: Pod, cluster: ClusterState, node: int) -> Placement:
     """Choose zones, devices and exclusive CPUs for ``pod`` on ``node`` (nothing is taken yet)."""
     index = TopologyIndex.of(cluster)
     aligned = aligned_requests(pod, pod.requests, index)
-    _, best, _ = evaluate(index, cluster, aligned, np.array([node]))
-    zones = mask_zones(index, int(best[0]))
+    _, best, _ = evaluate_one(index, cluster, aligned, node)
+    zones = mask_zones(index, best)
     numa_of_zone = index.zone_ids[node]
     placement = Placement(numa_nodes=[numa_of_zone[z] for z in zones if z < len(numa_of_zone)])
     want = wants_topology(pod)
@@ -96,12 +94,12 @@ def place(pod: Pod, cluster: ClusterState, node: int) -> Placement:
         free = [int(i) for i in np.flatnonzero(pool.free)]
         inside = [i for i in free if device_zone is not None and device_zone[i] in zones]
         candidates = inside if len(inside) >= count else free
-        attrs = index.attrs[node][res]
-        used = [attrs[i] for i in np.flatnonzero(~pool.free)]
-        picked, nic = best_set(candidates, count, attrs, index.nics[node] if want else [], used)
+        used = [int(i) for i in np.flatnonzero(~pool.free)]
+        picked, nic = best_set(candidates, count, index.links(node, res), used, want)
         placement.devices[res] = [pool.ids[i] for i in picked]
         if nic is not None and placement.nic is None:
-            placement.nic = nic.name or nic.address
+            chosen_nic = index.nics[node][nic]
+            placement.nic = chosen_nic.name or chosen_nic.address
     need = aligned.get(CPU, 0)
     for z in zones:
         take = min(need, int(index.cpu_free[node, z]))
