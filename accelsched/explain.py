@@ -98,7 +98,7 @@ def explain_attempt(scheduler: Scheduler, profile: Profile, pod: Pod) -> list[No
                 verdict.remedies.extend(f"{r} (still blocked by {others})" for r in why.remedies)
     feasible = np.array([i for i, v in enumerate(verdicts) if v.feasible], dtype=np.int64)
     if feasible.size:
-        total, parts = scheduler.score(profile, state, pod, feasible)
+        total, parts = scheduler.score(profile, state, pod, feasible, breakdown=True)
         for k, i in enumerate(feasible):
             v = verdicts[int(i)]
             v.score = int(total[k])

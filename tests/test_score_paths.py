@@ -93,3 +93,41 @@ def test_scalar_and_vector_scores_agree(nodes, pods, which):
         target = j % cluster.n
         if all(cluster.free[cluster.res_index[r], target] >= a for r, a in pod.requests.items()):
             cluster.assume(pod, target)
+
+
+@settings(max_examples=40, deadline=None)
+@given(node_specs, pod_specs)
+def test_cached_weighted_total_equals_the_per_plugin_sum(nodes, pods):
+    """The cycle's cached total (node-local scores, updated at changed nodes) is the weighted per-plugin sum."""
+    from accelsched.framework.interface import CycleState
+    from accelsched.framework.profile import default_config
+    from accelsched.framework.scheduler import Scheduler
+
+    parsed = [
+        parse_node(
+            {
+                "metadata": {"name": f"n{i}"},
+                "status": {"allocatable": {"cpu": f"{c}m", "memory": f"{m}Gi", "pods": "110", "example.com/gpu": g}},
+            }
+        )
+        for i, (c, m, g, _) in enumerate(nodes)
+    ]
+    cluster = ClusterState(parsed)
+    scheduler = Scheduler(cluster, default_config())
+    profile = scheduler.config.profiles["default-scheduler"]
+    everyone = np.arange(cluster.n)
+    for j, (cpu, mem, gpu) in enumerate(pods):
+        requests = {"cpu": f"{cpu}m", "memory": f"{mem}Gi", **({"example.com/gpu": str(gpu)} if gpu else {})}
+        limits = {k: v for k, v in requests.items() if "/" in k}
+        pod = parse_pod(
+            {
+                "metadata": {"name": f"p{j}"},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": requests, "limits": limits}}]},
+            }
+        )
+        fast, _ = scheduler.score(profile, CycleState(), pod, everyone)
+        slow, _ = scheduler.score(profile, CycleState(), pod, everyone, breakdown=True)
+        assert fast.tolist() == slow.tolist()
+        target = j % cluster.n
+        if all(cluster.free[cluster.res_index[r], target] >= a for r, a in pod.requests.items()):
+            cluster.assume(pod, target)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -258,6 +259,11 @@ class Pod:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @functools.cached_property
+    def shape(self) -> tuple[tuple[str, int], ...]:
+        """The request as a hashable value: pods of one shape share cached per-node fits and scores."""
+        return tuple(sorted(self.requests.items()))
 
     @property
     def has_pod_affinity(self) -> bool:

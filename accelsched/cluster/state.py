@@ -121,6 +121,7 @@ class ClusterState:
         self._requirement_masks: dict[Requirement, np.ndarray] = {}
         self._taints = sorted({t for n in self.nodes for t in n.taints}, key=str)
         self._taint_nodes = {t: np.array([t in n.taints for n in self.nodes], dtype=bool) for t in self._taints}
+        self.has_hard_taints = any(t.effect in (NO_SCHEDULE, NO_EXECUTE) for t in self._taints)
         self._toleration_masks: dict[tuple[tuple[Toleration, ...], tuple[str, ...]], np.ndarray] = {}
         self._selector_counts: dict[Conditions, np.ndarray] = {}
         # Existing pods' affinity terms, by kind: required_anti, required_affinity, preferred_affinity,
@@ -133,8 +134,9 @@ class ClusterState:
         self.changes: list[int] = []
         self.epoch = 0  # bumped when a change touches every node (a new resource row)
         self._node_caches: OrderedDict[Hashable, _NodeCache] = OrderedDict()
-        # Small per-request-shape lookups plugins derive from this cluster's layout (bounded by the plugins).
+        # Small lookups plugins derive per request shape from this cluster's layout (one entry per shape).
         self.memo: dict[Hashable, object] = {}
+        self.topology_index: object | None = None  # topology.alignment.TopologyIndex, built on first use
 
     # ------------------------------------------------------------------------------------ resources
 

@@ -9,6 +9,7 @@ feasible nodes (or a constant when it cannot tell nodes apart, which lets the cy
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -81,6 +82,20 @@ class FilterResult:
 
 
 PASS = FilterResult()
+
+
+@dataclass(frozen=True)
+class NodeScore:
+    """A score that depends only on each node's own state and the pod's request shape, with no normalization
+    across nodes. The cycle then keeps the weighted total per request shape in ClusterState.node_values and
+    updates it at changed nodes only, so scoring a pod costs one lookup instead of a pass per plugin."""
+
+    key: Hashable
+    compute: Callable[[np.ndarray], np.ndarray]  # scores of the given node indices
+    compute_one: Callable[[int], int]  # the same for one node, in plain Python
+
+    def values(self, cluster: ClusterState) -> np.ndarray:
+        return cluster.node_values(self.key, self.compute, self.compute_one)
 
 
 class CycleState(dict[str, Any]):

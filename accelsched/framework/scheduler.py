@@ -8,6 +8,7 @@ first filter that rejects a node gives that node's reason(s), exactly as kube-sc
 from __future__ import annotations
 
 import functools
+import random
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ import numpy as np
 from accelsched.api import quantity
 from accelsched.api.objects import Pod
 from accelsched.cluster.state import ClusterState, pod_matches_term
-from accelsched.framework.interface import Code, CycleState, FilterResult, Status
+from accelsched.framework.interface import Code, CycleState, FilterResult, NodeScore, Status
 from accelsched.framework.profile import Profile, SchedulerConfig
 from accelsched.framework.queue import QueueingHint, SchedulingQueue
 
@@ -115,7 +116,8 @@ class Scheduler:
     def __init__(self, cluster: ClusterState, config: SchedulerConfig, seed: int = 0) -> None:
         self.cluster = cluster
         self.config = config
-        self.rng = np.random.default_rng(seed)
+        # Ties among the best nodes are broken by this seeded generator (Python's: far cheaper per call than numpy's).
+        self.rng = random.Random(seed)
         self.node_names = [node.name for node in cluster.nodes]
         first = next(iter(config.profiles.values()))
         self.hints: dict[str, QueueingHint] = {
@@ -232,13 +234,17 @@ class Scheduler:
         return Diagnosis(log=log, plugins={name for name, _, _ in log})
 
     def score(
-        self, profile: Profile, state: CycleState, pod: Pod, feasible: np.ndarray
+        self, profile: Profile, state: CycleState, pod: Pod, feasible: np.ndarray, breakdown: bool = False
     ) -> tuple[np.ndarray, dict[str, np.ndarray | int]]:
-        """Weighted total per feasible node, and each plugin's normalized scores (constant plugins as ints)."""
+        """Weighted total per feasible node, and (with ``breakdown``) each plugin's normalized scores."""
         for plugin in profile.at("preScore"):
             status = plugin.pre_score(state, pod, self.cluster, feasible)
             if status.code == Code.SKIP:
                 state.skip_score.add(plugin.name)
+        if not breakdown:
+            cached = self._node_local_total(profile, state, pod)
+            if cached is not None:
+                return (cached if feasible.size == self.cluster.n else cached[feasible]), {}
         total = np.zeros(feasible.size, dtype=np.int64)
         parts: dict[str, np.ndarray | int] = {}
         for plugin in profile.at("score"):
@@ -250,11 +256,41 @@ class Scheduler:
                 total += scores * profile.weights[plugin.name]
         return total, parts
 
+    def _node_local_total(self, profile: Profile, state: CycleState, pod: Pod) -> np.ndarray | None:
+        """The weighted total over all nodes when every active score is node-local (NodeScore), else None."""
+        parts = []
+        for plugin in profile.at("score"):
+            if plugin.name in state.skip_score:
+                continue
+            node_score = getattr(plugin, "node_score", None)
+            spec = node_score(state, pod, self.cluster) if node_score is not None else None
+            if spec is None:
+                return None
+            if isinstance(spec, NodeScore):
+                parts.append((profile.weights[plugin.name], spec))
+        if not parts:
+            return np.zeros(self.cluster.n, dtype=np.int64)
+        if len(parts) == 1 and parts[0][0] == 1:
+            return parts[0][1].values(self.cluster)
+        # Specs are memoized per request shape by their plugins, so their identities name this total.
+        key = ("weighted-total", tuple((weight, id(spec)) for weight, spec in parts))
+
+        def compute(nodes: np.ndarray) -> np.ndarray:
+            total = np.zeros(len(nodes), dtype=np.int64)
+            for weight, spec in parts:
+                total += weight * spec.compute(nodes)
+            return total
+
+        def compute_one(node: int) -> int:
+            return sum(weight * spec.compute_one(node) for weight, spec in parts)
+
+        return self.cluster.node_values(key, compute, compute_one)
+
     def select_host(self, profile: Profile, state: CycleState, pod: Pod, feasible: np.ndarray) -> int:
         """The highest total; ties broken by the seeded generator, as kube-scheduler picks among the best."""
         total, _ = self.score(profile, state, pod, feasible)
         best = np.flatnonzero(total == total.max())
-        pick = best[0] if best.size == 1 else best[self.rng.integers(best.size)]
+        pick = best[0] if best.size == 1 else best[self.rng.randrange(best.size)]
         return int(feasible[pick])
 
     def _bind(self, pod: Pod, profile: Profile, state: CycleState, node: int, feasible: int) -> ScheduleResult:

@@ -70,6 +70,10 @@ class NodeAffinity:
             details.append(f"no required nodeAffinity term matches {n.name} (unmet: {'; '.join(failed)})")
         return NodeExplanation(details, [])
 
+    def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> int | None:
+        """Constant 0 without preferred terms; otherwise normalized over the feasible nodes."""
+        return None if pod.preferred_node_affinity else 0
+
     def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
         if not pod.preferred_node_affinity:
             return 0

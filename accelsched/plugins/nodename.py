@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from accelsched.api.objects import Pod
 from accelsched.cluster.state import ClusterState
 from accelsched.framework.interface import PASS, CycleState, FilterResult, NodeExplanation
@@ -17,7 +19,10 @@ class NodeName:
         if not pod.node_name:
             return PASS
         result = FilterResult()
-        result.reject(ERR_REASON, cluster.names != pod.node_name, resolvable=False)
+        rejected = np.ones(cluster.n, dtype=bool)
+        if pod.node_name in cluster.index:
+            rejected[cluster.index[pod.node_name]] = False
+        result.reject(ERR_REASON, rejected, resolvable=False)
         return result
 
     def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation:

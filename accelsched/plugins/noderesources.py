@@ -19,11 +19,13 @@ from accelsched.cluster.state import ClusterState, nonzero_requests
 from accelsched.errors import InputError
 from accelsched.framework.interface import (
     MAX_NODE_SCORE,
+    PASS,
     SKIP,
     SUCCESS,
     CycleState,
     FilterResult,
     NodeExplanation,
+    NodeScore,
     Status,
 )
 
@@ -52,7 +54,7 @@ def _rows(pod: Pod, cluster: ClusterState) -> list[tuple[int, int]]:
     return sorted(cluster.request_vector(pod), key=lambda ra: _order(cluster.resources[ra[0]]))
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Strategy:
     kind: str
     resources: tuple[tuple[str, int], ...]
@@ -174,9 +176,22 @@ class NodeResourcesFit:
         return resource not in self.ignored and resource.split("/", 1)[0] not in self.ignored_groups
 
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
-        result = FilterResult()
         checks = self._checks(pod, cluster)  # may add a zero row for a resource no node has: read free after it
         free = cluster.free
+
+        def fits(nodes: np.ndarray) -> np.ndarray:
+            ok = np.ones(len(nodes), dtype=bool)
+            for row, amount, _ in checks:
+                ok &= free[row, nodes] >= amount
+            return ok
+
+        def fits_one(node: int) -> bool:
+            return all(free[row, node] >= amount for row, amount, _ in checks)
+
+        # Whether each node fits changes only where a pod was bound: kept per request shape, updated there.
+        if cluster.node_values((FIT_NAME, "fits", self.ignored, self.ignored_groups, pod.shape), fits, fits_one).all():
+            return PASS
+        result = FilterResult()
         for row, amount, reason in checks:
             result.reject(reason, free[row] < amount)
         return result
@@ -191,8 +206,6 @@ class NodeResourcesFit:
                 for row, amount in _rows(pod, cluster)
                 if amount > 0 and self._checked(cluster.resources[row])
             ]
-            if len(cluster.memo) > 4096:
-                cluster.memo.clear()
             cluster.memo[shape] = checks
         return checks
 
@@ -215,13 +228,20 @@ class NodeResourcesFit:
                     out.details.append(f"{n} can never fit it: its {res} allocatable is {fmt(alloc)}")
         return out
 
-    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+    def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore:
         # The score depends only on the node and the request, so it is cached per request shape.
-        key = (FIT_NAME, id(self), _request_shape(pod, self.strategy.resources, nonzero=True))
-        values = cluster.node_values(
-            key, lambda nodes: self._score_nodes(pod, cluster, nodes), lambda i: self._score_node(pod, cluster, i)
-        )
-        return values[feasible]
+        key = (FIT_NAME, self.strategy, pod.shape)
+        spec = cluster.memo.get(key)
+        if spec is None:
+            spec = cluster.memo[key] = NodeScore(
+                (FIT_NAME, self.strategy, _request_shape(pod, self.strategy.resources, nonzero=True)),
+                lambda nodes: self._score_nodes(pod, cluster, nodes),
+                lambda i: self._score_node(pod, cluster, i),
+            )
+        return spec  # type: ignore[return-value]
+
+    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+        return self.node_score(state, pod, cluster).values(cluster)[feasible]
 
     def _score_node(self, pod: Pod, cluster: ClusterState, i: int) -> int:
         """One node's score in plain Python: the same arithmetic as _score_nodes (tests hold them equal)."""
@@ -310,12 +330,19 @@ class NodeResourcesBalancedAllocation:
             return SKIP  # a best-effort pod changes no fraction
         return SUCCESS
 
+    def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore:
+        key = (BALANCED_NAME, self.resources, pod.shape)
+        spec = cluster.memo.get(key)
+        if spec is None:
+            spec = cluster.memo[key] = NodeScore(
+                (BALANCED_NAME, self.resources, _request_shape(pod, self.resources, nonzero=False)),
+                lambda nodes: self._score_nodes(pod, cluster, nodes),
+                lambda i: self._score_node(pod, cluster, i),
+            )
+        return spec  # type: ignore[return-value]
+
     def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
-        key = (BALANCED_NAME, id(self), _request_shape(pod, self.resources, nonzero=False))
-        values = cluster.node_values(
-            key, lambda nodes: self._score_nodes(pod, cluster, nodes), lambda i: self._score_node(pod, cluster, i)
-        )
-        return values[feasible]
+        return self.node_score(state, pod, cluster).values(cluster)[feasible]
 
     def _score_node(self, pod: Pod, cluster: ClusterState, i: int) -> int:
         """One node's score in plain Python: the same arithmetic as _score_nodes (tests hold them equal)."""

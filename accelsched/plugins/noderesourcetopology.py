@@ -20,6 +20,7 @@ from accelsched.framework.interface import (
     CycleState,
     FilterResult,
     NodeExplanation,
+    NodeScore,
     Status,
 )
 from accelsched.topology.alignment import CPU, POLICY_CODES, TopologyIndex, aligned_requests, pod_admitted
@@ -69,34 +70,57 @@ class NodeResourceTopologyMatch:
             return SKIP
         return SUCCESS
 
-    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+    def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore | int:
         """100: the accelerators fit under a NIC's PCIe switch; 50: on a NIC's NUMA node; 0: neither."""
+        key = (NAME, "score", pod.shape)
+        spec = cluster.memo.get(key)
+        if spec is None:
+            spec = cluster.memo[key] = self._node_score(pod, cluster)
+        return spec  # type: ignore[return-value]
+
+    def _node_score(self, pod: Pod, cluster: ClusterState) -> NodeScore | int:
         index = TopologyIndex.of(cluster)
-        level = np.full(cluster.n, 2, dtype=np.int64)
-        for res, amount in pod.requests.items():
-            if not is_device_resource(res) or res not in index.capacity:
-                continue
-            numa_ok = ((index.free(cluster, res) * index.nic_zone).max(axis=1)) >= amount
-            switch_ok = self._switch_free(index, cluster, res) >= amount
-            level = np.minimum(level, np.where(switch_ok, 2, np.where(numa_ok, 1, 0)))
-        return (level[feasible] * (MAX_NODE_SCORE // 2)).astype(np.int64)
+        levels = [
+            _nic_level(index, cluster, res, amount)
+            for res, amount in sorted(pod.requests.items())
+            if is_device_resource(res) and res in index.capacity
+        ]
+        if not levels:
+            return 0
+        half = MAX_NODE_SCORE // 2
+        return NodeScore(
+            ("nic-score", tuple(spec.key for spec in levels)),
+            lambda nodes: half * np.min([spec.compute(nodes) for spec in levels], axis=0),
+            lambda i: half * min(spec.compute_one(i) for spec in levels),
+        )
 
-    @staticmethod
-    def _switch_free(index: TopologyIndex, cluster: ClusterState, res: str) -> np.ndarray:
-        """Per node: the most free devices of ``res`` on one PCIe switch with a NIC (PIX to it)."""
+    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+        spec = self.node_score(state, pod, cluster)
+        return spec if isinstance(spec, int) else spec.values(cluster)[feasible]
 
-        def compute(nodes: np.ndarray) -> np.ndarray:
-            out = np.zeros(len(nodes), dtype=np.int64)
-            for k, i in enumerate(nodes):
-                i = int(i)
-                if not index.attrs[i].get(res) or not index.nics[i]:
-                    continue
-                free = cluster.devices[i].pools[res].free.tolist()
-                beside = index.links(i, res).nic_pix
-                out[k] = max(sum(1 for f, p in zip(free, row, strict=True) if f and p) for row in beside)
-            return out
 
-        return cluster.node_values(("nic-switch-free", res), compute)
+def _nic_level(index: TopologyIndex, cluster: ClusterState, res: str, amount: int) -> NodeScore:
+    """Per node: 2 if ``amount`` free devices of ``res`` share a PCIe switch with a NIC, 1 if a NIC's NUMA node,
+    else 0. Cached per (resource, amount) and recomputed only where devices changed."""
+
+    def one(i: int) -> int:
+        nics = index.nics[i]
+        if not nics or not index.attrs[i].get(res):
+            return 0
+        free = cluster.devices[i].pools[res].free.tolist()
+        if any(
+            sum(1 for f, p in zip(free, row, strict=True) if f and p) >= amount for row in index.links(i, res).nic_pix
+        ):
+            return 2
+        zones = index.device_zone[i][res].tolist()
+        nic_zones = {z for z, has in enumerate(index.nic_zone[i].tolist()) if has}
+        per_zone = [sum(1 for f, z in zip(free, zones, strict=True) if f and z == nz) for nz in nic_zones]
+        return 1 if per_zone and max(per_zone) >= amount else 0
+
+    def compute(nodes: np.ndarray) -> np.ndarray:
+        return np.array([one(int(i)) for i in nodes], dtype=np.int64)
+
+    return NodeScore(("nic-level", res, amount), compute, one)
 
 
 def new(args: dict, handle: object) -> NodeResourceTopologyMatch:

@@ -7,7 +7,7 @@ import numpy as np
 from accelsched.api.objects import Pod
 from accelsched.api.selectors import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, untolerated_taint
 from accelsched.cluster.state import ClusterState
-from accelsched.framework.interface import CycleState, FilterResult, NodeExplanation, default_normalize
+from accelsched.framework.interface import PASS, CycleState, FilterResult, NodeExplanation, default_normalize
 
 NAME = "TaintToleration"
 ERR_REASON_NOT_MATCH = "node(s) had untolerated taint(s)"
@@ -17,6 +17,8 @@ class TaintToleration:
     name = NAME
 
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
+        if not cluster.has_hard_taints:
+            return PASS
         result = FilterResult()
         result.reject(ERR_REASON_NOT_MATCH, cluster.untolerated_mask(pod.tolerations), resolvable=False)
         return result
@@ -30,6 +32,10 @@ class TaintToleration:
             [f"{n.name} has taint {taint} that the pod does not tolerate"],
             [f"tolerate {taint}"],
         )
+
+    def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> int | None:
+        """Constant (the maximum) when no node has a PreferNoSchedule taint; otherwise normalized over nodes."""
+        return None if any(t.effect == PREFER_NO_SCHEDULE for t in cluster.taints) else 100
 
     def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
         if not any(t.effect == PREFER_NO_SCHEDULE for t in cluster.taints):

@@ -62,11 +62,9 @@ class TopologyIndex:
 
     @classmethod
     def of(cls, cluster: ClusterState) -> TopologyIndex:
-        index = cluster.memo.get("topology-index")
-        if index is None:
-            index = cls.build(cluster)
-            cluster.memo["topology-index"] = index
-        return index  # type: ignore[return-value]
+        if cluster.topology_index is None:
+            cluster.topology_index = cls.build(cluster)
+        return cluster.topology_index  # type: ignore[no-any-return]
 
     @classmethod
     def build(cls, cluster: ClusterState) -> TopologyIndex:
