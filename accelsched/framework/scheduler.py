@@ -119,6 +119,7 @@ class Scheduler:
         # Ties among the best nodes are broken by this seeded generator (Python's: far cheaper per call than numpy's).
         self.rng = random.Random(seed)
         self.node_names = [node.name for node in cluster.nodes]
+        self.all_nodes = np.arange(cluster.n)
         first = next(iter(config.profiles.values()))
         self.hints: dict[str, QueueingHint] = {
             "InterPodAffinity": _affinity_hint,
@@ -203,7 +204,7 @@ class Scheduler:
                 return self._unschedulable(pod, profile, state, diagnosis)
 
         feasible, log = self.find_feasible(profile, state, pod)
-        chosen = np.flatnonzero(feasible)
+        chosen = np.flatnonzero(feasible) if log else self.all_nodes
         if chosen.size == 0:
             return self._unschedulable(pod, profile, state, self.diagnose(log))
 

@@ -303,18 +303,32 @@ def _node_usage(
     pod: Pod, cluster: ClusterState, resources: tuple[tuple[str, int], ...], i: int, nonzero: bool
 ) -> list[tuple[int | None, int]]:
     """Per scored resource on node i: (allocatable, requested including the pod); None where it does not count."""
-    out: list[tuple[int | None, int]] = []
+    key = ("usage-plan", resources, nonzero, pod.shape, cluster.epoch)
+    plan = cluster.memo.get(key)
+    if plan is None:
+        plan = cluster.memo[key] = _usage_plan(pod, cluster, resources, nonzero)
+    return [
+        (None, 0) if step is None else (int(cluster.allocatable[step[0], i]), int(step[1][step[2], i]) + step[3])
+        for step in plan  # type: ignore[union-attr]
+    ]
+
+
+def _usage_plan(
+    pod: Pod, cluster: ClusterState, resources: tuple[tuple[str, int], ...], nonzero: bool
+) -> list[tuple[int, np.ndarray, int, int] | None]:
+    """Where _node_usage reads each resource: (allocatable row, requested matrix, its row, the pod's amount)."""
+    plan: list[tuple[int, np.ndarray, int, int] | None] = []
     cpu, mem = nonzero_requests(pod.requests)
     for res, _ in resources:
         row = cluster.res_index.get(res)
         if row is None or (quantity.is_extended(res) and not pod.requests.get(res)):
-            out.append((None, 0))
+            plan.append(None)
         elif nonzero and res in (quantity.CPU, quantity.MEMORY):
             which = 0 if res == quantity.CPU else 1
-            out.append((int(cluster.allocatable[row, i]), int(cluster.nonzero_requested[which, i]) + (cpu, mem)[which]))
+            plan.append((row, cluster.nonzero_requested, which, (cpu, mem)[which]))
         else:
-            out.append((int(cluster.allocatable[row, i]), int(cluster.requested[row, i]) + pod.requests.get(res, 0)))
-    return out
+            plan.append((row, cluster.requested, row, pod.requests.get(res, 0)))
+    return plan
 
 
 class NodeResourcesBalancedAllocation:
