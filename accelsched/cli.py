@@ -126,6 +126,10 @@ def print_explanation(console: Console, explanation: Explanation) -> None:
         console.print(
             f"[green]{pod.key} is scheduled on {r.node}[/]" + (f" with devices {r.devices}" if r.devices else "")
         )
+        if explanation.alignment:
+            aligned = explanation.alignment
+            nic = f", beside {aligned['nic']}" if "nic" in aligned else ""
+            console.print(f"aligned to NUMA node(s) {aligned.get('numaNodes', '?')}{nic}")
     else:
         console.print(f"[red]{pod.key} stays Pending[/]")
         console.print(f"Warning  FailedScheduling  {r.message}", soft_wrap=True)

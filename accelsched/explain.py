@@ -17,6 +17,7 @@ from accelsched.cluster.state import ClusterState
 from accelsched.framework.interface import Code, CycleState
 from accelsched.framework.profile import Profile
 from accelsched.framework.scheduler import Scheduler, ScheduleResult
+from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
 
 
 @dataclass
@@ -60,9 +61,18 @@ class Explanation:
             "namespace": self.pod.namespace,
             "name": self.pod.name,
             "node": r.node if r else self.pod.node_name or None,
+            "devices": dict(r.devices) if r else {},
+            "alignment": self.alignment,
             "message": r.message if r else "",
             "nodes": [v.to_json() for v in self.nodes],
         }
+
+    @property
+    def alignment(self) -> dict[str, str]:
+        """The NUMA nodes and NIC the topology-aware allocation chose (empty off topology-aware nodes)."""
+        annotations = self.pod.raw.get("metadata", {}).get("annotations") or {}
+        keys = {NUMA_ANNOTATION: "numaNodes", NIC_ANNOTATION: "nic"}
+        return {name: annotations[key] for key, name in keys.items() if annotations.get(key)}
 
 
 def explain_attempt(scheduler: Scheduler, profile: Profile, pod: Pod) -> list[NodeVerdict]:

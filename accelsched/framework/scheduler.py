@@ -253,8 +253,7 @@ class Scheduler:
                 continue
             scores = plugin.score(state, pod, self.cluster, feasible)
             parts[plugin.name] = scores
-            if not isinstance(scores, int):
-                total += scores * profile.weights[plugin.name]
+            total += scores * profile.weights[plugin.name]  # a constant shifts every node alike
         return total, parts
 
     def _node_local_total(self, profile: Profile, state: CycleState, pod: Pod) -> np.ndarray | None:
