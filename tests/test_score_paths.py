@@ -98,7 +98,8 @@ def test_scalar_and_vector_scores_agree(nodes, pods, which):
 @settings(max_examples=40, deadline=None)
 @given(node_specs, pod_specs)
 def test_cached_weighted_total_equals_the_per_plugin_sum(nodes, pods):
-    """The cycle's cached total (node-local scores, updated at changed nodes) is the weighted per-plugin sum."""
+    """The cycle's cached total (node-local scores, updated at changed nodes) ranks nodes exactly as the weighted
+    per-plugin sum does."""
     from accelsched.framework.interface import CycleState
     from accelsched.framework.profile import default_config
     from accelsched.framework.scheduler import Scheduler
@@ -127,7 +128,8 @@ def test_cached_weighted_total_equals_the_per_plugin_sum(nodes, pods):
         )
         fast, _ = scheduler.score(profile, CycleState(), pod, everyone)
         slow, _ = scheduler.score(profile, CycleState(), pod, everyone, breakdown=True)
-        assert fast.tolist() == slow.tolist()
+        # The cached total leaves out plugins that score every node alike (a constant shift, same ranking).
+        assert (fast - fast.min()).tolist() == (slow - slow.min()).tolist()
         target = j % cluster.n
         if all(cluster.free[cluster.res_index[r], target] >= a for r, a in pod.requests.items()):
             cluster.assume(pod, target)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import itertools
 import warnings
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,7 +160,45 @@ def _broken_linear(shape: tuple[tuple[int, int], ...], utilization: np.ndarray) 
     return out
 
 
-class NodeResourcesFit:
+class _ResourceScore:
+    """A resource score: depends only on each node's usage and the request, so it is node-local (NodeScore)."""
+
+    name: str
+
+    def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore:
+        raise NotImplementedError  # each subclass says what configures it
+
+    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+        return self.node_score(state, pod, cluster).values(cluster)[feasible]
+
+    def _score_nodes(self, pod: Pod, cluster: ClusterState, nodes: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _score_node(self, pod: Pod, cluster: ClusterState, i: int) -> int:
+        raise NotImplementedError
+
+
+def _node_local(
+    plugin: _ResourceScore,
+    cluster: ClusterState,
+    pod: Pod,
+    config: Hashable,
+    resources: tuple[tuple[str, int], ...],
+    nonzero: bool,
+) -> NodeScore:
+    """The plugin's NodeScore for this request shape, memoized on the cluster (one per shape and config)."""
+    key = (plugin.name, config, pod.shape)
+    spec = cluster.memo.get(key)
+    if spec is None:
+        spec = cluster.memo[key] = NodeScore(
+            (plugin.name, config, _request_shape(pod, resources, nonzero)),
+            lambda nodes: plugin._score_nodes(pod, cluster, nodes),
+            lambda i: plugin._score_node(pod, cluster, i),
+        )
+    return spec  # type: ignore[return-value]
+
+
+class NodeResourcesFit(_ResourceScore):
     name = FIT_NAME
 
     def __init__(
@@ -229,19 +268,7 @@ class NodeResourcesFit:
         return out
 
     def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore:
-        # The score depends only on the node and the request, so it is cached per request shape.
-        key = (FIT_NAME, self.strategy, pod.shape)
-        spec = cluster.memo.get(key)
-        if spec is None:
-            spec = cluster.memo[key] = NodeScore(
-                (FIT_NAME, self.strategy, _request_shape(pod, self.strategy.resources, nonzero=True)),
-                lambda nodes: self._score_nodes(pod, cluster, nodes),
-                lambda i: self._score_node(pod, cluster, i),
-            )
-        return spec  # type: ignore[return-value]
-
-    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
-        return self.node_score(state, pod, cluster).values(cluster)[feasible]
+        return _node_local(self, cluster, pod, self.strategy, self.strategy.resources, nonzero=True)
 
     def _score_node(self, pod: Pod, cluster: ClusterState, i: int) -> int:
         """One node's score in plain Python: the same arithmetic as _score_nodes (tests hold them equal)."""
@@ -331,7 +358,7 @@ def _usage_plan(
     return plan
 
 
-class NodeResourcesBalancedAllocation:
+class NodeResourcesBalancedAllocation(_ResourceScore):
     """Prefers nodes whose resource fractions stay close to each other after placing the pod."""
 
     name = BALANCED_NAME
@@ -345,18 +372,7 @@ class NodeResourcesBalancedAllocation:
         return SUCCESS
 
     def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore:
-        key = (BALANCED_NAME, self.resources, pod.shape)
-        spec = cluster.memo.get(key)
-        if spec is None:
-            spec = cluster.memo[key] = NodeScore(
-                (BALANCED_NAME, self.resources, _request_shape(pod, self.resources, nonzero=False)),
-                lambda nodes: self._score_nodes(pod, cluster, nodes),
-                lambda i: self._score_node(pod, cluster, i),
-            )
-        return spec  # type: ignore[return-value]
-
-    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
-        return self.node_score(state, pod, cluster).values(cluster)[feasible]
+        return _node_local(self, cluster, pod, self.resources, self.resources, nonzero=False)
 
     def _score_node(self, pod: Pod, cluster: ClusterState, i: int) -> int:
         """One node's score in plain Python: the same arithmetic as _score_nodes (tests hold them equal)."""
