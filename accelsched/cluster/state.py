@@ -96,12 +96,11 @@ class ClusterState:
         self.names = np.array([n.name for n in self.nodes], dtype=object)
         self.namespaces: dict[str, dict[str, str]] = {ns.name: ns.label_map() for ns in namespaces}
 
-        self.resources: list[str] = list(CORE_RESOURCES)
+        self.res_index = {r: i for i, r in enumerate(CORE_RESOURCES)}
         for node in self.nodes:
             for res in node.allocatable:
-                if res not in self.resources:
-                    self.resources.append(res)
-        self.res_index = {r: i for i, r in enumerate(self.resources)}
+                self.res_index.setdefault(res, len(self.res_index))
+        self.resources: list[str] = list(self.res_index)
         self.allocatable = np.zeros((len(self.resources), self.n), dtype=np.int64)
         for i, node in enumerate(self.nodes):
             for res, amount in node.allocatable.items():
