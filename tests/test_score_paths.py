@@ -126,7 +126,10 @@ def test_cached_weighted_total_equals_the_per_plugin_sum(nodes, pods):
                 "spec": {"containers": [{"name": "c", "resources": {"requests": requests, "limits": limits}}]},
             }
         )
-        fast, _ = scheduler.score(profile, CycleState(), pod, everyone)
+        state = CycleState()
+        fast, _ = scheduler.score(profile, state, pod, scheduler.all_nodes)
+        if state.best_nodes is not None:  # the incrementally kept best nodes are exactly the argmax set
+            assert sorted(state.best_nodes) == np.flatnonzero(fast == fast.max()).tolist()
         slow, _ = scheduler.score(profile, CycleState(), pod, everyone, breakdown=True)
         # The cached total leaves out plugins that score every node alike (a constant shift, same ranking).
         assert (fast - fast.min()).tolist() == (slow - slow.min()).tolist()

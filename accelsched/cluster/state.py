@@ -77,6 +77,33 @@ class _NodeCache:
     values: np.ndarray
     seen: int  # position in ClusterState.changes up to which ``values`` is current
     epoch: int = field(default=0)
+    best: _Best | None = None
+
+
+class _Best:
+    """The nodes holding the maximum of a cached array, kept as values change one node at a time, so the
+    scheduler picks among the best nodes without scanning every node (O(1) per bind in the common case)."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.top = int(values.max())
+        self.members = np.flatnonzero(values == self.top).tolist()
+        self.pos = {node: k for k, node in enumerate(self.members)}
+
+    def update(self, node: int, value: int) -> bool:
+        """Record ``node``'s new value; False when the maximum left every node (rebuild from the array)."""
+        if value > self.top:
+            self.top, self.members, self.pos = value, [node], {node: 0}
+        elif value == self.top:
+            if node not in self.pos:
+                self.pos[node] = len(self.members)
+                self.members.append(node)
+        elif node in self.pos:
+            k = self.pos.pop(node)
+            last = self.members.pop()
+            if last != node:
+                self.members[k] = last
+                self.pos[last] = k
+        return bool(self.members)
 
 
 def nonzero_requests(requests: dict[str, int]) -> tuple[int, int]:
@@ -152,6 +179,14 @@ class ClusterState:
             out.append((row, amount))
         return out
 
+    def best_nodes(self, key: Hashable) -> list[int]:
+        """The nodes at the maximum of a cached array (call right after node_values for ``key``); kept current
+        by node_values from then on."""
+        cache = self._node_caches[key]
+        if cache.best is None:
+            cache.best = _Best(cache.values)
+        return cache.best.members
+
     def node_values(
         self, key: Hashable, compute: NodeFunction, compute_one: Callable[[int], int] | None = None
     ) -> np.ndarray:
@@ -170,11 +205,16 @@ class ClusterState:
             dirty = sorted(set(self.changes[cache.seen :]))
             if compute_one is not None and len(dirty) <= SCALAR_UPDATE_LIMIT:
                 # numpy's per-call overhead dwarfs one node's arithmetic: plain Python is ~20x faster here.
+                best = cache.best
                 for i in dirty:
-                    cache.values[i] = compute_one(i)
+                    value = compute_one(i)
+                    cache.values[i] = value
+                    if best is not None and not best.update(i, value):
+                        cache.best = best = None
             else:
                 index = np.array(dirty, dtype=np.int64)
                 cache.values[index] = compute(index)
+                cache.best = None
             cache.seen = len(self.changes)
         self._node_caches.move_to_end(key)
         return cache.values

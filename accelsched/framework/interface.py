@@ -105,6 +105,8 @@ class CycleState(dict[str, Any]):
         super().__init__()
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
+        self.total_key: Hashable | None = None  # the cached weighted total this cycle scored with
+        self.best_nodes: list[int] | None = None  # its best nodes, when every node was feasible
 
 
 @dataclass

@@ -245,6 +245,8 @@ class Scheduler:
         if not breakdown:
             cached = self._node_local_total(profile, state, pod)
             if cached is not None:
+                if feasible is self.all_nodes and state.total_key is not None:
+                    state.best_nodes = self.cluster.best_nodes(state.total_key)
                 return (cached if feasible.size == self.cluster.n else cached[feasible]), {}
         total = np.zeros(feasible.size, dtype=np.int64)
         parts: dict[str, np.ndarray | int] = {}
@@ -271,6 +273,7 @@ class Scheduler:
         if not parts:
             return np.zeros(self.cluster.n, dtype=np.int64)
         if len(parts) == 1 and parts[0][0] == 1:
+            state.total_key = parts[0][1].key
             return parts[0][1].values(self.cluster)
         # Specs are memoized per request shape by their plugins, so their identities name this total.
         key = ("weighted-total", tuple((weight, id(spec)) for weight, spec in parts))
@@ -284,11 +287,14 @@ class Scheduler:
         def compute_one(node: int) -> int:
             return sum(weight * spec.compute_one(node) for weight, spec in parts)
 
+        state.total_key = key
         return self.cluster.node_values(key, compute, compute_one)
 
     def select_host(self, profile: Profile, state: CycleState, pod: Pod, feasible: np.ndarray) -> int:
         """The highest total; ties broken by the seeded generator, as kube-scheduler picks among the best."""
         total, _ = self.score(profile, state, pod, feasible)
+        if state.best_nodes is not None:  # every node feasible: the cached total knows its best nodes
+            return state.best_nodes[self.rng.randrange(len(state.best_nodes))]
         best = np.flatnonzero(total == total.max())
         pick = best[0] if best.size == 1 else best[self.rng.randrange(best.size)]
         return int(feasible[pick])
