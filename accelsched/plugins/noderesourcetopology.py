@@ -7,6 +7,8 @@ kubelet's own merge of NUMA hints (topology.alignment), per the node's policy an
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from accelsched.api.objects import Pod
@@ -104,23 +106,36 @@ def _nic_level(index: TopologyIndex, cluster: ClusterState, res: str, amount: in
     else 0. Cached per (resource, amount) and recomputed only where devices changed."""
 
     def one(i: int) -> int:
-        nics = index.nics[i]
-        if not nics or not index.attrs[i].get(res):
+        if not index.nics[i] or not index.attrs[i].get(res):
             return 0
-        free = cluster.devices[i].pools[res].free.tolist()
-        if any(
-            sum(1 for f, p in zip(free, row, strict=True) if f and p) >= amount for row in index.links(i, res).nic_pix
-        ):
-            return 2
-        zones = index.device_zone[i][res].tolist()
-        nic_zones = {z for z, has in enumerate(index.nic_zone[i].tolist()) if has}
-        per_zone = [sum(1 for f, z in zip(free, zones, strict=True) if f and z == nz) for nz in nic_zones]
-        return 1 if per_zone and max(per_zone) >= amount else 0
+        links = index.links(i, res)
+        zones = tuple(index.device_zone[i][res].tolist())
+        nic_zones = tuple(z for z, has in enumerate(index.nic_zone[i].tolist()) if has)
+        return _level(links.nic_pix, zones, nic_zones, tuple(free_of(i)), amount)
+
+    def free_of(i: int) -> list[bool]:
+        return cluster.devices[i].pools[res].free.tolist()
 
     def compute(nodes: np.ndarray) -> np.ndarray:
         return np.array([one(int(i)) for i in nodes], dtype=np.int64)
 
     return NodeScore(("nic-level", res, amount), compute, one)
+
+
+@functools.lru_cache(maxsize=65536)
+def _level(
+    nic_pix: tuple[tuple[bool, ...], ...],
+    zones: tuple[int, ...],
+    nic_zones: tuple[int, ...],
+    free: tuple[bool, ...],
+    amount: int,
+) -> int:
+    """2: ``amount`` free devices on one PCIe switch with a NIC; 1: on a NIC's NUMA node; 0: neither.
+    Pure in the node's layout and free devices, so identical nodes in identical states share the answer."""
+    if any(sum(1 for f, p in zip(free, row, strict=True) if f and p) >= amount for row in nic_pix):
+        return 2
+    per_zone = [sum(1 for f, z in zip(free, zones, strict=True) if f and z == nz) for nz in nic_zones]
+    return 1 if per_zone and max(per_zone) >= amount else 0
 
 
 def new(args: dict, handle: object) -> NodeResourceTopologyMatch:

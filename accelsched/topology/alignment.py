@@ -12,6 +12,7 @@ Here the same rule is a few array operations: per node and NUMA mask, free and c
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,7 +36,7 @@ class Links:
     score: list[list[int]]
     pix: list[list[bool]]
     nic_score: list[list[int]]  # [nic][device]
-    nic_pix: list[list[bool]]
+    nic_pix: tuple[tuple[bool, ...], ...]
 
 
 @dataclass
@@ -142,7 +143,7 @@ class TopologyIndex:
                     [[pair_score(a, b) for b in devs] for a in devs],
                     [[pcie_link(a, b) == "PIX" for b in devs] for a in devs],
                     [[pair_score(d, nic) for d in devs] for nic in nics],
-                    [[pcie_link(d, nic) == "PIX" for d in devs] for nic in nics],
+                    tuple(tuple(pcie_link(d, nic) == "PIX" for d in devs) for nic in nics),
                 )
                 self._links_by_shape[shape] = links
             self._links[key] = links
@@ -243,36 +244,55 @@ def evaluate(
 
 
 def evaluate_one(
-    index: TopologyIndex, cluster: ClusterState, requests: dict[str, int], node: int
+    index: TopologyIndex,
+    cluster: ClusterState,
+    requests: dict[str, int],
+    node: int,
+    free: dict[str, np.ndarray] | None = None,
 ) -> tuple[bool, int, bool]:
-    """``evaluate`` for one node in plain Python (numpy's per-call cost dwarfs a few masks); tests hold them equal."""
+    """``evaluate`` for one node in plain Python (numpy's per-call cost dwarfs a few masks); tests hold them equal.
+
+    The verdict depends only on the node's policy, zone count and, per resource, the request and the capacity
+    and free amount per zone, so identical nodes in identical states share one memoized answer.
+    """
     k = len(index.zone_ids[node])
     if not k or not requests:  # no NUMA zones known (or nothing to align): no hint narrows anything
         return int(index.policy[node]) <= POLICY_CODES["best-effort"] or not requests, -1, not requests
+    if free is None:
+        free = {res: index.free(cluster, res) for res in requests}
+    items = tuple(
+        (amount, tuple(index.capacity[res][node].tolist()), tuple(free[res][node].tolist()))
+        for res, amount in requests.items()
+    )
+    return _merged_verdict(int(index.policy[node]), k, index.zones, items)
+
+
+@functools.lru_cache(maxsize=65536)
+def _merged_verdict(
+    policy: int, k: int, zones: int, items: tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...]
+) -> tuple[bool, int, bool]:
+    """The kubelet's merge for one node: ``items`` holds (request, capacity per zone, free per zone) per resource."""
     full = (1 << k) - 1
-    masks = [m for m in range(1, 1 << index.zones) if not m & ~full]
-    pop = index.popcount
+    masks = [m for m in range(1, 1 << zones) if not m & ~full]
+    pop = [bin(m).count("1") for m in range(1 << zones)]
+    rank = {m: (pop[m], m) for m in range(1 << zones)}
     bits = {m: [z for z in range(k) if m >> z & 1] for m in masks}
     reach_all: set[int] | None = None
     reach_pref: set[int] | None = None
     single = [True] * k
-    for res, amount in requests.items():
-        cap = index.capacity[res][node].tolist()
-        free = index.free(cluster, res)[node].tolist()
+    for amount, cap, free in items:
         if sum(cap) > 0:
             fits = {m for m in masks if sum(free[z] for z in bits[m]) >= amount}
-            enough = [int(pop[m]) for m in masks if sum(cap[z] for z in bits[m]) >= amount]
+            enough = [pop[m] for m in masks if sum(cap[z] for z in bits[m]) >= amount]
             narrowest = min(enough) if enough else _INFINITE
             preferred = {m for m in fits if pop[m] == narrowest}
             single = [ok and (1 << z) in preferred for z, ok in enumerate(single)]
         else:
             fits = preferred = {full}
-        reach_all = fits if reach_all is None else _combine_sets(index, reach_all, fits)
-        reach_pref = preferred if reach_pref is None else _combine_sets(index, reach_pref, preferred)
+        reach_all = fits if reach_all is None else _combine_sets(zones, reach_all, fits)
+        reach_pref = preferred if reach_pref is None else _combine_sets(zones, reach_pref, preferred)
     if reach_all is None or reach_pref is None:
         return True, -1, True
-    policy = int(index.policy[node])
-    rank = index.rank
     if policy == POLICY_CODES["single-numa-node"]:
         z = next((z for z, ok in enumerate(single) if ok), None)
         if z is not None:
@@ -284,8 +304,8 @@ def evaluate_one(
     return admitted, best, bool(reach_pref)
 
 
-def _combine_sets(index: TopologyIndex, left: set[int], right: set[int]) -> set[int]:
-    if index.zones > 4:
+def _combine_sets(zones: int, left: set[int], right: set[int]) -> set[int]:
+    if zones > 4:
         return left & right
     return {a & b for a in left for b in right} - {0}
 
@@ -317,12 +337,14 @@ def pod_admitted(pod: Pod, index: TopologyIndex, cluster: ClusterState) -> np.nd
             out[strict] = admitted
         return out
 
+    free = {res: index.free(cluster, res) for res in total}  # current before node_values asks for any node
+
     def compute_one(node: int) -> bool:
         if index.policy[node] < POLICY_CODES["restricted"]:
             return True
         if per_container and not index.pod_scope[node]:
-            return all(evaluate_one(index, cluster, req, node)[0] for req in per_container)
-        return evaluate_one(index, cluster, total, node)[0]
+            return all(evaluate_one(index, cluster, req, node, free)[0] for req in per_container)
+        return evaluate_one(index, cluster, total, node, free)[0]
 
     key = ("topology-admit", tuple(sorted(total.items())), tuple(tuple(sorted(c.items())) for c in per_container))
     return cluster.node_values(key, compute, compute_one)
