@@ -19,6 +19,7 @@ from rich.table import Table
 from accelsched import report
 from accelsched.api.loader import Inputs, build_inputs, read_documents
 from accelsched.api.objects import Pod
+from accelsched.devices import partition as partitioning
 from accelsched.engine import Session
 from accelsched.explain import Explainer, NodeVerdict
 from accelsched.framework.profile import kube_scheduler_config
@@ -35,6 +36,7 @@ class Step:
     story: str
     files: tuple[str, ...]
     compare_default: bool = False  # also show where the stock kube-scheduler would bind, and if the kubelet admits
+    sharing_summary: bool = False  # also compare the ways of sharing devices (whole, MIG, time-slicing)
 
 
 LAB_STEPS = (
@@ -82,7 +84,49 @@ LAB_STEPS = (
         ("examples/lab/07-topology.yaml",),
         compare_default=True,
     ),
+    Step(
+        "Fractional accelerators: whole devices, MIG instances, time-slicing",
+        "The same small inference pods (a seventh of an A100 each), eight per variant, on three nodes with two A100s "
+        "each. Whole devices serve two; dynamic MIG carves 1g.5gb instances at valid start slots with hardware "
+        "isolation; time-slicing serves four per device without isolation. The MIG node's last slice of each GPU "
+        "is memory no 1g.5gb can use: fragmentation.",
+        ("examples/lab/08-fractional.yaml",),
+        sharing_summary=True,
+    ),
 )
+
+ISOLATION = {"whole": "whole device", "mig": "hardware (own memory and compute slices)", "timeslicing": "none (shared)"}
+
+
+def sharing_table(outcome: StepOutcome) -> Table:
+    """Per way of sharing: pods placed, pods per device, units in use and fragmentation, and the isolation."""
+    cluster = outcome.session.cluster
+    typical = [r.pod.requests for r in outcome.shown]
+    table = Table(title="Utilization vs isolation", title_justify="left")
+    for col in ("node", "sharing", "pods placed", "pods per GPU", "capacity in use", "fragmented", "isolation"):
+        table.add_column(col)
+    for i, node in enumerate(cluster.nodes):
+        sharing = node.labels.get("accelsched.io/sharing")
+        if sharing is None or not any(
+            r.pod.raw.get("spec", {}).get("nodeSelector", {}).get("accelsched.io/sharing") == sharing
+            for r in outcome.shown
+        ):
+            continue
+        asked = [r for r in outcome.shown if r.pod.raw["spec"]["nodeSelector"]["accelsched.io/sharing"] == sharing]
+        placed = sum(1 for r in asked if r.node == node.name)
+        part = cluster.devices[i].partition
+        if part is None:
+            gpus = len(cluster.devices[i].pools.get("nvidia.com/gpu").ids)
+            held = gpus - cluster.devices[i].pools["nvidia.com/gpu"].free_count
+            in_use, frag = f"{held}/{gpus} GPUs", "0"
+        else:
+            gpus = len(part.devices)
+            unit = partitioning.UNIT_NAMES[part.mode]
+            in_use, frag = f"{part.used_units()}/{part.total_units} {unit}", f"{part.fragmentation(typical)} {unit}"
+        table.add_row(
+            node.name, sharing, f"{placed}/{len(asked)}", f"{placed / gpus:.1f}", in_use, frag, ISOLATION[sharing]
+        )
+    return table
 
 
 @dataclass
@@ -193,7 +237,13 @@ def run_demo(console: Console, last_step: int | None = None, seed: int = 0) -> N
         console.print("  applied: " + ", ".join(outcome.step.files))
         console.print(report.pods_table(outcome.shown, title="Pods placed in this step", why=False))
         _events(console, outcome)
-        console.print(report.nodes_table(outcome.session.cluster))
+        typical = [r.pod.requests for r in outcome.shown]
+        console.print(report.nodes_table(outcome.session.cluster, typical=typical))
+        line = report.fragmentation_line(outcome.session.cluster, typical)
+        if line:
+            console.print(line)
+        if outcome.step.sharing_summary:
+            console.print(sharing_table(outcome))
     summary = Table(title="Summary", title_justify="left")
     summary.add_column("scheduled", justify="right")
     summary.add_column("pending", justify="right")

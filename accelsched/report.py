@@ -9,6 +9,7 @@ from rich.table import Table
 
 from accelsched.api import quantity
 from accelsched.cluster.state import ClusterState
+from accelsched.devices import partition as partitioning
 from accelsched.framework.scheduler import ScheduleResult
 
 
@@ -72,7 +73,9 @@ def pods_table(results: list[ScheduleResult], title: str = "Pods", why: bool = T
     return table
 
 
-def nodes_table(cluster: ClusterState, title: str = "Nodes: requested / allocatable") -> Table:
+def nodes_table(
+    cluster: ClusterState, title: str = "Nodes: requested / allocatable", typical: list[dict[str, int]] | None = None
+) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("node")
     table.add_column("state")
@@ -80,6 +83,9 @@ def nodes_table(cluster: ClusterState, title: str = "Nodes: requested / allocata
     for res in shown:
         table.add_column(res.rsplit("/", 1)[-1] if "/" in res else res, justify="right")
     table.add_column("free devices")
+    split = cluster.has_partitions
+    if split:
+        table.add_column("split devices: used, fragmented")
     for i, node in enumerate(cluster.nodes):
         flags = []
         if node.unschedulable:
@@ -91,8 +97,34 @@ def nodes_table(cluster: ClusterState, title: str = "Nodes: requested / allocata
             req, alloc = int(cluster.requested[row, i]), int(cluster.allocatable[row, i])
             cells.append(f"{quantity.format_quantity(res, req)}/{quantity.format_quantity(res, alloc)}")
         free = "; ".join(compact_ids(p.free_ids()) for p in cluster.devices[i].pools.values())
-        table.add_row(node.name, ", ".join(flags) or "ready", *cells, free)
+        extra = [partition_cell(cluster.devices[i].partition, typical or [])] if split else []
+        table.add_row(node.name, ", ".join(flags) or "ready", *cells, free, *extra)
     return table
+
+
+def partition_cell(part: Any, typical: list[dict[str, int]]) -> str:
+    if part is None:
+        return ""
+    unit = partitioning.UNIT_NAMES[part.mode]
+    used, total = part.used_units(), part.total_units
+    return f"{part.mode}: {used}/{total} {unit} used, {part.fragmentation(typical)} fragmented"
+
+
+def fragmentation_line(cluster: ClusterState, typical: list[dict[str, int]]) -> str | None:
+    """``Fragmentation: mig 12 of 40 free slices (30%), ...: free capacity that none of the requests seen can
+    use`` (None without split devices)."""
+    by_mode: dict[str, list[Any]] = {}
+    for d in cluster.devices:
+        if d.partition is not None:
+            by_mode.setdefault(d.partition.mode, []).append(d.partition)
+    if not by_mode:
+        return None
+    parts = []
+    for mode, group in sorted(by_mode.items()):
+        frag, free = partitioning.cluster_fragmentation(group, typical)
+        share = f" ({100 * frag // free}%)" if free else ""
+        parts.append(f"{mode} {frag} of {free} free {partitioning.UNIT_NAMES[mode]}{share}")
+    return "Fragmentation: " + ", ".join(parts) + ": free capacity none of the requests seen can use"
 
 
 def compact_ids(ids: list[str]) -> str:
@@ -108,5 +140,9 @@ def compact_ids(ids: list[str]) -> str:
 
 
 def print_tables(console: Console, results: list[ScheduleResult], cluster: ClusterState) -> None:
+    typical = [r.pod.requests for r in results]
     console.print(pods_table(results))
-    console.print(nodes_table(cluster))
+    console.print(nodes_table(cluster, typical=typical))
+    line = fragmentation_line(cluster, typical)
+    if line:
+        console.print(line)

@@ -89,3 +89,18 @@ def test_demo_command_prints_every_step():
     for n, step in enumerate(LAB_STEPS, start=1):
         assert f"Step {n}: {step.title}" in result.output
     assert "FailedScheduling" in result.output and "Successfully assigned" in result.output
+
+
+def test_fractional_step_serves_more_pods_per_gpu_with_slices(outcomes):
+    step = outcomes[7]
+    placed = {}
+    for r in step.shown:
+        variant = r.pod.labels["app"]
+        placed[variant] = placed.get(variant, 0) + bool(r.node)
+    assert placed == {"chat-whole": 2, "chat-mig": 8, "chat-shared": 8}
+    mig_ids = [d for r in step.shown if r.pod.labels["app"] == "chat-mig" for d in r.devices["nvidia.com/mig-1g.5gb"]]
+    assert len(set(mig_ids)) == 8 and all(":1g.5gb@" in d for d in mig_ids)
+    cluster = step.session.cluster
+    part = cluster.devices[cluster.index["node-h"]].partition
+    # Seven 1g.5gb fill one A100's compute; its eighth memory slice is left over: fragmentation.
+    assert part.fragmentation([{"nvidia.com/mig-1g.5gb": 1}]) == 2

@@ -18,6 +18,7 @@ import yaml
 
 from accelsched.api import objects, quantity, workloads
 from accelsched.api.objects import Namespace, Node, Pod, PriorityClass
+from accelsched.devices import partition as partitioning
 from accelsched.errors import InputError, Where
 from accelsched.topology import layout as topology_layout
 
@@ -220,6 +221,11 @@ def _admit(pod: Pod, inputs: Inputs, nodes: Mapping[str, Node], default: Priorit
     if pod.node_name and not pod.terminal and pod.node_name not in nodes:
         raise where.error("spec.nodeName", f"node {pod.node_name!r} does not exist in the input")
     if nodes:
+        partitions = [n.partition for n in nodes.values() if n.partition is not None]
+        for res, amount in pod.requests.items():
+            problem = partitioning.request_problem(partitions, res, amount)
+            if problem:
+                raise where.error(request_path(pod, res), problem)
         advertised = {r for n in nodes.values() for r in n.allocatable}
         for res in pod.requests:
             if quantity.is_extended(res) and res not in advertised:

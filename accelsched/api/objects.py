@@ -610,6 +610,7 @@ class Node:
     capacity: dict[str, int] = field(default_factory=dict)
     device_ids: dict[str, list[str]] = field(default_factory=dict)
     layout: Any = None  # topology.layout.NodeLayout when the node's topology is known
+    partition: Any = None  # devices.partition.Partition when the node's devices are split (MIG, slices, ...)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -659,6 +660,13 @@ def parse_node(doc: Mapping[str, Any], source: str = "") -> Node:
         node.layout = topology_layout.from_annotation(where, annotations[topology_layout.TOPOLOGY_ANNOTATION])
     topology_layout.apply_labels(node, where)
     topology_layout.finish(node, where)
+    from accelsched.devices import partition as partitioning
+
+    if partitioning.PARTITION_ANNOTATION in annotations:
+        node.partition = partitioning.parse(where, annotations[partitioning.PARTITION_ANNOTATION], node.device_ids)
+        # The partitioning says what the node serves (the device plugin would advertise the same).
+        node.allocatable.update(node.partition.capacity())
+        node.capacity.update(node.partition.capacity())
     return node
 
 

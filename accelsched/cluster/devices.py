@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -73,26 +74,39 @@ def is_device_resource(name: str) -> bool:
 
 @dataclass
 class NodeDevices:
-    """All device pools of one node."""
+    """All device pools of one node, and its partition ledger where its devices are split (MIG, slices...)."""
 
     pools: dict[str, DevicePool] = field(default_factory=dict)
+    partition: Any = None  # devices.partition.Partition: serves the resources it manages instead of pools
 
     @classmethod
-    def for_node(cls, allocatable: dict[str, int], named: dict[str, list[str]]) -> NodeDevices:
+    def for_node(cls, allocatable: dict[str, int], named: dict[str, list[str]], partition: Any = None) -> NodeDevices:
         pools = {}
         for res, count in allocatable.items():
+            if partition is not None and partition.manages(res):
+                continue
             if is_device_resource(res):
                 ids = named.get(res) or default_device_ids(res, count)
                 # The node advertises ``count`` healthy devices; a named list may hold more (unhealthy ones).
                 pools[res] = DevicePool(res, list(ids[:count]))
-        return cls(pools)
+        return cls(pools, partition)
 
-    def allocate(self, requests: dict[str, int], allocator: Allocator = first_free) -> dict[str, list[str]]:
-        """Allocate devices for every device resource in ``requests``; all or nothing."""
-        chosen: dict[str, list[str]] = {}
+    def partitioned(self, requests: dict[str, int]) -> dict[str, int]:
+        """The part of ``requests`` the partition ledger serves."""
+        if self.partition is None:
+            return {}
+        return {r: a for r, a in requests.items() if a and self.partition.manages(r)}
+
+    def allocate(
+        self, requests: dict[str, int], allocator: Allocator = first_free, owner: str = "", policy: str = "binpack"
+    ) -> dict[str, list[str]]:
+        """Allocate devices for every device resource in ``requests``; all or nothing. ``policy`` (binpack or
+        spread) picks the device for what the partition ledger serves."""
+        split = self.partitioned(requests)
+        chosen: dict[str, list[str]] = self.partition.allocate(split, policy, owner) if split else {}
         try:
             for res, count in requests.items():
-                if not is_device_resource(res) or count == 0:
+                if not is_device_resource(res) or count == 0 or res in split:
                     continue
                 pool = self.pools.get(res)
                 if pool is None or pool.free_count < count:
@@ -106,20 +120,27 @@ class NodeDevices:
             raise
         return chosen
 
-    def claim(self, devices: dict[str, list[str]]) -> None:
+    def claim(self, devices: dict[str, list[str]], owner: str = "") -> None:
         """Mark devices a pod already holds (from its annotation) as used; all or nothing."""
         done: dict[str, list[str]] = {}
+        split = {r: ids for r, ids in devices.items() if self.partition is not None and self.partition.manages(r)}
+        if split:
+            self.partition.claim(split, owner)
         try:
             for res, ids in devices.items():
+                if res in split:
+                    continue
                 pool = self.pools.get(res)
                 if pool is None:
                     raise ValueError(f"node has no {res}")
                 done[res] = pool.take_ids(ids)
         except ValueError:
-            self.release(done)
+            self.release({**done, **split})
             raise
 
     def release(self, devices: dict[str, list[str]]) -> None:
+        if self.partition is not None:
+            self.partition.release(devices)
         for res, ids in devices.items():
             if res in self.pools:
                 self.pools[res].release(ids)

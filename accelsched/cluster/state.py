@@ -140,7 +140,12 @@ class ClusterState:
         self.unschedulable = np.array([n.unschedulable for n in self.nodes], dtype=bool)
         self.any_unschedulable = bool(self.unschedulable.any())
         self.has_topology = any(n.layout is not None for n in self.nodes)
-        self.devices = [NodeDevices.for_node(n.allocatable, n.device_ids) for n in self.nodes]
+        # Each state gets its own copy of a node's partition ledger: sessions over the same nodes stay apart.
+        self.devices = [
+            NodeDevices.for_node(n.allocatable, n.device_ids, n.partition.copy() if n.partition else None)
+            for n in self.nodes
+        ]
+        self.has_partitions = any(n.partition is not None for n in self.nodes)
         self.pods_on: list[dict[str, Pod]] = [{} for _ in self.nodes]
         self.pod_node: dict[str, int] = {}
         self._label_columns: dict[str, LabelColumn] = {}

@@ -19,6 +19,7 @@ from accelsched.framework import interface as fw
 from accelsched.plugins import (
     defaultbinder,
     deviceallocation,
+    devicepartition,
     interpodaffinity,
     nodeaffinity,
     nodename,
@@ -40,6 +41,7 @@ REGISTRY: dict[str, Factory] = {
     nodeaffinity.NAME: nodeaffinity.new,
     noderesources.FIT_NAME: noderesources.new_fit,
     noderesourcetopology.NAME: noderesourcetopology.new,
+    devicepartition.NAME: devicepartition.new,
     deviceallocation.NAME: deviceallocation.new,
     podtopologyspread.NAME: podtopologyspread.new,
     interpodaffinity.NAME: interpodaffinity.new,
@@ -56,6 +58,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (nodeaffinity.NAME, 2),
     (noderesources.FIT_NAME, 1),
     (noderesourcetopology.NAME, 2),
+    (devicepartition.NAME, 1),
     (deviceallocation.NAME, 0),
     (podtopologyspread.NAME, 2),
     (interpodaffinity.NAME, 2),

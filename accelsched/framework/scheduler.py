@@ -150,9 +150,9 @@ class Scheduler:
         devices = self.cluster.devices[node]
         try:
             if pod.devices:
-                devices.claim(pod.devices)
+                devices.claim(pod.devices, owner=pod.key)
             else:
-                pod.devices = devices.allocate(pod.requests)
+                pod.devices = devices.allocate(pod.requests, owner=pod.key)
         except ValueError as exc:
             return ScheduleResult(
                 pod, None, {}, f"Pod was rejected: {exc}", {pod.node_name: ["UnexpectedAdmissionError"]}

@@ -24,23 +24,27 @@ NAME = "DeviceAllocation"
 class DeviceAllocation:
     name = NAME
 
-    def __init__(self, topology_aware: bool = True) -> None:
+    def __init__(self, topology_aware: bool = True, partition_policy: str = "binpack") -> None:
         self.topology_aware = topology_aware
+        self.partition_policy = partition_policy
 
     def reserve(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> Status:
         annotations = pod.raw.setdefault("metadata", {}).setdefault("annotations", {})
         try:
+            devices = cluster.devices[node]
             if self.topology_aware and cluster.nodes[node].layout is not None:
                 placement = allocator.place(pod, cluster, node)
+                split = devices.partitioned(pod.requests)
+                allocated = devices.allocate(split, owner=pod.key, policy=self.partition_policy) if split else {}
                 allocator.take(cluster, node, placement)
                 state[NAME] = placement
-                pod.devices = placement.devices
+                pod.devices = {**placement.devices, **allocated}
                 if placement.devices or placement.cpus:
                     annotations[allocator.NUMA_ANNOTATION] = ",".join(map(str, placement.numa_nodes))
                 if placement.nic:
                     annotations[allocator.NIC_ANNOTATION] = placement.nic
             else:
-                pod.devices = cluster.devices[node].allocate(pod.requests, first_free)
+                pod.devices = devices.allocate(pod.requests, first_free, owner=pod.key, policy=self.partition_policy)
                 cluster.touch(node)
         except ValueError as exc:
             return unschedulable(NAME, str(exc))
@@ -51,6 +55,7 @@ class DeviceAllocation:
     def unreserve(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> None:
         placement = state.pop(NAME, None)
         if placement is not None:
+            cluster.devices[node].release({r: ids for r, ids in pod.devices.items() if r not in placement.devices})
             allocator.give_back(cluster, node, placement)
         else:
             cluster.devices[node].release(pod.devices)
@@ -62,10 +67,15 @@ class DeviceAllocation:
 
 
 def new(args: dict, handle: object) -> DeviceAllocation:
-    unknown = set(args) - {"topologyAware"}
+    unknown = set(args) - {"topologyAware", "partitionPolicy"}
     if unknown:
         raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}", obj=f"pluginConfig {NAME}", field="args")
     aware = args.get("topologyAware", True)
     if not isinstance(aware, bool):
         raise InputError("must be true or false", obj=f"pluginConfig {NAME}", field="args.topologyAware")
-    return DeviceAllocation(aware)
+    policy = args.get("partitionPolicy", "binpack")
+    if policy not in ("binpack", "spread"):
+        raise InputError(
+            f"unknown policy {policy!r} (binpack, spread)", obj=f"pluginConfig {NAME}", field="args.partitionPolicy"
+        )
+    return DeviceAllocation(aware, policy)

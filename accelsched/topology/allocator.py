@@ -84,8 +84,9 @@ def place(pod: Pod, cluster: ClusterState, node: int) -> Placement:
     numa_of_zone = index.zone_ids[node]
     placement = Placement(numa_nodes=[numa_of_zone[z] for z in zones if z < len(numa_of_zone)])
     want = wants_topology(pod)
+    split = cluster.devices[node].partitioned(pod.requests)  # the partition ledger places those
     for res, count in sorted(pod.requests.items()):
-        if not is_device_resource(res) or count == 0:
+        if not is_device_resource(res) or count == 0 or res in split:
             continue
         pool = cluster.devices[node].pools.get(res)
         if pool is None or pool.free_count < count:

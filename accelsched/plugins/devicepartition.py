@@ -1,0 +1,139 @@
+"""DevicePartition (accelsched): placement-aware fit for fractional accelerators, and a node-level policy.
+
+Counting is not enough for split devices: a 3g MIG instance needs four free *aligned* slices, a 500-milli share
+needs 500 free on ONE device, three accel-slices must sit on one card. NodeResourcesFit's count check is an
+upper bound on such nodes; this filter is the exact check, per node's partition ledger. Its score packs
+(``binpack``: prefer the node whose split devices are fullest after placing) or spreads (``spread``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accelsched.api.objects import Pod
+from accelsched.cluster.state import ClusterState
+from accelsched.errors import InputError
+from accelsched.framework.interface import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    CycleState,
+    FilterResult,
+    NodeExplanation,
+    NodeScore,
+    Status,
+)
+
+NAME = "DevicePartition"
+POLICIES = ("binpack", "spread")
+
+
+def _requests(pod: Pod, cluster: ClusterState, i: int) -> dict[str, int]:
+    return cluster.devices[i].partitioned(pod.requests)
+
+
+class DevicePartition:
+    name = NAME
+
+    def __init__(self, policy: str = "binpack") -> None:
+        self.policy = policy
+
+    def _managed(self, pod: Pod, cluster: ClusterState) -> bool:
+        return cluster.has_partitions and any(
+            d.partition is not None and d.partitioned(pod.requests) for d in cluster.devices
+        )
+
+    def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
+        key = (NAME, "managed", pod.shape)
+        managed = cluster.memo.get(key)
+        if managed is None:
+            managed = cluster.memo[key] = self._managed(pod, cluster)
+        return SUCCESS if managed else SKIP
+
+    def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
+        def one(i: int) -> bool:
+            split = _requests(pod, cluster, i)
+            return not split or cluster.devices[i].partition.fits(split)
+
+        def compute(nodes: np.ndarray) -> np.ndarray:
+            return np.array([one(int(i)) for i in nodes], dtype=bool)
+
+        fits = cluster.node_values((NAME, "fits", pod.shape), compute, one)
+        result = FilterResult()
+        if fits.all():
+            return result
+        # One reason per node, from its ledger (they name the resource, not the node, so they count together).
+        by_reason: dict[str, list[int]] = {}
+        for i in np.flatnonzero(~fits):
+            by_reason.setdefault(self._reason(pod, cluster, int(i)), []).append(int(i))
+        for reason, nodes in sorted(by_reason.items()):
+            mask = np.zeros(cluster.n, dtype=bool)
+            mask[nodes] = True
+            result.reject(reason, mask)
+        return result
+
+    @staticmethod
+    def _reason(pod: Pod, cluster: ClusterState, i: int) -> str:
+        part = cluster.devices[i].partition
+        for resource, amount in sorted(_requests(pod, cluster, i).items()):
+            if part.mode == "mig" and part.resource_profile(resource):
+                profile = part.resource_profile(resource)
+                return f"node(s) had no free {profile} MIG placement"
+            if not part.fits({resource: amount}):
+                return f"node(s) had no device with {amount} free {resource}"
+        return f"node(s) could not place the pod's {', '.join(sorted(_requests(pod, cluster, i)))} together"
+
+    def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation:
+        part = cluster.devices[node].partition
+        out = NodeExplanation()
+        split = _requests(pod, cluster, node)
+        try:
+            part.plan(split, self.policy)
+        except ValueError as exc:
+            out.details.append(f"{cluster.nodes[node].name}: {exc}")
+        if part.mode == "mig":
+            out.details.append(f"instances: {part.describe_instances()} (* in use)")
+            if not part.dynamic:
+                out.remedies.append(f"create the instance on {cluster.nodes[node].name} (fixed partitions)")
+        return out
+
+    # ---------------------------------------------------------------------------------- score
+
+    def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> Status:
+        return self.pre_filter(state, pod, cluster)
+
+    def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore:
+        """Utilization of the node's split devices after placing the pod (binpack), or what stays free (spread)."""
+
+        def one(i: int) -> int:
+            part = cluster.devices[i].partition
+            split = _requests(pod, cluster, i)
+            if part is None or not split:
+                return 0
+            trial = part.copy()
+            try:
+                trial.allocate(split, self.policy, "?")
+            except ValueError:
+                return 0
+            used = trial.used_units() * MAX_NODE_SCORE // max(trial.total_units, 1)
+            return used if self.policy == "binpack" else MAX_NODE_SCORE - used
+
+        def compute(nodes: np.ndarray) -> np.ndarray:
+            return np.array([one(int(i)) for i in nodes], dtype=np.int64)
+
+        return NodeScore((NAME, self.policy, pod.shape), compute, one)
+
+    def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+        return self.node_score(state, pod, cluster).values(cluster)[feasible]
+
+
+def new(args: dict, handle: object) -> DevicePartition:
+    unknown = set(args) - {"policy"}
+    if unknown:
+        raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}", obj=f"pluginConfig {NAME}", field="args")
+    policy = args.get("policy", "binpack")
+    if policy not in POLICIES:
+        raise InputError(
+            f"unknown policy {policy!r} (binpack, spread)", obj=f"pluginConfig {NAME}", field="args.policy"
+        )
+    return DevicePartition(policy)
