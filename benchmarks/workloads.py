@@ -358,6 +358,49 @@ def build_topology(s: Sizes) -> Built:
     return Built(nodes, init, measured, s.measured_pods, verify=verify)
 
 
+# -- MIG: 1,000 nodes x 8 dynamically partitioned A100-40GB, a stream of mixed MIG requests
+
+
+MIG_LAYOUT = yaml.safe_dump({"mode": "mig", "model": "A100-40GB", "dynamic": True, "devices": 8})
+MIG_MIX = ("1g.5gb", "1g.5gb", "1g.5gb", "2g.10gb", "2g.10gb", "3g.20gb", "1g.10gb", "4g.20gb")
+
+
+def build_mig(s: Sizes) -> Built:
+    docs = []
+    for i in range(s.nodes):
+        doc = node_doc(f"node-{i}", {ZONE_LABEL: f"zone{i % 3 + 1}"}, {"cpu": "64", "memory": "512Gi"})
+        doc["metadata"]["annotations"] = {"accelsched.io/partitioning": MIG_LAYOUT}
+        docs.append(doc)
+    nodes = [parse_node(d, "benchmarks") for d in docs]
+
+    def pod(name: str, i: int) -> Pod:
+        resource = f"nvidia.com/mig-{MIG_MIX[i % len(MIG_MIX)]}"
+        return parse_pod(pod_doc(name, resources={**POD_RESOURCES, resource: 1}), "benchmarks")
+
+    init = [pod(f"init-pod-{i}", i) for i in range(s.init_pods)]
+    measured = [pod(f"pod-{i}", i) for i in range(s.measured_pods)]
+
+    def verify(init: list[ScheduleResult], results: list[ScheduleResult]) -> list[str]:
+        from accelsched.devices import mig
+
+        model = mig.model("A100-40GB")
+        per_device: dict[tuple[str, str], list[mig.Instance]] = {}
+        problems = []
+        for r in init + results:
+            for ids in r.devices.values():
+                for ident in ids:
+                    dev, _, inst = ident.partition(":")
+                    per_device.setdefault((r.node or "", dev), []).append(mig.parse_instance(model, inst))
+        for (node, dev), instances in per_device.items():
+            try:
+                mig.check_layout(model, instances)
+            except ValueError as exc:
+                problems.append(f"{node}/{dev}: {exc}")
+        return problems
+
+    return Built(nodes, init, measured, s.measured_pods, verify=verify)
+
+
 WORKLOADS: tuple[Workload, ...] = (
     Workload(
         "SchedulingBasic",
@@ -428,6 +471,16 @@ WORKLOADS += (
         build_topology,
         f"8 {GPU} per node on 2 NUMA nodes behind 4 switches, 2 NICs; single-numa-node kubelets; pods ask 1-4 GPUs,"
         " half want NIC alignment",
+        ("not in scheduler_perf: compared against the SchedulingWithExtendedResource threshold",),
+    ),
+    Workload(
+        "MIG",
+        "1000Nodes_8A100_8000Pods",
+        180,
+        Sizes(1000, 2000, 8000),
+        Sizes(100, 200, 800),
+        build_mig,
+        "8 dynamically partitioned A100-40GB per node; pods ask one MIG instance (1g.5gb..4g.20gb mix)",
         ("not in scheduler_perf: compared against the SchedulingWithExtendedResource threshold",),
     ),
 )

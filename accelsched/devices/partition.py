@@ -24,6 +24,7 @@ slot), ``gpu-1:slices=2-4``, ``gpu-0::3`` (a time-slicing replica), ``gpu-2:mill
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,7 +117,33 @@ class Partition:
             return MILLI - self.milli[d]
         return (self.units if self.mode == "slices" else self.replicas) - len(self.used[d])
 
+    def units_of(self, requests: Mapping[str, int]) -> int:
+        """How many units (slices, replicas, milli) ``requests`` take here."""
+        total = 0
+        for resource, amount in requests.items():
+            if not self.manages(resource):
+                continue
+            profile = self.resource_profile(resource)
+            if profile is not None:
+                assert self.model is not None
+                total += self.model.profiles[profile].size * amount
+            elif self.mode == "milli" and resource == GPU_RESOURCE:
+                total += MILLI * amount
+            else:
+                total += amount
+        return total
+
     def fits(self, requests: Mapping[str, int]) -> bool:
+        managed = [(r, a) for r, a in requests.items() if a > 0 and self.manages(r)]
+        if len(managed) == 1 and managed[0][1] == 1 and self.mode == "mig":
+            # One instance: some device has a free instance of the profile, or room to carve one.
+            profile = self.resource_profile(managed[0][0])
+            assert self.model is not None and profile is not None
+            return any(
+                any(i.profile == profile and not o for i, o in dev)
+                or (self.dynamic and _placements(self.model.name, tuple(i for i, _ in dev), profile))
+                for dev in self.instances
+            )
         try:
             self.plan(requests, "binpack")
         except ValueError:
@@ -197,7 +224,7 @@ class Partition:
             elif trial.dynamic:
                 options = []
                 for d, dev in enumerate(trial.instances):
-                    start = mig.choose(self.model, [i for i, _ in dev], profile)
+                    start = _choose(self.model.name, tuple(i for i, _ in dev), profile)
                     if start is not None:
                         options.append((trial._rank(d, policy), d, start))
                 if not options:
@@ -371,6 +398,17 @@ def cluster_fragmentation(partitions: Sequence[Partition], typical: Sequence[Map
     frag = sum(p.fragmentation(typical) for p in partitions)
     free = sum(p.total_units - p.used_units() for p in partitions)
     return frag, free
+
+
+@functools.lru_cache(maxsize=65536)
+def _choose(model: str, instances: tuple[mig.Instance, ...], profile: str) -> int | None:
+    """mig.choose, memoized: devices repeat the same few layouts, and the packing rule looks ahead."""
+    return mig.choose(mig.model(model), list(instances), profile)
+
+
+@functools.lru_cache(maxsize=65536)
+def _placements(model: str, instances: tuple[mig.Instance, ...], profile: str) -> bool:
+    return bool(mig.placements(mig.model(model), list(instances), profile))
 
 
 def request_problem(partitions: Sequence[Partition], resource: str, amount: int) -> str | None:

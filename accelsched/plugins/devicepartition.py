@@ -51,25 +51,28 @@ class DevicePartition:
         return SUCCESS if managed else SKIP
 
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
-        def one(i: int) -> bool:
+        # Per node a reason code (-1: fits), kept per request shape and updated only where a pod was bound.
+        reasons: list[str] = cluster.memo.setdefault((NAME, "reasons", pod.shape), [])  # type: ignore[assignment]
+
+        def one(i: int) -> int:
             split = _requests(pod, cluster, i)
-            return not split or cluster.devices[i].partition.fits(split)
+            if not split or cluster.devices[i].partition.fits(split):
+                return -1
+            reason = self._reason(pod, cluster, i)
+            if reason not in reasons:
+                reasons.append(reason)
+            return reasons.index(reason)
 
         def compute(nodes: np.ndarray) -> np.ndarray:
-            return np.array([one(int(i)) for i in nodes], dtype=bool)
+            return np.array([one(int(i)) for i in nodes], dtype=np.int64)
 
-        fits = cluster.node_values((NAME, "fits", pod.shape), compute, one)
+        codes = cluster.node_values((NAME, "fits", pod.shape), compute, one)
         result = FilterResult()
-        if fits.all():
+        if (codes < 0).all():
             return result
-        # One reason per node, from its ledger (they name the resource, not the node, so they count together).
-        by_reason: dict[str, list[int]] = {}
-        for i in np.flatnonzero(~fits):
-            by_reason.setdefault(self._reason(pod, cluster, int(i)), []).append(int(i))
-        for reason, nodes in sorted(by_reason.items()):
-            mask = np.zeros(cluster.n, dtype=bool)
-            mask[nodes] = True
-            result.reject(reason, mask)
+        # The reasons name the resource, not the node, so nodes with the same one count together.
+        for code in sorted(set(codes[codes >= 0].tolist()), key=lambda c: reasons[c]):
+            result.reject(reasons[code], codes == code)
         return result
 
     @staticmethod
@@ -104,24 +107,25 @@ class DevicePartition:
 
     def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore:
         """Utilization of the node's split devices after placing the pod (binpack), or what stays free (spread)."""
+        key = (NAME, self.policy, pod.shape)
+        spec = cluster.memo.get(key)
+        if spec is not None:
+            return spec  # type: ignore[return-value]
 
         def one(i: int) -> int:
             part = cluster.devices[i].partition
             split = _requests(pod, cluster, i)
             if part is None or not split:
                 return 0
-            trial = part.copy()
-            try:
-                trial.allocate(split, self.policy, "?")
-            except ValueError:
-                return 0
-            used = trial.used_units() * MAX_NODE_SCORE // max(trial.total_units, 1)
+            used = (part.used_units() + part.units_of(split)) * MAX_NODE_SCORE // max(part.total_units, 1)
+            used = min(used, MAX_NODE_SCORE)
             return used if self.policy == "binpack" else MAX_NODE_SCORE - used
 
         def compute(nodes: np.ndarray) -> np.ndarray:
             return np.array([one(int(i)) for i in nodes], dtype=np.int64)
 
-        return NodeScore((NAME, self.policy, pod.shape), compute, one)
+        spec = cluster.memo[key] = NodeScore(key, compute, one)
+        return spec
 
     def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
         return self.node_score(state, pod, cluster).values(cluster)[feasible]
