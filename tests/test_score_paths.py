@@ -45,6 +45,23 @@ def plugins(strategy):
     return {p.name: p for p in config.profiles["default-scheduler"].at("score")}
 
 
+def cluster_of(nodes: list[tuple[int, int, int, int]]) -> ClusterState:
+    """Nodes from (cpu millis, memory GiB, GPUs, _) tuples."""
+    return ClusterState(
+        [
+            parse_node(
+                {
+                    "metadata": {"name": f"n{i}"},
+                    "status": {
+                        "allocatable": {"cpu": f"{c}m", "memory": f"{m}Gi", "pods": "110", "example.com/gpu": g}
+                    },
+                }
+            )
+            for i, (c, m, g, _) in enumerate(nodes)
+        ]
+    )
+
+
 node_specs = st.lists(
     st.tuples(st.integers(0, 8000), st.integers(0, 64), st.integers(0, 8), st.integers(0, 3)), min_size=1, max_size=6
 )
@@ -54,16 +71,7 @@ pod_specs = st.lists(st.tuples(st.integers(0, 3000), st.integers(0, 16), st.inte
 @settings(max_examples=60, deadline=None)
 @given(node_specs, pod_specs, st.sampled_from(range(len(STRATEGIES))))
 def test_scalar_and_vector_scores_agree(nodes, pods, which):
-    parsed = [
-        parse_node(
-            {
-                "metadata": {"name": f"n{i}"},
-                "status": {"allocatable": {"cpu": f"{c}m", "memory": f"{m}Gi", "pods": "110", "example.com/gpu": g}},
-            }
-        )
-        for i, (c, m, g, _) in enumerate(nodes)
-    ]
-    cluster = ClusterState(parsed)
+    cluster = cluster_of(nodes)
     scored = plugins(STRATEGIES[which])
     for j, (cpu, mem, gpu) in enumerate(pods):
         requests = {"cpu": f"{cpu}m", "memory": f"{mem}Gi"}
@@ -104,16 +112,7 @@ def test_cached_weighted_total_equals_the_per_plugin_sum(nodes, pods):
     from accelsched.framework.profile import default_config
     from accelsched.framework.scheduler import Scheduler
 
-    parsed = [
-        parse_node(
-            {
-                "metadata": {"name": f"n{i}"},
-                "status": {"allocatable": {"cpu": f"{c}m", "memory": f"{m}Gi", "pods": "110", "example.com/gpu": g}},
-            }
-        )
-        for i, (c, m, g, _) in enumerate(nodes)
-    ]
-    cluster = ClusterState(parsed)
+    cluster = cluster_of(nodes)
     scheduler = Scheduler(cluster, default_config())
     profile = scheduler.config.profiles["default-scheduler"]
     everyone = np.arange(cluster.n)

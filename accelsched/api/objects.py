@@ -83,6 +83,23 @@ def _choice(where: Where, value: str, path: str, allowed: tuple[str, ...]) -> st
     return value
 
 
+def yaml_annotation(where: Where, key: str, text: str, fields: set[str], expected: str) -> Mapping[str, Any]:
+    """An annotation holding a small YAML document (accelsched's compact node forms), checked at the edge."""
+    import yaml
+
+    path = f"metadata.annotations[{key}]"
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise where.error(path, f"is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(doc, Mapping):
+        raise where.error(path, f"must be a mapping ({expected})")
+    unknown = set(doc) - fields
+    if unknown:
+        raise where.error(path, f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    return doc
+
+
 def parse_resources(where: Where, value: Any, path: str) -> dict[str, int]:
     """A ResourceList (requests, limits, allocatable) into canonical integers."""
     out: dict[str, int] = {}

@@ -21,6 +21,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from accelsched.ranges import compact as compact_ranges
+
 SLICES = 8  # memory slices per GPU; a profile occupies a run of them
 COMPUTE_SLICES = 7  # compute slices per GPU; the sum over instances may not exceed this
 
@@ -163,20 +165,6 @@ class Instance:
         return f"{self.profile}@{self.start}"
 
 
-def _ranges(slots: Sequence[int]) -> str:
-    """Compact slice ranges, e.g. [0, 1, 4, 5, 7] -> ``0-1,4-5,7``."""
-    parts: list[str] = []
-    slots = sorted(slots)
-    i = 0
-    while i < len(slots):
-        j = i
-        while j + 1 < len(slots) and slots[j + 1] == slots[j] + 1:
-            j += 1
-        parts.append(str(slots[i]) if i == j else f"{slots[i]}-{slots[j]}")
-        i = j + 1
-    return ",".join(parts)
-
-
 def _either(values: Sequence[int]) -> str:
     """``0``, ``0 or 4``, ``0, 2 or 4``: readable lists of start slots."""
     words = [str(v) for v in values]
@@ -232,7 +220,7 @@ def check_layout(model: Model, instances: Sequence[Instance]) -> None:
         for b in instances[i + 1 :]:
             shared = [s for s in a.slices if s in b.slices]
             if shared:
-                what = f"slice {shared[0]}" if len(shared) == 1 else f"slices {_ranges(shared)}"
+                what = f"slice {shared[0]}" if len(shared) == 1 else f"slices {compact_ranges(shared)}"
                 raise ValueError(f"{a} and {b} overlap on {what}")
     for name, n in Counter(p.name for p in profiles).items():
         if n > model.profiles[name].max_count:
@@ -339,7 +327,7 @@ def why_not(model: Model, instances: Sequence[Instance], profile: str) -> str:
     if not free:
         return f"{head}: all {SLICES} slices are in use"
     need = "1 slice" if p.size == 1 else f"{p.size} aligned slices"
-    return f"{head}: slices {_ranges(free)} free but {p.name} needs {need} starting at {_either(p.starts)}"
+    return f"{head}: slices {compact_ranges(free)} free but {p.name} needs {need} starting at {_either(p.starts)}"
 
 
 def fragmentation(model: Model, instances: Sequence[Instance], profiles: Sequence[str] | None = None) -> int:

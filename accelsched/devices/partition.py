@@ -29,8 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from accelsched.api.objects import yaml_annotation
 from accelsched.devices import mig
 from accelsched.errors import Where
 
@@ -427,16 +426,8 @@ def request_problem(partitions: Sequence[Partition], resource: str, amount: int)
 def parse(where: Where, text: str, node_devices: Mapping[str, list[str]]) -> Partition:
     """The node annotation, validated: unknown modes, models, profiles or sizes are errors naming the field."""
     path = f"metadata.annotations[{PARTITION_ANNOTATION}]"
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise where.error(path, f"is not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    if not isinstance(doc, Mapping):
-        raise where.error(path, "must be a mapping (mode, devices, ...)")
     known = {"mode", "devices", "model", "strategy", "profile", "dynamic", "instances", "resource", "units", "replicas"}
-    unknown = set(doc) - known
-    if unknown:
-        raise where.error(path, f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    doc = yaml_annotation(where, PARTITION_ANNOTATION, text, known, "mode, devices, ...")
     mode = doc.get("mode")
     if mode not in MODES:
         raise where.error(f"{path}.mode", f"unknown mode {mode!r} ({', '.join(MODES)})")

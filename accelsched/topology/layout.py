@@ -22,8 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from accelsched.api.objects import yaml_annotation
 from accelsched.cluster.devices import default_device_ids
 from accelsched.errors import Where
 from accelsched.topology.model import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, PciDevice
@@ -117,15 +116,8 @@ def _check_policy(where: Where, path: str, policy: Any, scope: Any) -> tuple[str
 
 def from_annotation(where: Where, text: str) -> NodeLayout:
     path = f"metadata.annotations[{TOPOLOGY_ANNOTATION}]"
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise where.error(path, f"is not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    if not isinstance(doc, Mapping):
-        raise where.error(path, "must be a mapping with policy, scope, numa, devices, nics")
-    unknown = set(doc) - {"policy", "scope", "numa", "devices", "nics"}
-    if unknown:
-        raise where.error(path, f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    fields = {"policy", "scope", "numa", "devices", "nics"}
+    doc = yaml_annotation(where, TOPOLOGY_ANNOTATION, text, fields, "policy, scope, numa, devices, nics")
     policy, scope = _check_policy(where, f"{path}.", doc.get("policy", "none"), doc.get("scope", "container"))
     layout = NodeLayout(policy, scope)
     for zone, spec in (doc.get("numa") or {}).items():

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelsched.errors import InputError
+from accelsched.ranges import compact as compact_ranges
 
 VENDOR_NVIDIA = 0x10DE
 VENDOR_AMD = 0x1002
@@ -72,16 +73,7 @@ def parse_cpulist(text: str) -> tuple[int, ...]:
 
 def format_cpulist(cpus: tuple[int, ...] | list[int]) -> str:
     """The inverse of parse_cpulist, in the kernel's compact form."""
-    ranges: list[str] = []
-    ordered = sorted(set(cpus))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        ranges.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(ranges)
+    return compact_ranges(cpus)
 
 
 @dataclass(frozen=True)
