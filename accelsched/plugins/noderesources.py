@@ -6,6 +6,7 @@ Filtering touches only the rows of the resources the pod asks for (design princi
 
 from __future__ import annotations
 
+import abc
 import functools
 import itertools
 import warnings
@@ -160,22 +161,25 @@ def _broken_linear(shape: tuple[tuple[int, int], ...], utilization: np.ndarray) 
     return out
 
 
-class _ResourceScore:
+class _ResourceScore(abc.ABC):
     """A resource score: depends only on each node's usage and the request, so it is node-local (NodeScore)."""
 
     name: str
 
+    @abc.abstractmethod
     def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore:
-        raise NotImplementedError  # each subclass says what configures it
+        """The plugin's NodeScore for this pod's request shape (see _node_local)."""
 
     def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
         return self.node_score(state, pod, cluster).values(cluster)[feasible]
 
+    @abc.abstractmethod
     def _score_nodes(self, pod: Pod, cluster: ClusterState, nodes: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """Scores of the given nodes, vectorized."""
 
+    @abc.abstractmethod
     def _score_node(self, pod: Pod, cluster: ClusterState, i: int) -> int:
-        raise NotImplementedError
+        """One node's score in plain Python, equal to the vectorized one."""
 
 
 def _node_local(
