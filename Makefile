@@ -17,14 +17,14 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/pytest -m "not integration"
-	$(BIN)/pytest -m integration || [ $$? -eq 5 ]
+	$(BIN)/pytest -q -m "not integration"
+	$(BIN)/pytest -q -m integration || [ $$? -eq 5 ]
 
 unit: $(STAMP)
-	$(BIN)/pytest -m "not integration"
+	$(BIN)/pytest -q -m "not integration"
 
 integration: $(STAMP)
-	$(BIN)/pytest -m integration || [ $$? -eq 5 ]
+	$(BIN)/pytest -q -m integration || [ $$? -eq 5 ]
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
