@@ -120,6 +120,8 @@ class Scheduler:
         self.rng = random.Random(seed)
         self.node_names = [node.name for node in cluster.nodes]
         self.all_nodes = np.arange(cluster.n)
+        self.every_node = np.ones(cluster.n, dtype=bool)
+        self.every_node.flags.writeable = False  # shared by every cycle in which no filter rejects a node
         first = next(iter(config.profiles.values()))
         self.hints: dict[str, QueueingHint] = {
             "InterPodAffinity": _affinity_hint,
@@ -215,7 +217,7 @@ class Scheduler:
         self, profile: Profile, state: CycleState, pod: Pod
     ) -> tuple[np.ndarray, list[tuple[str, FilterResult, np.ndarray]]]:
         """Run the filters in order over all nodes; a node leaves at its first rejecting filter."""
-        feasible = np.ones(self.cluster.n, dtype=bool)
+        feasible = None  # every node, until a filter rejects one (most pods: no array at all)
         log = []
         for plugin in profile.at("filter"):
             if plugin.name in state.skip_filter:
@@ -224,11 +226,11 @@ class Scheduler:
             if not result.rejections:
                 continue
             rejected = result.rejected(self.cluster.n)
-            newly = rejected & feasible
+            newly = rejected.copy() if feasible is None else rejected & feasible
             if newly.any():
                 log.append((plugin.name, result, newly))
-                feasible &= ~rejected
-        return feasible, log
+                feasible = ~rejected if feasible is None else feasible & ~rejected
+        return (self.every_node if feasible is None else feasible), log
 
     @staticmethod
     def diagnose(log: FilterLog) -> Diagnosis:

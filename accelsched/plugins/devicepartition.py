@@ -44,6 +44,8 @@ class DevicePartition:
         )
 
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
+        if not cluster.has_partitions:
+            return SKIP
         key = (NAME, "managed", pod.shape)
         managed = cluster.memo.get(key)
         if managed is None:
