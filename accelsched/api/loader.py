@@ -20,6 +20,7 @@ from accelsched.api import objects, quantity, workloads
 from accelsched.api.objects import Namespace, Node, Pod, PriorityClass
 from accelsched.devices import partition as partitioning
 from accelsched.errors import InputError, Where
+from accelsched.framework import gang
 from accelsched.topology import layout as topology_layout
 
 # Kinds that exist in clusters but do not change placement: read past without a word.
@@ -50,7 +51,6 @@ QUIET_KINDS = {
     "CSIDriver",
     "CSINode",
     "RuntimeClass",
-    "PodGroup",
     "KubeSchedulerConfiguration",
     "CronJob",
     "DeviceClass",
@@ -71,6 +71,7 @@ class Inputs:
     pods: list[Pod] = field(default_factory=list)
     namespaces: list[Namespace] = field(default_factory=list)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    pod_groups: dict[str, Any] = field(default_factory=dict)  # framework.gang.PodGroup by namespace/name
     ignored: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -135,6 +136,7 @@ def build_inputs(docs: list[Document], base: Inputs | None = None) -> Inputs:
 
     nodes = {n.name: n for n in inputs.nodes}
     namespaces = {n.name: n for n in inputs.namespaces}
+    group_where: dict[str, Where] = {}
     for d in docs:
         if d.kind == "Node":
             node = objects.parse_node(d.doc, d.source)
@@ -148,6 +150,11 @@ def build_inputs(docs: list[Document], base: Inputs | None = None) -> Inputs:
             pc = objects.parse_priority_class(d.doc, d.source)
             claim("PriorityClass", "", pc.name, d.source)
             inputs.priority_classes[pc.name] = pc
+        elif d.kind == "PodGroup":
+            group = gang.parse_pod_group(d.doc, d.source)
+            claim("PodGroup", group.namespace, group.name, d.source)
+            inputs.pod_groups[group.key] = group
+            group_where[group.key] = Where(d.source, objects.describe("PodGroup", group.namespace, group.name))
     inputs.nodes = list(nodes.values())
     _apply_topology(docs, nodes)
     inputs.namespaces = list(namespaces.values())
@@ -166,7 +173,7 @@ def build_inputs(docs: list[Document], base: Inputs | None = None) -> Inputs:
             new = [objects.parse_pod(p, d.source) for p in workloads.expand(d.doc, d.source, inputs.nodes)]
             _, name, namespace, _ = objects.metadata(d.doc, d.source, d.kind, namespaced=True)
             claim(d.kind, namespace, name, d.source)
-        elif d.kind in ("Node", "Namespace", "PriorityClass", "NodeResourceTopology", "ResourceSlice"):
+        elif d.kind in ("Node", "Namespace", "PriorityClass", "NodeResourceTopology", "ResourceSlice", "PodGroup"):
             continue
         else:
             if d.kind not in QUIET_KINDS:
@@ -177,6 +184,7 @@ def build_inputs(docs: list[Document], base: Inputs | None = None) -> Inputs:
             _admit(pod, inputs, nodes, defaults[0] if defaults else None)
             pods[pod.key] = pod
     inputs.pods = list(pods.values())
+    gang.check_groups(inputs.pods, inputs.pod_groups, group_where)
     return inputs
 
 

@@ -107,6 +107,7 @@ class CycleState(dict[str, Any]):
         self.skip_score: set[str] = set()
         self.total_key: Hashable | None = None  # the cached weighted total this cycle scored with
         self.best_nodes: list[int] | None = None  # its best nodes, when every node was feasible
+        self.allowed: np.ndarray | None = None  # nodes a gang member may use (its gang's topology domain)
 
 
 @dataclass

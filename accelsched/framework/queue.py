@@ -43,6 +43,14 @@ class SchedulingQueue:
         seq = next(self._seq)
         heapq.heappush(self._heap, (self._sort_key(pod, seq), seq, pod))
 
+    def take(self, wanted: Callable[[Pod], bool]) -> list[Pod]:
+        """Remove and return the queued pods ``wanted`` selects (a gang's other members), in queue order."""
+        chosen = sorted((entry for entry in self._heap if wanted(entry[2])), key=lambda e: (e[0], e[1]))
+        if chosen:
+            self._heap = [entry for entry in self._heap if not wanted(entry[2])]
+            heapq.heapify(self._heap)
+        return [entry[2] for entry in chosen]
+
     def pop(self) -> Pod | None:
         return heapq.heappop(self._heap)[2] if self._heap else None
 

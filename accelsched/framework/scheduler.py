@@ -18,11 +18,13 @@ import numpy as np
 from accelsched.api import quantity
 from accelsched.api.objects import Pod
 from accelsched.cluster.state import ClusterState, pod_matches_term
+from accelsched.framework import gang
 from accelsched.framework.interface import Code, CycleState, FilterResult, NodeScore, Status
 from accelsched.framework.profile import Profile, SchedulerConfig
 from accelsched.framework.queue import QueueingHint, SchedulingQueue
 
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+GANG_DOMAIN_REASON = "node(s) were outside the gang's topology domain"
 
 
 FilterLog = list[tuple[str, FilterResult, np.ndarray]]  # (plugin, its result, the nodes it was first to reject)
@@ -86,6 +88,17 @@ def fit_error_message(num_nodes: int, diagnosis: Diagnosis) -> str:
 
 
 @dataclass
+class Held:
+    """A decision taken up to Permit, waiting for its gang: bound with it or rolled back with it."""
+
+    pod: Pod
+    profile: Profile
+    state: CycleState
+    node: int
+    feasible: int
+
+
+@dataclass
 class ScheduleResult:
     pod: Pod
     node: str | None = None
@@ -118,6 +131,7 @@ class Scheduler:
         self.config = config
         # Ties among the best nodes are broken by this seeded generator (Python's: far cheaper per call than numpy's).
         self.rng = random.Random(seed)
+        self.groups: dict[str, gang.PodGroup] = {}  # gangs by namespace/name (framework.gang)
         self.node_names = [node.name for node in cluster.nodes]
         self.all_nodes = np.arange(cluster.n)
         self.every_node = np.ones(cluster.n, dtype=bool)
@@ -171,29 +185,111 @@ class Scheduler:
             self.queue.add(pod)
         results: dict[str, ScheduleResult] = {}
         while (pod := self.queue.pop()) is not None:
-            if self.observer is not None:
-                self.observer(pod)
-            result = self.schedule_one(pod)
-            results.pop(pod.key, None)
-            results[pod.key] = result
-            if result.scheduled:
-                self.queue.assigned_pod_added(pod)
+            key = gang.group_key(pod)
+            if key is not None and key in self.groups:
+                # The whole gang leaves the queue together and is decided in one go (see framework.gang).
+                members = [pod, *self.queue.take(lambda p, key=key: gang.group_key(p) == key)]
+                outcome = self.schedule_gang(self.groups[key], members)
             else:
-                plugins = frozenset(result.diagnosis.plugins) if result.diagnosis else frozenset()
-                self.queue.add_unschedulable(pod, plugins)
+                if self.observer is not None:
+                    self.observer(pod)
+                outcome = [self.schedule_one(pod)]
+            for result in outcome:
+                results.pop(result.pod.key, None)
+                results[result.pod.key] = result
+                if result.scheduled:
+                    self.queue.assigned_pod_added(result.pod)
+                else:
+                    plugins = frozenset(result.diagnosis.plugins) if result.diagnosis else frozenset()
+                    self.queue.add_unschedulable(result.pod, plugins)
         return list(results.values())
+
+    def schedule_gang(self, group: gang.PodGroup, members: list[Pod]) -> list[ScheduleResult]:
+        """All or nothing: hold members (full cycles, up to Permit) until minMember are held, then bind them;
+        otherwise release every held member. With a topology key, try one domain at a time, tightest first."""
+        members = sorted(members, key=lambda p: p.name)
+        key = group.required_topology or group.preferred_topology
+        candidates: list[tuple[str, np.ndarray] | None] = self._gang_domains(key, members, group) if key else []
+        if not group.required_topology:
+            candidates.append(None)
+        best: tuple[int, str | None, ScheduleResult | None] = (-1, None, None)
+        for candidate in candidates:
+            held: list[Held] = []
+            results: dict[str, ScheduleResult] = {}
+            for pod in members:
+                if self.observer is not None:
+                    self.observer(pod)
+                results[pod.key] = self.schedule_one(
+                    pod, hold=held, allowed=None if candidate is None else candidate[1]
+                )
+            if len(held) >= group.min_member:
+                for h in held:
+                    results[h.pod.key] = self.complete(h)
+                return [results[p.key] for p in members]
+            first_failure = next((r for r in results.values() if not r.scheduled), None)
+            if len(held) > best[0]:
+                best = (len(held), None if candidate is None else candidate[0], first_failure)
+            for h in reversed(held):
+                self.release(h)
+        return self._gang_failed(group, members, key, best)
+
+    def _gang_domains(self, key: str, members: list[Pod], group: gang.PodGroup) -> list[tuple[str, np.ndarray] | None]:
+        """The topology domains of ``key``, tightest fit first by the gang's main resource (free within)."""
+        col = self.cluster.labels(key)
+        resource, need = self._gang_need(members, group)
+        row = self.cluster.column(resource)
+        ranked = []
+        for value, mask in gang.domains(col.codes, col.values):
+            free = int(self.cluster.free[row, mask].sum()) if row is not None else 0
+            ranked.append((free < need, free, value, mask))
+        ranked.sort(key=lambda t: (t[0], t[1], t[2]))
+        return [(value, mask) for _, _, value, mask in ranked]
+
+    @staticmethod
+    def _gang_need(members: list[Pod], group: gang.PodGroup) -> tuple[str, int]:
+        requests = members[0].requests
+        devices = sorted((r, a) for r, a in requests.items() if quantity.is_extended(r))
+        resource, amount = devices[0] if devices else (quantity.CPU, requests.get(quantity.CPU, 0))
+        return resource, amount * group.min_member
+
+    def _gang_failed(
+        self, group: gang.PodGroup, members: list[Pod], key: str, best: tuple[int, str | None, ScheduleResult | None]
+    ) -> list[ScheduleResult]:
+        """``gang ns/train-a needs 8 pods x 4 qualcomm.com/ai-accelerator (minMember 8); best pdu pdu-2 fits 6;
+        short 8 qualcomm.com/ai-accelerator; first member that did not fit: 0/4 nodes are available: ...``"""
+        fitted, domain, failure = best
+        resource, need = self._gang_need(members, group)
+        where = f"best {key} {domain} fits {max(fitted, 0)}" if domain is not None else f"{max(fitted, 0)} fit"
+        message = f"gang {group.key} needs {gang.describe_request(members)} (minMember {group.min_member}); {where}"
+        row = self.cluster.column(resource)
+        if row is not None and quantity.is_extended(resource):
+            mask = self.cluster.labels(key).codes == self.cluster.labels(key).values.index(domain) if domain else None
+            free = int(self.cluster.free[row].sum() if mask is None else self.cluster.free[row, mask].sum())
+            if need > free:
+                message += f"; short {need - free} {resource}"
+        if group.required_topology and domain is None and fitted < 0:
+            message += f"; no node has the {key} label"
+        if failure is not None and failure.message:
+            message += f"; first member that did not fit: {failure.message}"
+        diagnosis = Diagnosis(plugins={gang.GANG})
+        return [ScheduleResult(p, message=message, diagnosis=diagnosis) for p in members]
 
     # ------------------------------------------------------------------------------------ one cycle
 
     def profile_for(self, pod: Pod) -> Profile | None:
         return self.config.profiles.get(pod.scheduler_name)
 
-    def schedule_one(self, pod: Pod) -> ScheduleResult:
+    def schedule_one(
+        self, pod: Pod, hold: list[Held] | None = None, allowed: np.ndarray | None = None
+    ) -> ScheduleResult:
+        """One scheduling cycle. With ``hold``, stop after Reserve and Permit and append the decision there,
+        so a gang is bound together (``complete``) or rolled back together (``release``)."""
         profile = self.profile_for(pod)
         if profile is None:
             return ScheduleResult(pod, message=f"no profile serves schedulerName {pod.scheduler_name!r}")
         cluster = self.cluster
         state = CycleState()
+        state.allowed = allowed
         if cluster.n == 0:
             return ScheduleResult(pod, message=NO_NODES_AVAILABLE, diagnosis=Diagnosis())
 
@@ -211,7 +307,13 @@ class Scheduler:
             return self._unschedulable(pod, profile, state, self.diagnose(log))
 
         node = int(chosen[0]) if chosen.size == 1 else self.select_host(profile, state, pod, chosen)
-        return self._bind(pod, profile, state, node, int(chosen.size))
+        failed = self._reserve(pod, profile, state, node)
+        if failed is not None:
+            return failed
+        if hold is not None:  # a gang member: bound later with the rest of its gang, or rolled back
+            hold.append(Held(pod, profile, state, node, int(chosen.size)))
+            return ScheduleResult(pod, self.cluster.nodes[node].name, dict(pod.devices), feasible=int(chosen.size))
+        return self._complete(pod, profile, state, node, int(chosen.size))
 
     def find_feasible(
         self, profile: Profile, state: CycleState, pod: Pod
@@ -219,6 +321,11 @@ class Scheduler:
         """Run the filters in order over all nodes; a node leaves at its first rejecting filter."""
         feasible = None  # every node, until a filter rejects one (most pods: no array at all)
         log = []
+        if state.allowed is not None:  # a gang tried within one topology domain
+            outside = FilterResult()
+            outside.reject(GANG_DOMAIN_REASON, ~state.allowed, resolvable=False)
+            log.append((gang.GANG, outside, ~state.allowed))
+            feasible = state.allowed.copy()
         for plugin in profile.at("filter"):
             if plugin.name in state.skip_filter:
                 continue
@@ -301,7 +408,8 @@ class Scheduler:
         pick = best[0] if best.size == 1 else best[self.rng.randrange(best.size)]
         return int(feasible[pick])
 
-    def _bind(self, pod: Pod, profile: Profile, state: CycleState, node: int, feasible: int) -> ScheduleResult:
+    def _reserve(self, pod: Pod, profile: Profile, state: CycleState, node: int) -> ScheduleResult | None:
+        """Assume, Reserve and Permit; a failure result (with everything undone), or None when held."""
         cluster = self.cluster
         cluster.assume(pod, node)
         reserve = profile.at("reserve")
@@ -318,6 +426,22 @@ class Scheduler:
                 )
             if not status.ok:
                 return self._rollback(pod, reserve, state, node, status)
+        return None
+
+    def complete(self, held: Held) -> ScheduleResult:
+        return self._complete(held.pod, held.profile, held.state, held.node, held.feasible)
+
+    def release(self, held: Held) -> None:
+        """Undo a held decision: Unreserve in reverse, forget the assumed pod."""
+        for plugin in reversed(held.profile.at("reserve")):
+            plugin.unreserve(held.state, held.pod, self.cluster, held.node)
+        self.cluster.forget(held.pod)
+        held.pod.node_name = ""
+
+    def _complete(self, pod: Pod, profile: Profile, state: CycleState, node: int, feasible: int) -> ScheduleResult:
+        """PreBind and Bind a reserved pod."""
+        cluster = self.cluster
+        reserve = profile.at("reserve")
         for plugin in profile.at("preBind"):
             status = plugin.pre_bind(state, pod, cluster, node)
             if not status.ok:
