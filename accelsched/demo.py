@@ -7,6 +7,7 @@ then schedules every pending pod. The steps are data (LAB_STEPS) so tests replay
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from accelsched.api.objects import Pod
 from accelsched.devices import partition as partitioning
 from accelsched.engine import Session
 from accelsched.explain import Explainer, NodeVerdict
+from accelsched.framework import gang
 from accelsched.framework.profile import kube_scheduler_config
 from accelsched.framework.scheduler import ScheduleResult
 from accelsched.topology.alignment import TopologyIndex, pod_admitted
@@ -37,6 +39,7 @@ class Step:
     files: tuple[str, ...]
     compare_default: bool = False  # also show where the stock kube-scheduler would bind, and if the kubelet admits
     sharing_summary: bool = False  # also compare the ways of sharing devices (whole, MIG, time-slicing)
+    compare_naive: bool = False  # also schedule each gang member on its own, as a per-pod scheduler would
 
 
 LAB_STEPS = (
@@ -93,6 +96,15 @@ LAB_STEPS = (
         ("examples/lab/08-fractional.yaml",),
         sharing_summary=True,
     ),
+    Step(
+        "Gangs: two training jobs that only fit one at a time",
+        "Workers of train-a and train-b arrive interleaved; each job needs all four workers (PodGroup minMember 4) "
+        "and the two nodes hold one job. A per-pod scheduler places workers as they come: each job gets half the "
+        "cards and neither can start, a deadlock. accelsched decides a gang in one go: train-a whole, train-b "
+        "waits holding nothing.",
+        ("examples/lab/09-gangs.yaml",),
+        compare_naive=True,
+    ),
 )
 
 ISOLATION = {"whole": "whole device", "mig": "hardware (own memory and compute slices)", "timeslicing": "none (shared)"}
@@ -146,6 +158,7 @@ class StepOutcome:
     new_pods: set[str]
     verdicts: dict[str, list[NodeVerdict]]
     default: dict[str, DefaultChoice] = field(default_factory=dict)
+    naive: dict[str, str | None] = field(default_factory=dict)  # pod -> node under per-pod scheduling
 
     @property
     def shown(self) -> list[ScheduleResult]:
@@ -163,11 +176,49 @@ def play(steps: tuple[Step, ...] = LAB_STEPS, root: Path = ROOT, seed: int = 0) 
             d.source = str(Path(d.source).relative_to(root))
         inputs = build_inputs(docs, base=inputs)
         default = stock_scheduler_choices(inputs, seed) if step.compare_default else {}
+        naive = per_pod_placements(inputs, seed) if step.compare_naive else {}
         session = Session.start(inputs, seed=seed)
         explainer = Explainer(session.scheduler)
         results = session.rejected + session.schedule()
         new = {p.key for p in inputs.pods} - before
-        yield StepOutcome(step, session, results, new, explainer.verdicts, default)
+        yield StepOutcome(step, session, results, new, explainer.verdicts, default, naive)
+
+
+def per_pod_placements(inputs: Inputs, seed: int) -> dict[str, str | None]:
+    """Where a scheduler without gangs would put each pod: every gang member on its own, as it arrives."""
+    session = Session.start(copy.deepcopy(inputs), seed=seed)
+    session.scheduler.groups = {}
+    return {r.pod.key: r.node for r in session.schedule()}
+
+
+def _can_start(minimum: int, bound: int) -> str:
+    return "[green]yes[/]" if bound >= minimum else "[red]no[/]"
+
+
+def gang_table(outcome: StepOutcome) -> Table:
+    """Per gang: workers bound by a per-pod scheduler vs by accelsched, and whether the job can start."""
+    table = Table(title="Gangs: per-pod scheduler vs accelsched", title_justify="left")
+    for col in (
+        "gang",
+        "minMember",
+        "per-pod: bound",
+        "per-pod: can start",
+        "accelsched: bound",
+        "accelsched: can start",
+    ):
+        table.add_column(col)
+    groups = outcome.session.scheduler.groups
+    for key, group in sorted(groups.items()):
+        members = [r for r in outcome.shown if gang.group_key(r.pod) == key]
+        if not members:
+            continue
+        naive = sum(1 for r in members if outcome.naive.get(r.pod.key))
+        ours = sum(1 for r in members if r.node)
+        yes = functools.partial(_can_start, group.min_member)
+        table.add_row(
+            key, str(group.min_member), f"{naive}/{len(members)}", yes(naive), f"{ours}/{len(members)}", yes(ours)
+        )
+    return table
 
 
 def stock_scheduler_choices(inputs: Inputs, seed: int) -> dict[str, DefaultChoice]:
@@ -244,6 +295,8 @@ def run_demo(console: Console, last_step: int | None = None, seed: int = 0) -> N
             console.print(line)
         if outcome.step.sharing_summary:
             console.print(sharing_table(outcome))
+        if outcome.step.compare_naive:
+            console.print(gang_table(outcome))
     summary = Table(title="Summary", title_justify="left")
     summary.add_column("scheduled", justify="right")
     summary.add_column("pending", justify="right")

@@ -104,3 +104,15 @@ def test_fractional_step_serves_more_pods_per_gpu_with_slices(outcomes):
     part = cluster.devices[cluster.index["node-h"]].partition
     # Seven 1g.5gb fill one A100's compute; its eighth memory slice is left over: fragmentation.
     assert part.fragmentation([{"nvidia.com/mig-1g.5gb": 1}]) == 2
+
+
+def test_gang_step_beats_the_per_pod_deadlock(outcomes):
+    step = outcomes[8]
+    workers = [r for r in step.shown if r.pod.name.startswith("train-")]
+    per_pod = {
+        g: sum(1 for r in workers if r.pod.name.startswith(g) and step.naive.get(r.pod.key))
+        for g in ("train-a", "train-b")
+    }
+    ours = {g: sum(1 for r in workers if r.pod.name.startswith(g) and r.node) for g in ("train-a", "train-b")}
+    assert per_pod == {"train-a": 2, "train-b": 2}  # each job half placed: neither can start
+    assert ours == {"train-a": 4, "train-b": 0}
