@@ -125,7 +125,7 @@ class NodeDevices:
         done: dict[str, list[str]] = {}
         split = {r: ids for r, ids in devices.items() if self.partition is not None and self.partition.manages(r)}
         if split:
-            self.partition.claim(split, owner)
+            self.partition.claim(split, owner)  # all or nothing itself
         try:
             for res, ids in devices.items():
                 if res in split:

@@ -286,17 +286,36 @@ class Partition:
         return out
 
     def claim(self, devices: Mapping[str, Sequence[str]], owner: str) -> None:
-        """Mark the IDs a bound pod holds (its accelsched.io/devices annotation) as used."""
+        """Mark the IDs a bound pod holds (its accelsched.io/devices annotation) as used: all or nothing, and
+        never on top of what another pod holds (an overlapping instance, a taken replica, over 1000 milli)."""
+        trial = self.copy()
         for resource, ids in devices.items():
             for ident in ids:
-                d, what = self._parse_id(resource, ident)
-                if (
-                    self.mode == "mig"
-                    and not self.dynamic
-                    and not any(i == what and not o for i, o in self.instances[d])
-                ):
-                    raise ValueError(f"{ident}: no such free instance")
-                self._take(d, resource, what, owner)
+                d, what = trial._parse_id(resource, ident)
+                problem = trial._conflict(d, resource, what)
+                if problem:
+                    raise ValueError(f"{ident}: {problem}")
+                trial._take(d, resource, what, owner)
+        self.instances, self.used, self.milli = trial.instances, trial.used, trial.milli
+
+    def _conflict(self, d: int, resource: str, what: Any) -> str | None:
+        if self.mode == "mig":
+            assert self.model is not None
+            if any(i == what and not o for i, o in self.instances[d]):
+                return None  # a free instance that exists
+            if not self.dynamic:
+                return "no such free instance"
+            held = [inst for inst, owner in self.instances[d] if inst != what or owner]
+            try:
+                mig.check_layout(self.model, [*held, what])
+            except ValueError as exc:
+                return str(exc)
+            return None
+        if self.mode == "milli":
+            amount = what if resource == MILLI_RESOURCE else MILLI
+            return None if self.milli[d] + amount <= MILLI else f"only {MILLI - self.milli[d]} milli free"
+        taken = set(what) if self.mode == "slices" else {what}
+        return f"already held: {sorted(taken & self.used[d])}" if taken & self.used[d] else None
 
     def release(self, devices: Mapping[str, Sequence[str]]) -> None:
         for resource, ids in devices.items():
@@ -378,12 +397,11 @@ class Partition:
                     )
                     total += free - usable
                 continue
+            # The smallest typical request in this mode's units (a whole GPU is 1000 milli).
             smallest = min(
-                (amount for req in typical for r, amount in req.items() if self.manages(r) and amount > 0),
+                (self.units_of({r: a}) for req in typical for r, a in req.items() if self.manages(r) and a > 0),
                 default=None,
             )
-            if self.mode == "milli" and smallest is not None and GPU_RESOURCE in [r for req in typical for r in req]:
-                smallest = min(smallest, MILLI) if free == MILLI else smallest
             if smallest is not None and free < smallest:
                 total += free
         return total

@@ -22,6 +22,7 @@ from accelsched.framework import gang
 from accelsched.framework.interface import Code, CycleState, FilterResult, NodeScore, Status
 from accelsched.framework.profile import Profile, SchedulerConfig
 from accelsched.framework.queue import QueueingHint, SchedulingQueue
+from accelsched.plugins.podtopologyspread import DEFAULTED_OWNERS
 
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 GANG_DOMAIN_REASON = "node(s) were outside the gang's topology domain"
@@ -488,8 +489,13 @@ def _affinity_hint(waiting: Pod, bound: Pod) -> bool:
 
 
 def _spread_hint(waiting: Pod, bound: Pod) -> bool:
-    """PodTopologySpread: a bound pod in the same namespace matching a constraint can raise the minimum."""
-    return bound.namespace == waiting.namespace and any(
+    """PodTopologySpread: a bound pod in the same namespace matching a constraint can raise the minimum. A pod
+    spread only by the profile's default constraints (selector from its owner) is woken by any such bind."""
+    if bound.namespace != waiting.namespace:
+        return False
+    if not waiting.topology_spread_constraints:
+        return waiting.owner_kind in DEFAULTED_OWNERS
+    return any(
         c.label_selector is not None and c.label_selector.matches(bound.labels)
         for c in waiting.topology_spread_constraints
     )

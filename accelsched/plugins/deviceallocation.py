@@ -29,6 +29,9 @@ class DeviceAllocation:
         self.partition_policy = partition_policy
 
     def reserve(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> Status:
+        # What a pending pod's annotation claims is not held: only what this Reserve takes is, and Unreserve
+        # gives back only that (never another pod's devices named in a stale annotation).
+        pod.devices = {}
         annotations = pod.raw.setdefault("metadata", {}).setdefault("annotations", {})
         try:
             devices = cluster.devices[node]

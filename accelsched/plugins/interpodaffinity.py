@@ -178,6 +178,9 @@ class InterPodAffinity:
 
     def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> Status:
         groups = cluster.term_groups
+        has_preferred = bool(pod.preferred_affinity or pod.preferred_anti_affinity)
+        if self.ignore_existing_preferred and not has_preferred:
+            return SKIP  # ignorePreferredTermsOfExistingPods: existing pods' terms count only for such pods
         if not (
             pod.preferred_affinity
             or pod.preferred_anti_affinity
@@ -191,10 +194,7 @@ class InterPodAffinity:
             for w in weighted:
                 ns = cluster.resolve_namespaces(w.term, pod.namespace)
                 terms.append((w.term.topology_key, cluster.selector_counts(w.term.label_selector, ns), sign * w.weight))
-        existing = [("required_affinity", 1)]
-        if not self.ignore_existing_preferred:
-            existing += [("preferred_affinity", 1), ("preferred_anti", -1)]
-        for kind, sign in existing:
+        for kind, sign in (("required_affinity", 1), ("preferred_affinity", 1), ("preferred_anti", -1)):
             for g, counts in cluster.term_groups[kind].items():
                 if cluster.group_selects(g, pod):
                     weight = self.hard_weight if kind == "required_affinity" else g.weight
@@ -214,7 +214,8 @@ class InterPodAffinity:
         lo, hi = int(scores.min()), int(scores.max())
         if hi == lo:
             return np.zeros(len(feasible), dtype=np.int64)
-        return (MAX_NODE_SCORE * (scores - lo) / (hi - lo)).astype(np.int64)
+        # As kube-scheduler: the fraction first, then times MaxNodeScore, truncated (29/100 -> 28.999... -> 28).
+        return (MAX_NODE_SCORE * ((scores - lo) / (hi - lo))).astype(np.int64)
 
 
 def new(args: dict, handle: object) -> InterPodAffinity:

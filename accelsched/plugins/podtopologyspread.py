@@ -45,7 +45,7 @@ _PER_POD_LABELS = (
     "apps.kubernetes.io/pod-index",
     "batch.kubernetes.io/job-completion-index",
 )
-_DEFAULTED_OWNERS = ("ReplicaSet", "StatefulSet", "ReplicationController")
+DEFAULTED_OWNERS = ("ReplicaSet", "StatefulSet", "ReplicationController")
 
 
 @dataclass
@@ -59,13 +59,18 @@ class _Constraint:
 class PodTopologySpread:
     name = NAME
 
-    def __init__(self, default_constraints: tuple[TopologySpreadConstraint, ...] = SYSTEM_DEFAULT_CONSTRAINTS) -> None:
+    def __init__(
+        self,
+        default_constraints: tuple[TopologySpreadConstraint, ...] = SYSTEM_DEFAULT_CONSTRAINTS,
+        system_defaulted: bool = True,
+    ) -> None:
         self.default_constraints = default_constraints
+        self.system_defaulted = system_defaulted
 
     def _constraints(self, pod: Pod, cluster: ClusterState, when: str) -> list[_Constraint]:
         specs = pod.topology_spread_constraints
         default_selector = None
-        if not specs and self.default_constraints and pod.owner_kind in _DEFAULTED_OWNERS:
+        if not specs and self.default_constraints and pod.owner_kind in DEFAULTED_OWNERS:
             # DefaultSelector: the owner's selector, approximated by the labels all replicas share.
             default_selector = LabelSelector(
                 tuple(sorted((k, v) for k, v in pod.labels.items() if k not in _PER_POD_LABELS))
@@ -86,14 +91,17 @@ class PodTopologySpread:
             out.append(_Constraint(spec, selector, counts, int(selector.matches(pod.labels))))
         return out
 
-    def _eligible(self, pod: Pod, cluster: ClusterState, constraints: list[_Constraint]) -> list[np.ndarray]:
-        """Per constraint, the nodes whose pods count: they carry every key and pass the inclusion policies."""
+    def _eligible(
+        self, pod: Pod, cluster: ClusterState, constraints: list[_Constraint], require_all: bool = True
+    ) -> list[np.ndarray]:
+        """Per constraint, the nodes whose pods count: they carry every key (or, for System defaults, this
+        constraint's key) and pass the inclusion policies."""
         all_keys = np.ones(cluster.n, dtype=bool)
         for c in constraints:
             all_keys &= cluster.labels(c.spec.topology_key).present
         out = []
         for c in constraints:
-            mask = all_keys.copy()
+            mask = all_keys.copy() if require_all else cluster.labels(c.spec.topology_key).present.copy()
             if c.spec.node_affinity_policy == "Honor":
                 mask &= required_mask(pod, cluster)
             if c.spec.node_taints_policy == "Honor":
@@ -177,18 +185,24 @@ class PodTopologySpread:
 
     def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
         constraints: list[_Constraint] = state[NAME + "/score"]
+        # kube-scheduler ignores nodes lacking any key, except under System defaulting, so that nodes without a
+        # zone label still get hostname spreading (requireAllTopologies in scoring.go).
+        require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
         scored = np.ones(len(feasible), dtype=bool)
-        for c in constraints:
-            scored &= cluster.labels(c.spec.topology_key).present[feasible]
+        if require_all:
+            for c in constraints:
+                scored &= cluster.labels(c.spec.topology_key).present[feasible]
         raw = np.zeros(len(feasible), dtype=np.float64)
-        for c, eligible in zip(constraints, self._eligible(pod, cluster, constraints), strict=True):
+        for c, eligible in zip(constraints, self._eligible(pod, cluster, constraints, require_all), strict=True):
             col = cluster.labels(c.spec.topology_key)
             size = max(len(col.values), 1)
             sums = np.bincount(col.codes[eligible], weights=c.counts[eligible], minlength=size)
             codes = col.codes[feasible]
-            n_domains = int(scored.sum()) if c.spec.topology_key == HOSTNAME_LABEL else len(np.unique(codes[scored]))
+            has_key = scored & (codes >= 0)
+            n_domains = int(has_key.sum()) if c.spec.topology_key == HOSTNAME_LABEL else len(np.unique(codes[has_key]))
             weight = math.log(n_domains + 2)
-            raw += np.where(codes >= 0, sums[np.maximum(codes, 0)], 0) * weight + (c.spec.max_skew - 1)
+            # Only a node with the constraint's key gets its count and the maxSkew-1 offset (scoreForCount).
+            raw += np.where(codes >= 0, sums[np.maximum(codes, 0)] * weight + (c.spec.max_skew - 1), 0)
         scores = np.round(raw).astype(np.int64)
         out = np.zeros(len(feasible), dtype=np.int64)
         if not scored.any():
@@ -216,4 +230,4 @@ def new(args: dict, handle: object) -> PodTopologySpread:
     constraints = parse_spread_constraints(
         Where("", where), args.get("defaultConstraints") or [], "args.defaultConstraints"
     )
-    return PodTopologySpread(tuple(constraints))
+    return PodTopologySpread(tuple(constraints), system_defaulted=False)
