@@ -341,10 +341,6 @@ class ClusterState:
 
     # ------------------------------------------------------------------------------------ pod counts
 
-    def pods_all(self) -> Iterable[Pod]:
-        for pods in self.pods_on:
-            yield from pods.values()
-
     def selector_counts(self, selector: LabelSelector | None, namespaces: NamespaceFilter) -> np.ndarray:
         """Bound pods per node matching ``selector`` in ``namespaces``; built once, then kept current."""
         if selector is None:

@@ -114,13 +114,6 @@ class Profile:
     def at(self, point: str) -> list[Any]:
         return self.points.get(point, [])
 
-    @property
-    def plugin_names(self) -> list[str]:
-        seen: list[str] = []
-        for plugins in self.points.values():
-            seen.extend(p.name for p in plugins if p.name not in seen)
-        return seen
-
 
 @dataclass
 class SchedulerConfig:

@@ -60,17 +60,6 @@ class Diagnosis:
                     out.setdefault(int(i), []).append(rejection.reason)
         return dict(sorted(out.items()))
 
-    @functools.cached_property
-    def unresolvable(self) -> np.ndarray:
-        """Nodes whose rejection preemption cannot fix (taints, node affinity, ...)."""
-        mask = np.zeros(0, dtype=bool)
-        for _, result, newly in self.log:
-            for rejection in result.rejections:
-                if not rejection.resolvable:
-                    hit = rejection.nodes & newly
-                    mask = hit if mask.size == 0 else mask | hit
-        return mask
-
 
 def fit_error_message(num_nodes: int, diagnosis: Diagnosis) -> str:
     """FitError.Error(): ``0/N nodes are available: <PreFilterMsg>. <sorted "count reason" list>. <PostFilterMsg>.``"""
@@ -499,11 +488,3 @@ def _spread_hint(waiting: Pod, bound: Pod) -> bool:
         c.label_selector is not None and c.label_selector.matches(bound.labels)
         for c in waiting.topology_spread_constraints
     )
-
-
-def requested_summary(cluster: ClusterState, node: int) -> dict[str, str]:
-    return {
-        res: quantity.format_quantity(res, int(cluster.requested[row, node]))
-        for row, res in enumerate(cluster.resources)
-        if cluster.allocatable[row, node] or cluster.requested[row, node]
-    }
