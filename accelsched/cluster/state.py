@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from accelsched.cluster.devices import NodeDevices
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
+_MISSING = object()
 CORE_RESOURCES = (quantity.CPU, quantity.MEMORY, quantity.EPHEMERAL_STORAGE, quantity.PODS)
 ALL_NAMESPACES = None  # a namespace filter of None means every namespace
 
@@ -183,6 +185,13 @@ class ClusterState:
                 row = self._add_resource(res)
             out.append((row, amount))
         return out
+
+    def memoized(self, key: Hashable, build: Callable[[], Any]) -> Any:
+        """What plugins derive once per request shape from this cluster's layout (NodeScores, check lists)."""
+        value = self.memo.get(key, _MISSING)
+        if value is _MISSING:
+            value = self.memo[key] = build()
+        return value
 
     def best_nodes(self, key: Hashable) -> list[int]:
         """The nodes at the maximum of a cached array (call right after node_values for ``key``); kept current

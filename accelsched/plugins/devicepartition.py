@@ -46,15 +46,12 @@ class DevicePartition:
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
         if not cluster.has_partitions:
             return SKIP
-        key = (NAME, "managed", pod.shape)
-        managed = cluster.memo.get(key)
-        if managed is None:
-            managed = cluster.memo[key] = self._managed(pod, cluster)
+        managed = cluster.memoized((NAME, "managed", pod.shape), lambda: self._managed(pod, cluster))
         return SUCCESS if managed else SKIP
 
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         # Per node a reason code (-1: fits), kept per request shape and updated only where a pod was bound.
-        reasons: list[str] = cluster.memo.setdefault((NAME, "reasons", pod.shape), [])  # type: ignore[assignment]
+        reasons: list[str] = cluster.memoized((NAME, "reasons", pod.shape), list)
 
         def one(i: int) -> int:
             split = _requests(pod, cluster, i)
@@ -110,10 +107,9 @@ class DevicePartition:
     def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore:
         """Utilization of the node's split devices after placing the pod (binpack), or what stays free (spread)."""
         key = (NAME, self.policy, pod.shape)
-        spec = cluster.memo.get(key)
-        if spec is not None:
-            return spec  # type: ignore[return-value]
+        return cluster.memoized(key, lambda: self._node_score(key, pod, cluster))
 
+    def _node_score(self, key: tuple, pod: Pod, cluster: ClusterState) -> NodeScore:
         def one(i: int) -> int:
             part = cluster.devices[i].partition
             split = _requests(pod, cluster, i)
@@ -126,8 +122,7 @@ class DevicePartition:
         def compute(nodes: np.ndarray) -> np.ndarray:
             return np.array([one(int(i)) for i in nodes], dtype=np.int64)
 
-        spec = cluster.memo[key] = NodeScore(key, compute, one)
-        return spec
+        return NodeScore(key, compute, one)
 
     def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
         return self.node_score(state, pod, cluster).values(cluster)[feasible]

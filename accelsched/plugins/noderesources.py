@@ -191,15 +191,14 @@ def _node_local(
     nonzero: bool,
 ) -> NodeScore:
     """The plugin's NodeScore for this request shape, memoized on the cluster (one per shape and config)."""
-    key = (plugin.name, config, pod.shape)
-    spec = cluster.memo.get(key)
-    if spec is None:
-        spec = cluster.memo[key] = NodeScore(
+    return cluster.memoized(
+        (plugin.name, config, pod.shape),
+        lambda: NodeScore(
             (plugin.name, config, _request_shape(pod, resources, nonzero)),
             lambda nodes: plugin._score_nodes(pod, cluster, nodes),
             lambda i: plugin._score_node(pod, cluster, i),
-        )
-    return spec  # type: ignore[return-value]
+        ),
+    )
 
 
 class NodeResourcesFit(_ResourceScore):
@@ -241,16 +240,14 @@ class NodeResourcesFit(_ResourceScore):
 
     def _checks(self, pod: Pod, cluster: ClusterState) -> list[tuple[int, int, str]]:
         """(row, amount, reason) per checked resource in fitsRequest order; memoized per request shape."""
-        shape = (FIT_NAME, self.ignored, self.ignored_groups, cluster.epoch, tuple(pod.requests.items()))
-        checks = cluster.memo.get(shape)
-        if checks is None:
-            checks = [
+        return cluster.memoized(
+            (FIT_NAME, self.ignored, self.ignored_groups, cluster.epoch, pod.shape),
+            lambda: [
                 (row, amount, insufficient(cluster.resources[row]))
                 for row, amount in _rows(pod, cluster)
                 if amount > 0 and self._checked(cluster.resources[row])
-            ]
-            cluster.memo[shape] = checks
-        return checks
+            ],
+        )
 
     def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation:
         n = cluster.nodes[node].name
@@ -335,9 +332,7 @@ def _node_usage(
 ) -> list[tuple[int | None, int]]:
     """Per scored resource on node i: (allocatable, requested including the pod); None where it does not count."""
     key = ("usage-plan", resources, nonzero, pod.shape, cluster.epoch)
-    plan = cluster.memo.get(key)
-    if plan is None:
-        plan = cluster.memo[key] = _usage_plan(pod, cluster, resources, nonzero)
+    plan = cluster.memoized(key, lambda: _usage_plan(pod, cluster, resources, nonzero))
     return [
         (None, 0) if step is None else (int(cluster.allocatable[step[0], i]), int(step[1][step[2], i]) + step[3])
         for step in plan  # type: ignore[union-attr]

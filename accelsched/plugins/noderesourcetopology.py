@@ -74,11 +74,7 @@ class NodeResourceTopologyMatch:
 
     def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore | int:
         """100: the accelerators fit under a NIC's PCIe switch; 50: on a NIC's NUMA node; 0: neither."""
-        key = (NAME, "score", pod.shape)
-        spec = cluster.memo.get(key)
-        if spec is None:
-            spec = cluster.memo[key] = self._node_score(pod, cluster)
-        return spec  # type: ignore[return-value]
+        return cluster.memoized((NAME, "score", pod.shape), lambda: self._node_score(pod, cluster))
 
     def _node_score(self, pod: Pod, cluster: ClusterState) -> NodeScore | int:
         index = TopologyIndex.of(cluster)
