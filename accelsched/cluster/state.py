@@ -272,6 +272,12 @@ class ClusterState:
         return mask
 
     def name_requirement_mask(self, req: Requirement) -> np.ndarray:
+        """A matchFields requirement on metadata.name (how DaemonSet pods are pinned): In/NotIn by index lookup,
+        so pinning a pod does not walk every node."""
+        if req.operator in ("In", "NotIn"):
+            mask = np.zeros(self.n, dtype=bool)
+            mask[[self.index[v] for v in req.values if v in self.index]] = True
+            return mask if req.operator == "In" else ~mask
         return np.array([req.matches({"metadata.name": n.name}) for n in self.nodes], dtype=bool)
 
     def term_mask(self, term: NodeSelectorTerm) -> np.ndarray:
