@@ -38,6 +38,16 @@ class Links:
     nic_score: list[list[int]]  # [nic][device]
     nic_pix: tuple[tuple[bool, ...], ...]
 
+    @classmethod
+    def among(cls, devs: list[PciDevice], nics: list[PciDevice]) -> Links:
+        """The links of ``devs`` (in this order) to each other and to ``nics``: what ``best_set`` scores."""
+        return cls(
+            [[pair_score(a, b) for b in devs] for a in devs],
+            [[pcie_link(a, b) == "PIX" for b in devs] for a in devs],
+            [[pair_score(d, nic) for d in devs] for nic in nics],
+            tuple(tuple(pcie_link(d, nic) == "PIX" for d in devs) for nic in nics),
+        )
+
 
 @dataclass
 class TopologyIndex:
@@ -139,12 +149,7 @@ class TopologyIndex:
             shape = tuple(_place(d) for d in devs), tuple(_place(n) for n in nics)
             links = self._links_by_shape.get(shape)
             if links is None:
-                links = Links(
-                    [[pair_score(a, b) for b in devs] for a in devs],
-                    [[pcie_link(a, b) == "PIX" for b in devs] for a in devs],
-                    [[pair_score(d, nic) for d in devs] for nic in nics],
-                    tuple(tuple(pcie_link(d, nic) == "PIX" for d in devs) for nic in nics),
-                )
+                links = Links.among(devs, nics)
                 self._links_by_shape[shape] = links
             self._links[key] = links
         return links

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,10 +41,21 @@ class Placement:
 
 
 def best_set(
-    candidates: list[int], count: int, links: Links, used: list[int], want_nic: bool
+    candidates: list[int],
+    count: int,
+    links: Links,
+    used: list[int],
+    want_nic: bool,
+    required: Sequence[int] = (),
 ) -> tuple[list[int], int | None]:
     """The ``count`` candidates with the best pair-score sum (plus the link to the best NIC when ``want_nic``),
-    ties broken towards packing next to the ``used`` devices; returns (device indices, NIC index or None)."""
+    ties broken towards packing next to the ``used`` devices; returns (device indices, NIC index or None).
+
+    ``required`` devices are always in the set and count in its score (the kubelet's must_include_deviceIDs: the
+    rest is chosen to sit well with them); the device plugin's GetPreferredAllocation uses this same choice."""
+    required = list(dict.fromkeys(required))
+    candidates = [c for c in candidates if c not in required]
+    count -= len(required)
     score, pix = links.score, links.pix
     nics = range(len(links.nic_score)) if want_nic else range(0)
 
@@ -61,14 +73,15 @@ def best_set(
         best: tuple[int, ...] = ()
         best_key: tuple[int, int] = (-1, -1)
         best_nic = None
-        for subset in itertools.combinations(candidates, count):
+        for rest_subset in itertools.combinations(candidates, count):
+            subset = (*required, *rest_subset)
             total, packing, nic = key(subset)
             if (total, packing) > best_key:
                 best, best_key, best_nic = subset, (total, packing), nic
         return list(best), best_nic
-    chosen: list[int] = []
+    chosen: list[int] = list(required)
     rest = list(candidates)
-    while len(chosen) < count:
+    while len(chosen) < count + len(required):
         pick = max(rest, key=lambda i: key((*chosen, i))[:2])
         chosen.append(pick)
         rest.remove(pick)

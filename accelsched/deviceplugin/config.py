@@ -1,0 +1,285 @@
+"""The device plugin's configuration: one YAML file (the DaemonSet's ConfigMap), validated once at the edge.
+
+```yaml
+resourceName: qualcomm.com/ai-accelerator
+source: sysfs                  # sysfs: real accelerators under /sys; fake: a made-up inventory (kind clusters, tests)
+socketDir: /var/lib/kubelet/device-plugins
+healthIntervalSeconds: 5       # how often device health is read
+sysfs: {root: /, vendors: ["0x17cb"], requireDriver: true}
+fake:
+  devices: 4                   # IDs <idPrefix>-0 .. (idPrefix defaults to the resource name's basename)
+  numaNodes: 2                 # devices split evenly, in order; or numa: [0, 0, 1, 1]
+  devicesPerSwitch: 2          # consecutive devices behind one PCIe switch (pair score PIX)
+  health: [{afterSeconds: 30, device: qaic-1, health: Unhealthy}, {afterSeconds: 60, device: qaic-1, health: Healthy}]
+allocate:
+  envVar: QAIC_VISIBLE_DEVICES
+  deviceNodes: [/dev/accel/accel{index}]   # per allocated device; {index} and {id} are filled in
+  sharedDeviceNodes: []                    # given with every allocation (e.g. /dev/nvidiactl)
+  permissions: rw
+  mounts: [{hostPath: /opt/qti-aic, containerPath: /opt/qti-aic, readOnly: true}]
+  cdiKind: qualcomm.com/accel              # CDI device names <cdiKind>=<id>; empty: none
+partitioning: {mode: timeslicing, replicas: 4}   # or mode: mig (fixed instances); the fractional ledger's syntax
+metrics: {address: 0.0.0.0, port: 8080}   # /healthz and /metrics; port 0 picks a free one
+```
+
+Unknown fields and wrong types are errors naming the file and the field, never silent defaults.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from accelsched.errors import InputError
+
+KUBELET_DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
+SOURCES = ("sysfs", "fake")
+HEALTH_VALUES = ("Healthy", "Unhealthy")
+OBJECT = "DevicePluginConfig"
+# An extended resource name: a DNS subdomain prefix and a name (what the kubelet accepts from Register).
+RESOURCE_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+PERMISSIONS_RE = re.compile(r"^(?!.*(.).*\1)[rwm]{1,3}$")
+
+
+@dataclass(frozen=True)
+class HealthEvent:
+    """One step of the fake source's schedule: ``after_seconds`` from start, ``device`` becomes ``healthy``."""
+
+    after_seconds: float
+    device: str
+    healthy: bool
+
+
+@dataclass(frozen=True)
+class MountConfig:
+    host_path: str
+    container_path: str
+    read_only: bool = False
+
+
+@dataclass
+class SysfsConfig:
+    root: str = "/"
+    vendors: tuple[int, ...] = ()  # empty: every accelerator discovery finds
+    require_driver: bool = True
+
+
+@dataclass
+class FakeConfig:
+    devices: int = 4
+    id_prefix: str = ""
+    numa: tuple[int, ...] = ()  # per device; empty: split evenly over numa_nodes
+    numa_nodes: int = 1
+    devices_per_switch: int = 0
+    health: tuple[HealthEvent, ...] = ()
+
+
+@dataclass
+class AllocateConfig:
+    env_var: str = "ACCELSCHED_VISIBLE_DEVICES"
+    device_nodes: tuple[str, ...] = ()
+    shared_device_nodes: tuple[str, ...] = ()
+    permissions: str = "rw"
+    mounts: tuple[MountConfig, ...] = ()
+    cdi_kind: str = ""
+
+
+@dataclass
+class PluginConfig:
+    resource_name: str = "accelsched.io/accelerator"
+    source: str = "sysfs"
+    socket_dir: str = KUBELET_DEVICE_PLUGIN_DIR
+    health_interval: float = 5.0
+    watch_interval: float = 1.0  # how often kubelet.sock and our sockets are checked (kubelet restarts)
+    sysfs: SysfsConfig = field(default_factory=SysfsConfig)
+    fake: FakeConfig = field(default_factory=FakeConfig)
+    allocate: AllocateConfig = field(default_factory=AllocateConfig)
+    partitioning: dict[str, Any] | None = None  # validated against the devices by partitions.py
+    metrics_address: str = "0.0.0.0"
+    metrics_port: int | None = 8080  # None: no HTTP endpoint
+    source_file: str = ""
+
+    @property
+    def basename(self) -> str:
+        return self.resource_name.rsplit("/", 1)[-1]
+
+
+class _Reader:
+    """Typed field access on one mapping, raising InputError with ``file: DevicePluginConfig: path``."""
+
+    def __init__(self, source: str, doc: Any, path: str, fields: set[str]) -> None:
+        self.source, self.path = source, path
+        if doc is None:
+            doc = {}
+        if not isinstance(doc, Mapping):
+            raise self.error("", f"must be a mapping, got {type(doc).__name__}")
+        unknown = set(doc) - fields
+        if unknown:
+            names = ", ".join(sorted(map(str, unknown)))
+            raise self.error("", f"unknown field(s) {names} (known: {', '.join(sorted(fields))})")
+        self.doc = doc
+
+    def error(self, name: str, message: str) -> InputError:
+        where = ".".join(p for p in (self.path, name) if p) or "(top level)"
+        return InputError(message, source=self.source, obj=OBJECT, field=where)
+
+    def get(self, name: str, kind: type | tuple[type, ...], default: Any) -> Any:
+        value = self.doc.get(name, default)
+        if value is default:
+            return default
+        bad_bool = isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))
+        if not isinstance(value, kind) or bad_bool:
+            want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise self.error(name, f"must be {want}, got {value!r}")
+        return value
+
+    def number(self, name: str, default: float, minimum: float) -> float:
+        value = float(self.get(name, (int, float), default))
+        if value < minimum:
+            raise self.error(name, f"must be >= {minimum}, got {value}")
+        return value
+
+    def strings(self, name: str) -> tuple[str, ...]:
+        items = self.get(name, list, [])
+        if not all(isinstance(s, str) and s for s in items):
+            raise self.error(name, f"must be a list of non-empty strings, got {items!r}")
+        return tuple(items)
+
+    def sub(self, name: str, fields: set[str]) -> _Reader:
+        return _Reader(self.source, self.doc.get(name), ".".join(p for p in (self.path, name) if p), fields)
+
+
+def load(path: str | None, overrides: Mapping[str, Any] | None = None) -> PluginConfig:
+    """Read ``path`` (None: defaults only), then apply ``overrides`` (CLI flags: ``field`` or ``section.field``)."""
+    doc: dict[str, Any] = {}
+    source = path or "(flags)"
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text())
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}", source=path) from None
+        except yaml.YAMLError as exc:
+            raise InputError(f"is not valid YAML ({getattr(exc, 'problem', exc)})", source=path) from None
+        if loaded is not None and not isinstance(loaded, Mapping):
+            raise InputError(f"must be a mapping, got {type(loaded).__name__}", source=path, obj=OBJECT)
+        doc = dict(loaded or {})
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        section, _, name = key.partition(".")  # "sysfs.root" sets root in the sysfs section
+        if name:
+            inner = doc.get(section)
+            doc[section] = {**(inner if isinstance(inner, Mapping) else {}), name: value}
+        else:
+            doc[key] = value
+    return parse(doc, source)
+
+
+def parse(doc: Mapping[str, Any], source: str = "") -> PluginConfig:
+    top = _Reader(
+        source,
+        doc,
+        "",
+        {
+            "resourceName", "source", "socketDir", "healthIntervalSeconds", "watchIntervalSeconds",
+            "sysfs", "fake", "allocate", "partitioning", "metrics",
+        },
+    )  # fmt: skip
+    cfg = PluginConfig(source_file=source)
+    cfg.resource_name = top.get("resourceName", str, cfg.resource_name)
+    if not RESOURCE_NAME_RE.match(cfg.resource_name):
+        raise top.error("resourceName", f"{cfg.resource_name!r} is not an extended resource name like vendor.com/gpu")
+    cfg.source = top.get("source", str, cfg.source)
+    if cfg.source not in SOURCES:
+        raise top.error("source", f"unknown source {cfg.source!r} ({', '.join(SOURCES)})")
+    cfg.socket_dir = top.get("socketDir", str, cfg.socket_dir)
+    cfg.health_interval = top.number("healthIntervalSeconds", cfg.health_interval, 0.01)
+    cfg.watch_interval = top.number("watchIntervalSeconds", cfg.watch_interval, 0.01)
+    cfg.sysfs = _sysfs(top.sub("sysfs", {"root", "vendors", "requireDriver"}))
+    cfg.fake = _fake(top.sub("fake", {"devices", "idPrefix", "numa", "numaNodes", "devicesPerSwitch", "health"}))
+    cfg.fake.id_prefix = cfg.fake.id_prefix or cfg.basename
+    cfg.allocate = _allocate(
+        top.sub("allocate", {"envVar", "deviceNodes", "sharedDeviceNodes", "permissions", "mounts", "cdiKind"})
+    )
+    partitioning = top.get("partitioning", dict, None)
+    cfg.partitioning = dict(partitioning) if partitioning else None
+    metrics = top.sub("metrics", {"address", "port", "enabled"})
+    cfg.metrics_address = metrics.get("address", str, cfg.metrics_address)
+    port = metrics.get("port", int, cfg.metrics_port)
+    if not 0 <= port <= 65535:
+        raise metrics.error("port", f"must be 0..65535, got {port}")
+    cfg.metrics_port = port if metrics.get("enabled", bool, True) else None
+    return cfg
+
+
+def _sysfs(r: _Reader) -> SysfsConfig:
+    out = SysfsConfig(root=r.get("root", str, "/"), require_driver=r.get("requireDriver", bool, True))
+    vendors = []
+    for v in r.get("vendors", list, []):
+        try:
+            vendors.append(v if isinstance(v, int) and not isinstance(v, bool) else int(str(v), 16))
+        except ValueError:
+            raise r.error("vendors", f"{v!r} is not a PCI vendor ID like 0x17cb") from None
+    out.vendors = tuple(vendors)
+    return out
+
+
+def _fake(r: _Reader) -> FakeConfig:
+    out = FakeConfig(
+        devices=int(r.number("devices", 4, 0)),
+        id_prefix=r.get("idPrefix", str, ""),
+        numa_nodes=int(r.number("numaNodes", 1, 1)),
+        devices_per_switch=int(r.number("devicesPerSwitch", 0, 0)),
+    )
+    numa = r.get("numa", list, [])
+    if numa and (len(numa) != out.devices or not all(isinstance(n, int) and n >= 0 for n in numa)):
+        raise r.error("numa", f"must list one NUMA node (>= 0) per device ({out.devices}), got {numa!r}")
+    out.numa = tuple(numa)
+    events = []
+    for i, item in enumerate(r.get("health", list, [])):
+        step = _Reader(r.source, item, f"{r.path}.health[{i}]", {"afterSeconds", "device", "health"})
+        health = step.get("health", str, None)
+        if health not in HEALTH_VALUES:
+            raise step.error("health", f"must be one of {', '.join(HEALTH_VALUES)}, got {health!r}")
+        device = step.get("device", str, None)
+        if device is None:
+            raise step.error("device", "is required")
+        events.append(HealthEvent(step.number("afterSeconds", 0.0, 0.0), device, health == "Healthy"))
+    out.health = tuple(sorted(events, key=lambda e: e.after_seconds))
+    return out
+
+
+def _allocate(r: _Reader) -> AllocateConfig:
+    out = AllocateConfig(
+        env_var=r.get("envVar", str, AllocateConfig.env_var),
+        device_nodes=r.strings("deviceNodes"),
+        shared_device_nodes=r.strings("sharedDeviceNodes"),
+        permissions=r.get("permissions", str, "rw"),
+        cdi_kind=r.get("cdiKind", str, ""),
+    )
+    if not ENV_NAME_RE.match(out.env_var):
+        raise r.error("envVar", f"{out.env_var!r} is not an environment variable name")
+    if not PERMISSIONS_RE.match(out.permissions):
+        raise r.error("permissions", f"must be letters of rwm, each at most once, got {out.permissions!r}")
+    if out.cdi_kind and not re.match(r"^[a-z0-9][-a-z0-9.]*/[a-zA-Z0-9][-a-zA-Z0-9_.]*$", out.cdi_kind):
+        raise r.error("cdiKind", f"{out.cdi_kind!r} is not a CDI kind like vendor.com/class")
+    for path in (*out.device_nodes, *out.shared_device_nodes):
+        try:
+            path.format(index=0, id="x")
+        except (KeyError, IndexError, ValueError):
+            raise r.error("deviceNodes", f"{path!r}: only {{index}} and {{id}} can be filled in") from None
+    mounts = []
+    for i, item in enumerate(r.get("mounts", list, [])):
+        m = _Reader(r.source, item, f"{r.path}.mounts[{i}]", {"hostPath", "containerPath", "readOnly"})
+        host, container = m.get("hostPath", str, ""), m.get("containerPath", str, "")
+        if not host.startswith("/") or not container.startswith("/"):
+            raise m.error("hostPath" if not host.startswith("/") else "containerPath", "must be an absolute path")
+        mounts.append(MountConfig(host, container, m.get("readOnly", bool, False)))
+    out.mounts = tuple(mounts)
+    return out

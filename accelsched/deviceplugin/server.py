@@ -1,0 +1,248 @@
+"""The DevicePlugin gRPC service for one resource name, and the gRPC server that serves it on a unix socket.
+
+What the kubelet sees: GetDevicePluginOptions (GetPreferredAllocation available), ListAndWatch (the full list at
+start and after every health change), GetPreferredAllocation (the scheduler's allocator, ``best_set``), Allocate
+(the env var, /dev nodes, mounts and CDI names for the container). Bad requests end with a gRPC status naming the
+problem, and the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+from collections.abc import Sequence
+from concurrent import futures
+
+import grpc
+
+from accelsched.deviceplugin.config import AllocateConfig
+from accelsched.deviceplugin.inventory import Inventory, Unit
+from accelsched.deviceplugin.metrics import PluginMetrics
+from accelsched.deviceplugin.proto import api_pb2 as pb
+from accelsched.deviceplugin.proto import api_pb2_grpc as pb_grpc
+from accelsched.topology.alignment import Links
+from accelsched.topology.allocator import best_set
+
+log = logging.getLogger(__name__)
+
+VERSION = "v1beta1"
+HEALTHY, UNHEALTHY = "Healthy", "Unhealthy"
+KUBELET_SOCKET = "kubelet.sock"
+STREAM_POLL_SECONDS = 0.5  # how soon a ListAndWatch stream notices its client left
+
+
+class RequestError(Exception):
+    """A request the plugin refuses: becomes a gRPC status with this code and message."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class DevicePluginService(pb_grpc.DevicePluginServicer):
+    """The v1beta1 DevicePlugin service for ``resource``: ``units`` are what it advertises."""
+
+    def __init__(
+        self,
+        resource: str,
+        units: list[Unit],
+        inventory: Inventory,
+        allocate: AllocateConfig,
+        metrics: PluginMetrics,
+    ) -> None:
+        self.resource = resource
+        self.units = units
+        self.by_id = {u.id: i for i, u in enumerate(units)}
+        self.inventory = inventory
+        self.allocate_config = allocate
+        self.metrics = metrics
+        # Pair scores among the units, computed once: the same go-gpuallocator scores the scheduler uses.
+        self.links = Links.among([u.device.pci for u in units], [])
+        self.stopping = threading.Event()
+        self.publish(inventory.healthy)
+
+    # ------------------------------------------------------------------------------------ helpers
+
+    def device_list(self, healthy: dict[str, bool]) -> pb.ListAndWatchResponse:
+        devices = []
+        for u in self.units:
+            numa = u.device.numa_node
+            topology = pb.TopologyInfo(nodes=[pb.NUMANode(ID=numa)]) if numa is not None else None
+            devices.append(
+                pb.Device(ID=u.id, health=HEALTHY if healthy.get(u.device.id) else UNHEALTHY, topology=topology)
+            )
+        return pb.ListAndWatchResponse(devices=devices)
+
+    def publish(self, healthy: dict[str, bool]) -> None:
+        ok = sum(1 for u in self.units if healthy.get(u.device.id))
+        self.metrics.set_devices(self.resource, ok, len(self.units) - ok)
+
+    def _fail(self, context: grpc.ServicerContext, exc: RequestError) -> None:
+        self.metrics.allocation_errors.labels(self.resource, exc.code.name).inc()
+        context.abort(exc.code, f"{self.resource}: {exc}")
+
+    def _known(self, ids: Sequence[str], field: str) -> list[int]:
+        unknown = [i for i in ids if i not in self.by_id]
+        if unknown:
+            raise RequestError(
+                grpc.StatusCode.NOT_FOUND, f"{field}: unknown device ID(s) {', '.join(map(repr, unknown))}"
+            )
+        if len(set(ids)) != len(ids):
+            raise RequestError(grpc.StatusCode.INVALID_ARGUMENT, f"{field}: a device ID is listed twice")
+        return [self.by_id[i] for i in ids]
+
+    # ------------------------------------------------------------------------------------ RPCs
+
+    def GetDevicePluginOptions(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.DevicePluginOptions:
+        return pb.DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=True)
+
+    def ListAndWatch(self, request: pb.Empty, context: grpc.ServicerContext):  # type: ignore[no-untyped-def]
+        healthy, updates = self.inventory.subscribe()
+        try:
+            yield self.device_list(healthy)
+            while context.is_active() and not self.stopping.is_set():
+                try:
+                    healthy = updates.get(timeout=STREAM_POLL_SECONDS)  # type: ignore[assignment]
+                except queue.Empty:
+                    continue
+                if healthy is None:
+                    return
+                yield self.device_list(healthy)
+        finally:
+            self.inventory.unsubscribe(updates)
+
+    def GetPreferredAllocation(
+        self, request: pb.PreferredAllocationRequest, context: grpc.ServicerContext
+    ) -> pb.PreferredAllocationResponse:
+        try:
+            if not request.container_requests:
+                raise RequestError(grpc.StatusCode.INVALID_ARGUMENT, "no container_requests")
+            return pb.PreferredAllocationResponse(
+                container_responses=[
+                    pb.ContainerPreferredAllocationResponse(deviceIDs=self.preferred(r))
+                    for r in request.container_requests
+                ]
+            )
+        except RequestError as exc:
+            self._fail(context, exc)
+            raise  # unreachable: abort raises
+
+    def preferred(self, r: pb.ContainerPreferredAllocationRequest) -> list[str]:
+        """The scheduler's choice (``best_set``: NUMA and PCIe pair scores) among the available devices."""
+        available = self._known(list(r.available_deviceIDs), "available_deviceIDs")
+        required = self._known(list(r.must_include_deviceIDs), "must_include_deviceIDs")
+        size = r.allocation_size
+        if size <= 0:
+            raise RequestError(grpc.StatusCode.INVALID_ARGUMENT, f"allocation_size must be > 0, got {size}")
+        if size > len(available):
+            raise RequestError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"allocation_size {size} is more than the {len(available)} available device(s)",
+            )
+        outside = [self.units[i].id for i in required if i not in available]
+        if outside:
+            raise RequestError(
+                grpc.StatusCode.INVALID_ARGUMENT, f"must_include_deviceIDs not available: {', '.join(outside)}"
+            )
+        if len(required) > size:
+            raise RequestError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{len(required)} must_include_deviceIDs do not fit in allocation_size {size}",
+            )
+        in_use = sorted(set(range(len(self.units))) - set(available))  # packing: prefer the switch already busy
+        chosen, _ = best_set(sorted(available), size, self.links, in_use, False, required=required)
+        return [self.units[i].id for i in sorted(chosen)]
+
+    def Allocate(self, request: pb.AllocateRequest, context: grpc.ServicerContext) -> pb.AllocateResponse:
+        try:
+            if not request.container_requests:
+                raise RequestError(grpc.StatusCode.INVALID_ARGUMENT, "no container_requests")
+            healthy = self.inventory.healthy
+            responses = [self.container_response(list(r.devices_ids), healthy) for r in request.container_requests]
+        except RequestError as exc:
+            self._fail(context, exc)
+            raise
+        self.metrics.allocations.labels(self.resource).inc(len(responses))
+        return pb.AllocateResponse(container_responses=responses)
+
+    def container_response(self, ids: list[str], healthy: dict[str, bool]) -> pb.ContainerAllocateResponse:
+        if not ids:
+            raise RequestError(grpc.StatusCode.INVALID_ARGUMENT, "a container request lists no devices_ids")
+        units = [self.units[i] for i in self._known(ids, "devices_ids")]
+        sick = [u.id for u in units if not healthy.get(u.device.id)]
+        if sick:
+            raise RequestError(grpc.StatusCode.FAILED_PRECONDITION, f"unhealthy device(s): {', '.join(sick)}")
+        cfg = self.allocate_config
+        visible = list(dict.fromkeys(u.visible for u in units))  # two replicas of one device: shown once
+        physical = list(dict.fromkeys(u.device for u in units))
+        specs = [
+            pb.DeviceSpec(container_path=p, host_path=p, permissions=cfg.permissions)
+            for p in dict.fromkeys(
+                [path.format(index=d.index, id=d.id) for d in physical for path in cfg.device_nodes]
+                + list(cfg.shared_device_nodes)
+            )
+        ]
+        return pb.ContainerAllocateResponse(
+            envs={cfg.env_var: ",".join(visible)},
+            devices=specs,
+            mounts=[
+                pb.Mount(container_path=m.container_path, host_path=m.host_path, read_only=m.read_only)
+                for m in cfg.mounts
+            ],
+            cdi_devices=[pb.CDIDevice(name=f"{cfg.cdi_kind}={v}") for v in visible] if cfg.cdi_kind else [],
+        )
+
+    def PreStartContainer(
+        self, request: pb.PreStartContainerRequest, context: grpc.ServicerContext
+    ) -> pb.PreStartContainerResponse:
+        return pb.PreStartContainerResponse()
+
+
+class ResourceServer:
+    """A gRPC server for one DevicePluginService on ``<socket_dir>/<endpoint>``; restartable on the same path."""
+
+    def __init__(self, service: DevicePluginService, socket_dir: str, endpoint: str, max_workers: int = 32) -> None:
+        self.service = service
+        self.socket_dir = socket_dir
+        self.endpoint = endpoint
+        self.max_workers = max_workers
+        self._server: grpc.Server | None = None
+        self._inode: int | None = None
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.socket_dir, self.endpoint)
+
+    def start(self) -> None:
+        if os.path.lexists(self.path):
+            os.unlink(self.path)  # a stale socket from a previous run
+        self.service.stopping.clear()
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="dp-grpc"))
+        pb_grpc.add_DevicePluginServicer_to_server(self.service, server)
+        server.add_insecure_port(f"unix://{self.path}")
+        server.start()
+        self._server = server
+        self._inode = os.stat(self.path).st_ino
+        log.info("serving %s on %s", self.service.resource, self.path)
+
+    def socket_intact(self) -> bool:
+        """False once the kubelet (or anyone) removed or replaced our socket: we must serve and register again."""
+        try:
+            return os.stat(self.path).st_ino == self._inode
+        except FileNotFoundError:
+            return False
+
+    def stop(self, grace: float | None = 1.0) -> None:
+        self.service.stopping.set()
+        if self._server is not None:
+            self._server.stop(grace).wait()
+            self._server = None
+        if self.socket_intact():
+            os.unlink(self.path)
+        self._inode = None
+
+    @property
+    def serving(self) -> bool:
+        return self._server is not None and self.socket_intact()
