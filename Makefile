@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration lint bench clean
+.PHONY: demo test unit integration lint bench clean controlplane
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -28,6 +28,11 @@ integration: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+# The real etcd + kube-apiserver the live integration tests run against, built from Go modules into a cache
+# (docs/live-testing.md); a no-op when already built.
+controlplane:
+	hack/build-controlplane.sh
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

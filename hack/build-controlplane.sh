@@ -34,7 +34,7 @@ for cmd in etcd kube-apiserver; do
   if [ ! -x "$bin/$cmd" ]; then
     echo "build-controlplane: building $cmd (cache $bin)" >&2
     start=$SECONDS
-    (cd "$src" && CGO_ENABLED=0 go build -p "$jobs" -trimpath -ldflags "-s -w" -o "$tmp/$cmd" "./cmd/$cmd") >&2
+    (cd "$src" && CGO_ENABLED=0 go build -p "$jobs" -buildvcs=false -trimpath -ldflags "-s -w" -o "$tmp/$cmd" "./cmd/$cmd") >&2
     # Move into place only when complete, so an interrupted build never leaves a half-written binary "cached".
     mv "$tmp/$cmd" "$bin/$cmd"
     echo "build-controlplane: $cmd built in $((SECONDS - start))s" >&2
