@@ -47,10 +47,42 @@ files_option = click.option(
     "--filename",
     "files",
     multiple=True,
-    required=True,
     type=click.Path(dir_okay=False, allow_dash=True),
     help="Kubernetes YAML: Nodes, Pods, workloads, PriorityClasses, kind: List (repeatable; - for stdin).",
 )
+kubeconfig_option = click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account).",
+)
+from_cluster_option = click.option(
+    "--from-cluster", is_flag=True, help="Read the live cluster (read-only) instead of files: what-if on its snapshot."
+)
+
+
+def _session_from(
+    files: tuple[str, ...], from_cluster: bool, kubeconfig: str | None, config: str | None, seed: int
+) -> Session:
+    """The session of FILEs, or of the live cluster's snapshot (``--from-cluster``/``--kubeconfig``)."""
+    if from_cluster or kubeconfig:
+        if files:
+            raise InputError("give either -f FILE or --from-cluster/--kubeconfig, not both", field="-f")
+        from accelsched.live.kube import ApiError, Kube, api_client
+        from accelsched.live.whatif import session_from_cluster
+
+        try:
+            session, converted = session_from_cluster(Kube(api_client(kubeconfig)), config_from(config), seed)
+        except ApiError as exc:
+            raise InputError(f"cannot read the cluster: {exc}", source=kubeconfig or "kubeconfig") from None
+        for obj, error in converted.errors.items():
+            click.echo(f"accelsched: warning: left out {obj}: {error}", err=True)
+        return session
+    if not files:
+        raise InputError("no input: give -f FILE (repeatable) or --from-cluster", field="-f")
+    return Session.start(load(files), config_from(config), seed)
+
+
 config_option = click.option(
     "--config",
     type=click.Path(exists=True, dir_okay=False),
@@ -73,13 +105,17 @@ def main() -> None:
 
 @main.command()
 @files_option
+@from_cluster_option
+@kubeconfig_option
 @config_option
 @seed_option
 @click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
 @bad_input_exits
-def schedule(files: tuple[str, ...], config: str | None, seed: int, output: str) -> None:
-    """Place the pending pods of FILEs in queue order, as kube-scheduler would, with device IDs."""
-    session = Session.start(load(files), config_from(config), seed)
+def schedule(
+    files: tuple[str, ...], from_cluster: bool, kubeconfig: str | None, config: str | None, seed: int, output: str
+) -> None:
+    """Place the pending pods of FILEs (or of the live cluster) in queue order, as kube-scheduler would."""
+    session = _session_from(files, from_cluster, kubeconfig, config, seed)
     _warn_ignored(session)
     results = session.rejected + session.schedule()
     if output == "json":
@@ -93,19 +129,28 @@ def schedule(files: tuple[str, ...], config: str | None, seed: int, output: str)
 @main.command()
 @click.argument("pod")
 @files_option
+@from_cluster_option
+@kubeconfig_option
 @config_option
 @seed_option
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @bad_input_exits
-def explain(pod: str, files: tuple[str, ...], config: str | None, seed: int, output: str) -> None:
+def explain(
+    pod: str,
+    files: tuple[str, ...],
+    from_cluster: bool,
+    kubeconfig: str | None,
+    config: str | None,
+    seed: int,
+    output: str,
+) -> None:
     """Why POD (name or namespace/name) is Pending, or why it went where it went: node by node."""
-    inputs = load(files)
-    target = find_pod(inputs.pods, pod)
+    session = _session_from(files, from_cluster, kubeconfig, config, seed)
+    target = find_pod(session.inputs.pods, pod)
     if target is None:
         raise InputError(
             f"no pod {pod!r} in the input (use namespace/name when the name is ambiguous)", obj=f"Pod {pod}"
         )
-    session = Session.start(inputs, config_from(config), seed)
     explainer = Explainer(session.scheduler, {target.key})
     results = session.rejected + session.schedule()
     result = next((r for r in results if r.pod is target), None)
@@ -198,6 +243,57 @@ def demo(step: int | None, seed: int) -> None:
     from accelsched.demo import run_demo
 
     run_demo(console(), last_step=step, seed=seed)
+
+
+@main.command()
+@kubeconfig_option
+@config_option
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for breaking score ties.")
+@click.option("--leader-elect", is_flag=True, help="Only the holder of a coordination.k8s.io Lease schedules.")
+@click.option("--leader-elect-lease-duration", type=float, default=15.0, show_default=True, help="Seconds.")
+@click.option("--leader-elect-renew-deadline", type=float, default=10.0, show_default=True, help="Seconds.")
+@click.option("--leader-elect-retry-period", type=float, default=2.0, show_default=True, help="Seconds.")
+@click.option("--leader-elect-resource-name", default="accelsched", show_default=True)
+@click.option("--leader-elect-resource-namespace", default="kube-system", show_default=True)
+@click.option("--identity", default=None, help="Leader election identity (default: hostname_<random>).")
+@click.option("--metrics-port", type=int, default=10251, show_default=True, help="/metrics, /healthz, /readyz (0: any)")
+@click.option("--metrics-address", default="0.0.0.0", show_default=True)
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info")
+@bad_input_exits
+def run(
+    kubeconfig: str | None,
+    config: str | None,
+    seed: int,
+    leader_elect: bool,
+    leader_elect_lease_duration: float,
+    leader_elect_renew_deadline: float,
+    leader_elect_retry_period: float,
+    leader_elect_resource_name: str,
+    leader_elect_resource_namespace: str,
+    identity: str | None,
+    metrics_port: int,
+    metrics_address: str,
+    log_level: str,
+) -> None:
+    """Run as a secondary scheduler on a live cluster: schedule and bind the pods of this scheduler's names."""
+    from accelsched.live.app import RunOptions, run_scheduler
+
+    options = RunOptions(
+        kubeconfig=kubeconfig,
+        config=config,
+        seed=seed,
+        leader_elect=leader_elect,
+        lease_duration=leader_elect_lease_duration,
+        renew_deadline=leader_elect_renew_deadline,
+        retry_period=leader_elect_retry_period,
+        lease_name=leader_elect_resource_name,
+        lease_namespace=leader_elect_resource_namespace,
+        identity=identity,
+        metrics_port=metrics_port,
+        metrics_address=metrics_address,
+        log_level=log_level,
+    )
+    sys.exit(run_scheduler(options))
 
 
 if __name__ == "__main__":

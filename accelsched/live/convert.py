@@ -1,0 +1,144 @@
+"""The live cluster's objects -> the engine's Inputs, through the same parsers as the offline modes.
+
+The API server's JSON is what ``kubectl get -o json`` prints, so nodes, namespaces and NodeResourceTopologies go
+through ``loader.build_inputs`` and pods and PodGroups through their own parsers: live and offline modes are one
+engine. Two things differ from reading files, because a cluster is never all-or-nothing input:
+
+- One bad object must not stop the scheduler. An object the parsers reject is left out and reported (its error
+  names the object and the field, as offline); everything else is scheduled.
+- Pods arrive one by one. A gang whose PodGroup asks for more members than exist yet waits (the Coscheduling
+  plugin's PreEnqueue) instead of being an input error, and members already bound count toward minMember, so a
+  gang that was partly bound is completed rather than asked for minMember more pods.
+- Admission already ran in the API server (priority from the PriorityClass), so pods are taken as they are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from accelsched.api import objects
+from accelsched.api.loader import Document, Inputs, build_inputs
+from accelsched.api.objects import Pod
+from accelsched.errors import InputError
+from accelsched.framework import gang
+from accelsched.live.kube import JSON
+
+SOURCE = "cluster"
+
+
+@dataclass
+class Snapshot:
+    """The objects the scheduler reads, as the API server serves them."""
+
+    nodes: list[JSON] = field(default_factory=list)
+    pods: list[JSON] = field(default_factory=list)
+    namespaces: list[JSON] = field(default_factory=list)
+    pod_groups: list[JSON] = field(default_factory=list)
+    topologies: list[JSON] = field(default_factory=list)
+
+
+@dataclass
+class Converted:
+    inputs: Inputs
+    groups: dict[str, gang.PodGroup]  # the gangs to schedule, minMember less the members already bound
+    waiting: dict[str, str] = field(default_factory=dict)  # pending pod key -> why it is not tried yet
+    errors: dict[str, str] = field(default_factory=dict)  # object -> the error that left it out
+    orphans: list[str] = field(default_factory=list)  # bound pods whose node is gone (not accounted)
+
+
+def _describe(doc: JSON, kind: str) -> str:
+    meta = doc.get("metadata") or {}
+    return objects.describe(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def _build_cluster(docs: list[Document], errors: dict[str, str]) -> Inputs:
+    """``build_inputs`` leaving out each object it rejects (one retry per bad object; usually none)."""
+    docs = list(docs)
+    while True:
+        try:
+            return build_inputs(docs)
+        except InputError as exc:
+            bad = [i for i, d in enumerate(docs) if _describe(dict(d.doc), d.kind) == exc.obj]
+            if not bad:
+                raise
+            errors[exc.obj] = str(exc)
+            del docs[bad[0]]
+
+
+def convert(snapshot: Snapshot, scheduler_names: Iterable[str] | None = None) -> Converted:
+    """Inputs for a Session: every node, every bound pod (for accounting), and the pending pods whose
+    ``schedulerName`` is in ``scheduler_names`` (all pending pods when None: the what-if commands)."""
+    errors: dict[str, str] = {}
+    docs = [Document(d, SOURCE, "Node") for d in snapshot.nodes]
+    docs += [Document(d, SOURCE, "Namespace") for d in snapshot.namespaces]
+    docs += [Document(d, SOURCE, "NodeResourceTopology") for d in snapshot.topologies]
+    inputs = _build_cluster(docs, errors)
+    node_names = {n.name for n in inputs.nodes}
+    names = None if scheduler_names is None else set(scheduler_names)
+
+    bound: list[Pod] = []
+    pending: list[Pod] = []
+    orphans: list[str] = []
+    for doc in snapshot.pods:
+        try:
+            pod = objects.parse_pod(doc, SOURCE)
+        except InputError as exc:
+            errors[_describe(doc, "Pod")] = str(exc)
+            continue
+        if pod.terminal:
+            continue
+        if pod.node_name:
+            if pod.node_name in node_names:
+                bound.append(pod)
+            else:
+                orphans.append(pod.key)
+        elif names is None or pod.scheduler_name in names:
+            pending.append(pod)
+
+    declared: dict[str, gang.PodGroup] = {}
+    for doc in snapshot.pod_groups:
+        try:
+            group = gang.parse_pod_group(doc, SOURCE)
+        except InputError as exc:
+            errors[_describe(doc, "PodGroup")] = str(exc)
+            continue
+        declared[group.key] = group
+    groups, waiting, pending = gang_view(declared, bound, pending)
+    inputs.pods = bound + pending
+    inputs.pod_groups = declared
+    return Converted(inputs, groups, waiting, errors, orphans)
+
+
+def gang_view(
+    declared: dict[str, gang.PodGroup], bound: list[Pod], pending: list[Pod]
+) -> tuple[dict[str, gang.PodGroup], dict[str, str], list[Pod]]:
+    """The gangs to try now: a PodGroup with fewer pods than minMember waits (its pending members are held
+    back with a message); members already bound count, so minMember drops by them."""
+    bound_members: dict[str, int] = {}
+    for pod in bound:
+        if (key := gang.group_key(pod)) is not None:
+            bound_members[key] = bound_members.get(key, 0) + 1
+    pending_members: dict[str, int] = {}
+    for pod in pending:
+        if (key := gang.group_key(pod)) is not None:
+            pending_members[key] = pending_members.get(key, 0) + 1
+    groups: dict[str, gang.PodGroup] = {}
+    waiting: dict[str, str] = {}
+    for key in pending_members:
+        have_bound, have_pending = bound_members.get(key, 0), pending_members[key]
+        group = declared.get(key)
+        if group is None:  # labelled pods without a PodGroup (a Job): a gang of all of them
+            namespace, name = key.split("/", 1)
+            group = gang.PodGroup(namespace, name, have_bound + have_pending)
+        if have_bound + have_pending < group.min_member:
+            waiting[key] = (
+                f"pod group {key} has {have_bound + have_pending} of minMember {group.min_member} pods; "
+                "waiting for the rest"
+            )
+            continue
+        groups[key] = dataclasses.replace(group, min_member=max(1, group.min_member - have_bound))
+    held = [p for p in pending if gang.group_key(p) in waiting]
+    out_waiting = {p.key: waiting[str(gang.group_key(p))] for p in held}
+    return groups, out_waiting, [p for p in pending if gang.group_key(p) not in waiting]

@@ -1,0 +1,203 @@
+"""A thin JSON client for the Kubernetes API on top of the official client's ApiClient (auth, TLS, kubeconfig).
+
+Why not the generated ``CoreV1Api`` methods: they validate every argument with pydantic and deserialize every
+response into model classes, then the scheduler would turn those back into the camelCase dicts its parsers
+read (``kubectl get -o json``). Going through ``ApiClient.param_serialize``/``call_api`` keeps the official
+client's authentication and connection handling and gives the API server's JSON as it is, which is both what
+the offline parsers expect and several times cheaper for thousands of pods. Watches stream line by line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.watch.watch import iter_resp_lines
+
+JSON = dict[str, Any]
+
+
+class ApiError(Exception):
+    """A non-2xx answer (``status`` is the HTTP code), or the server not reachable (``status`` 0)."""
+
+    def __init__(self, status: int, message: str, reason: str = "") -> None:
+        super().__init__(f"{status} {reason}: {message}" if status else message)
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Where a kind lives: ``/api/v1`` or ``/apis/<group>/<version>``, its plural, and whether it is namespaced."""
+
+    prefix: str
+    plural: str
+    namespaced: bool = True
+
+    def path(self, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+        p = self.prefix
+        if self.namespaced and namespace:
+            p += f"/namespaces/{namespace}"
+        p += f"/{self.plural}"
+        if name:
+            p += f"/{name}"
+        if sub:
+            p += f"/{sub}"
+        return p
+
+
+NODES = Resource("/api/v1", "nodes", namespaced=False)
+PODS = Resource("/api/v1", "pods")
+NAMESPACES = Resource("/api/v1", "namespaces", namespaced=False)
+EVENTS = Resource("/apis/events.k8s.io/v1", "events")
+LEASES = Resource("/apis/coordination.k8s.io/v1", "leases")
+POD_GROUPS = Resource("/apis/scheduling.x-k8s.io/v1alpha1", "podgroups")
+NODE_RESOURCE_TOPOLOGIES = Resource("/apis/topology.node.k8s.io/v1alpha2", "noderesourcetopologies", namespaced=False)
+
+
+def api_client(kubeconfig: str | None = None, pool_size: int = 32) -> k8s.ApiClient:
+    """An ApiClient from ``kubeconfig``, else $KUBECONFIG / ~/.kube/config, else the in-cluster service account."""
+    configuration = k8s.Configuration()
+    if kubeconfig:
+        k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    else:
+        try:
+            k8s_config.load_kube_config(client_configuration=configuration)
+        except k8s_config.ConfigException:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+    configuration.connection_pool_maxsize = pool_size  # binds go out from a pool of threads
+    configuration.retries = False  # the caller decides about retries (backoff, relist)
+    return k8s.ApiClient(configuration)
+
+
+class Kube:
+    """JSON in, JSON out. Every method raises ApiError; a dead server is ApiError(0)."""
+
+    def __init__(self, api: k8s.ApiClient, timeout: float = 30.0) -> None:
+        self.api = api
+        self.timeout = timeout
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | tuple[float, float] | None = None,
+        stream: bool = False,
+    ) -> Any:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        try:
+            request = self.api.param_serialize(
+                method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"]
+            )
+            response = self.api.call_api(*request, _request_timeout=timeout or self.timeout)
+        except k8s.ApiException as exc:
+            raise ApiError(exc.status or 0, str(exc.body or exc.reason), exc.reason or "") from None
+        except Exception as exc:  # urllib3: connection refused, reset, timed out
+            raise ApiError(0, f"{type(exc).__name__}: {exc}") from None
+        raw = response.response
+        if not 200 <= response.status <= 299:
+            data = raw.data
+            message = data.decode(errors="replace") if data else ""
+            with contextlib.suppress(ValueError, AttributeError):
+                message = json.loads(message).get("message", message)
+            raise ApiError(response.status, message, response.reason or "")
+        if stream:
+            return raw
+        try:
+            data = raw.data
+        except Exception as exc:
+            raise ApiError(0, f"{type(exc).__name__}: {exc}") from None
+        return json.loads(data) if data else None
+
+    # ------------------------------------------------------------------------------------ reads
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
+        return self.request("GET", resource.path(namespace, name))
+
+    def list(self, resource: Resource, namespace: str | None = None, **query: Any) -> JSON:
+        """The list (``items``, ``metadata.resourceVersion``), each item with its kind filled in."""
+        out = self.request("GET", resource.path(namespace), {"limit": None, **_camel(query)})
+        kind = str(out.get("kind", "")).removesuffix("List")
+        api_version = out.get("apiVersion")
+        for item in out.get("items") or []:
+            item.setdefault("kind", kind)
+            item.setdefault("apiVersion", api_version)
+        return out
+
+    def watch(
+        self, resource: Resource, resource_version: str, timeout_seconds: int = 300, **query: Any
+    ) -> Iterator[JSON]:
+        """Watch events (``{"type": ..., "object": ...}``) from ``resource_version`` until the server ends it.
+
+        An ERROR event (410 Gone when the version is too old) is yielded like the others; the caller relists.
+        """
+        params = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": timeout_seconds,
+            **_camel(query),
+        }
+        response = self.request("GET", resource.path(), params, timeout=(10.0, timeout_seconds + 30.0), stream=True)
+        try:
+            for line in iter_resp_lines(response):
+                if line:
+                    yield json.loads(line)
+        except Exception as exc:  # the connection dropped mid-stream
+            raise ApiError(0, f"watch ended: {type(exc).__name__}: {exc}") from None
+        finally:
+            response.release_conn()
+
+    # ------------------------------------------------------------------------------------ writes
+
+    def create(self, resource: Resource, body: JSON, namespace: str | None = None) -> JSON:
+        return self.request("POST", resource.path(namespace), body=body)
+
+    def replace(self, resource: Resource, name: str, body: JSON, namespace: str | None = None) -> JSON:
+        return self.request("PUT", resource.path(namespace, name), body=body)
+
+    def patch(
+        self,
+        resource: Resource,
+        name: str,
+        body: JSON,
+        namespace: str | None = None,
+        sub: str | None = None,
+        content_type: str = "application/strategic-merge-patch+json",
+    ) -> JSON:
+        return self.request("PATCH", resource.path(namespace, name, sub), body=body, content_type=content_type)
+
+    def delete(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
+        return self.request("DELETE", resource.path(namespace, name))
+
+    def bind(self, namespace: str, name: str, node: str, uid: str = "") -> None:
+        """POST pods/<name>/binding, what kube-scheduler's DefaultBinder does. 409 when already bound."""
+        body: JSON = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        self.request("POST", PODS.path(namespace, name, "binding"), body=body)
+
+
+def _camel(query: dict[str, Any]) -> dict[str, Any]:
+    """``field_selector=...`` -> ``fieldSelector=...`` (the API's query parameter names)."""
+
+    def camel(name: str) -> str:
+        head, *rest = name.split("_")
+        return head + "".join(part.title() for part in rest)
+
+    return {camel(k): v for k, v in query.items()}

@@ -1,0 +1,568 @@
+"""``accelsched run``: a secondary scheduler against a real API server, with the engine of every other mode.
+
+Shape (kube-scheduler's, in small):
+- informers (``live.informer``) keep nodes, pods (all non-terminal ones: pending pods of our schedulerName to
+  schedule, bound pods for accounting), namespaces, PodGroups and NodeResourceTopologies;
+- one scheduling loop owns the engine Session. It is rebuilt from the cache when the cluster changed in a way
+  that is not our own doing (a node, a pod bound or deleted by others, a PodGroup, a topology); new pending pods
+  alone are parsed and fed to the session as they are. Pods we decided but the cache does not show bound yet
+  are *assumed* (kube-scheduler's assumed pods) and accounted in every rebuild until the watch confirms them;
+- bindings go out from a pool of threads (kube-scheduler's binding cycle runs in goroutines), each checked
+  first against the cache: a pod deleted or a node removed between decision and bind is not bound, and its
+  reservation is undone by dropping it from the assumed pods and rebuilding. A bind answered 409 Conflict
+  (bound already, e.g. by a request whose answer was lost while the server went away) is dropped and resynced;
+  the Binding carries the pod's uid, so a pod recreated under the same name is never bound by mistake;
+- a gang is decided whole before any member is bound (framework.gang). All members are then checked against
+  the cache: if one is gone, none is bound and the gang is retried (it then waits for minMember pods). A bind
+  that fails after that check cannot take back the members already bound (a Binding is final), so those stay
+  and count toward minMember: the remaining members are retried as a gang of what is missing;
+- Pending pods wait in an unschedulable pool until a cluster event (node added or changed, pod deleted, a
+  capacity change), then are retried with kube-scheduler's backoff (1 s doubling to 10 s), and every 5 minutes
+  regardless (podMaxInUnschedulablePodsDuration).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accelsched.api import objects
+from accelsched.api.objects import DEVICES_ANNOTATION, Pod
+from accelsched.engine import Session
+from accelsched.errors import InputError
+from accelsched.framework import gang
+from accelsched.framework.profile import SchedulerConfig, default_config, load_config
+from accelsched.framework.queue import SchedulingQueue
+from accelsched.framework.scheduler import ScheduleResult
+from accelsched.live import convert as live_convert
+from accelsched.live import kube as k
+from accelsched.live.backoff import PodBackoff
+from accelsched.live.events import FAILED_SCHEDULING, SCHEDULED, Recorder, scheduled_message
+from accelsched.live.informer import Informer
+from accelsched.live.kube import JSON, ApiError, Kube
+from accelsched.live.leaderelection import ElectionConfig, LeaderElector
+from accelsched.live.metrics import Metrics
+from accelsched.topology import allocator
+
+log = logging.getLogger("accelsched.live")
+
+NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
+UNSCHEDULABLE_FLUSH = 300.0  # kube-scheduler's podMaxInUnschedulablePodsDuration
+BIND_ANNOTATIONS = (DEVICES_ANNOTATION, allocator.NUMA_ANNOTATION, allocator.NIC_ANNOTATION)
+
+
+@dataclass
+class Decision:
+    pod: Pod
+    node: str
+    started: float  # when its scheduling attempt began (for the attempt duration)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class BindOutcome:
+    decision: Decision
+    error: ApiError | None = None
+    reason: str = ""  # why it was not bound: "gone", "conflict", "node-gone", "error"
+
+
+class LiveScheduler:
+    """Schedules the pods of its profiles' schedulerNames on the cluster behind ``kube``."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        config: str | Path | None = None,
+        seed: int = 0,
+        identity: str = "accelsched",
+        election: ElectionConfig | None = None,
+        bind_workers: int = 16,
+        watch_timeout: int = 300,
+    ) -> None:
+        self.kube = kube
+        self.binder = self._decide  # the DefaultBinder's binder (profile handle): decisions, bound afterwards
+        self.config: SchedulerConfig = load_config(config, self) if config else default_config(self, ("accelsched",))
+        self.scheduler_names = set(self.config.profiles)
+        self.seed = seed
+        self.identity = identity
+        self.metrics = Metrics()
+        self.recorder = Recorder(kube, identity)
+        self.backoff = PodBackoff(self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds)
+        self.lock = threading.RLock()
+        self.wake = threading.Event()
+        self.stopped = threading.Event()
+        self.before_bind: Callable[[Pod, str], None] | None = None  # called right before each bind POST
+
+        common = {"watch_timeout": watch_timeout}
+        self.nodes = Informer(kube, k.NODES, self._on_node, self.lock, **common)
+        self.pods = Informer(kube, k.PODS, self._on_pod, self.lock, field_selector=NON_TERMINAL, **common)
+        self.namespaces = Informer(kube, k.NAMESPACES, self._on_other, self.lock, **common)
+        self.pod_groups = Informer(kube, k.POD_GROUPS, self._on_other, self.lock, optional=True, **common)
+        self.topologies = Informer(kube, k.NODE_RESOURCE_TOPOLOGIES, self._on_other, self.lock, optional=True, **common)
+        self.informers = [self.nodes, self.pods, self.namespaces, self.pod_groups, self.topologies]
+
+        self.elector = LeaderElector(kube, election, on_stopped=self._lost_lease) if election else None
+        self.lost_lease = False
+
+        # Guarded by self.lock (informer handlers and the loop):
+        self.dirty = True  # the cluster changed in a way the session does not know: rebuild it
+        self.new_pending: dict[str, JSON] = {}  # pending pods not tried since they arrived or changed
+        self.unschedulable: dict[str, JSON] = {}  # tried, failed, waiting for a cluster event
+        self.backing_off: dict[str, JSON] = {}  # failed, woken by an event, waiting out their backoff
+        self.assumed: dict[str, Decision] = {}  # decided (binding or bound) but not yet seen bound in the cache
+        self.in_flight: set[str] = set()  # binding now
+        # Unschedulable pods rejected by a plugin with a queueing hint: a bind of ours may make them fit.
+        self.hinted: dict[str, tuple[Pod, frozenset[str]]] = {}
+
+        self.session: Session | None = None
+        self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why
+        self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
+        self.pending_by_key: dict[str, Pod] = {}
+        self._run_ended = 0.0
+        self._decided: list[Decision] = []
+        self._attempt_started: dict[str, float] = {}
+        self._outcomes: queue.SimpleQueue[list[BindOutcome]] = queue.SimpleQueue()
+        self._pool = concurrent.futures.ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
+        self._last_flush = time.monotonic()
+        self._thread: threading.Thread | None = None
+        self.bound_total = 0
+
+    # ------------------------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        for informer in self.informers:
+            informer.start()
+        if self.elector is not None:
+            self.elector.start()
+        self._thread = threading.Thread(target=self._loop, name="scheduling-loop", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.wake.set()
+        for informer in self.informers:
+            informer.stop()
+        if self.elector is not None:
+            self.elector.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _lost_lease(self) -> None:
+        self.lost_lease = True
+        self.stopped.set()
+        self.wake.set()
+
+    @property
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers)
+
+    @property
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.leading.is_set()
+
+    def ready(self) -> tuple[bool, str]:
+        """/readyz: caches synced, and the leader election state known (leading, or another holder seen)."""
+        if not self.synced:
+            return False, "caches not synced"
+        if self.elector is not None and not self.leading and not self.elector.holder:
+            return False, "leader election state not known yet"
+        return True, "ok"
+
+    # ------------------------------------------------------------------------------------ cache events
+
+    def _on_node(self, kind: str, obj: JSON, old: JSON | None) -> None:
+        if kind == "MODIFIED" and old is not None and not _node_changed(old, obj):
+            return  # heartbeats and condition updates do not move a pod
+        self._cluster_event()
+
+    def _on_other(self, kind: str, obj: JSON, old: JSON | None) -> None:
+        if kind == "MODIFIED" and old is not None and _same_content(old, obj):
+            return
+        self._cluster_event()
+
+    def _cluster_event(self) -> None:
+        """Something that can make a Pending pod fit happened: rebuild, and wake the unschedulable pods."""
+        self.dirty = True
+        self.backing_off.update(self.unschedulable)
+        self.unschedulable.clear()
+        self.wake.set()
+
+    def _on_pod(self, kind: str, obj: JSON, old: JSON | None) -> None:
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        node = (obj.get("spec") or {}).get("nodeName")
+        if kind == "DELETED":
+            for pool in (self.new_pending, self.unschedulable, self.backing_off):
+                pool.pop(key, None)
+            self.backoff.forget(str(meta.get("uid")))
+            self.assumed.pop(key, None)
+            if node or key in self.in_flight:
+                self._cluster_event()  # its capacity is free again
+            elif gang.POD_GROUP_LABEL in (meta.get("labels") or {}):
+                self.dirty = True
+            return
+        if node:
+            for pool in (self.new_pending, self.unschedulable, self.backing_off):
+                pool.pop(key, None)
+            decision = self.assumed.get(key)
+            if decision is not None and decision.node == node and decision.pod.uid == meta.get("uid"):
+                del self.assumed[key]  # our own bind, confirmed: the session has it already
+                return
+            if old is None or (old.get("spec") or {}) != (obj.get("spec") or {}) or _labels(old) != _labels(obj):
+                self.assumed.pop(key, None)
+                self.dirty = True  # bound by someone else, or a bound pod changed
+                self.wake.set()
+            return
+        if (obj.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
+            return
+        if old is not None and (old.get("spec") or {}) == obj.get("spec") and _labels(old) == _labels(obj):
+            # Our own condition or annotation update: keep the pod in its pool, with the newest object.
+            for pool in (self.new_pending, self.unschedulable, self.backing_off):
+                if key in pool:
+                    pool[key] = obj
+            return
+        for pool in (self.unschedulable, self.backing_off):
+            pool.pop(key, None)
+        self.new_pending[key] = obj
+        if gang.POD_GROUP_LABEL in (meta.get("labels") or {}):
+            self._cluster_event()  # a new member: its waiting gang may now have minMember pods
+        self.wake.set()
+
+    # ------------------------------------------------------------------------------------ the loop
+
+    def _loop(self) -> None:
+        while not self.stopped.is_set():
+            self.wake.wait(timeout=self._next_wake())
+            self.wake.clear()
+            if self.stopped.is_set():
+                return
+            self._drain_outcomes()
+            if not self.synced or not self.leading:
+                continue
+            try:
+                self.schedule_pending()
+            except Exception:  # a bug must not kill the loop silently: log it, rebuild, go on
+                log.exception("scheduling loop failed; rebuilding from the cache")
+                with self.lock:
+                    self.dirty = True
+                time.sleep(0.5)
+
+    def _next_wake(self) -> float:
+        with self.lock:
+            ready = [
+                self.backoff.ready_at(str((p.get("metadata") or {}).get("uid"))) for p in self.backing_off.values()
+            ]
+        if not ready:
+            return 1.0
+        return max(0.01, min(1.0, min(ready) - time.monotonic()))
+
+    def schedule_pending(self) -> int:
+        """One round: rebuild the session if needed, try every pod that is due, dispatch the bindings."""
+        now = time.monotonic()
+        with self.lock:
+            if now - self._last_flush > UNSCHEDULABLE_FLUSH:
+                self.backing_off.update(self.unschedulable)
+                self.unschedulable.clear()
+                self._last_flush = now
+            due = dict(self.new_pending)
+            for key, obj in self.backing_off.items():
+                if self.backoff.ready_at(str((obj.get("metadata") or {}).get("uid"))) <= now:
+                    due[key] = obj
+            for key in due:
+                self.new_pending.pop(key, None)
+                self.backing_off.pop(key, None)
+            rebuild = self.dirty or self.session is None
+            snapshot = self._snapshot() if rebuild else None
+            self.dirty = False
+        self._pending_gauge()
+        if snapshot is not None:
+            self._rebuild(snapshot)
+        if not due:
+            return 0
+        assert self.session is not None
+        pods = self._pods_for(due, rebuilt=snapshot is not None)
+        results = self._run(pods)
+        self._dispatch(results)
+        return len(results)
+
+    def _snapshot(self) -> live_convert.Snapshot:
+        """The cache's objects, with the assumed pods shown bound (their bind may not be visible yet)."""
+        pods = []
+        for key, obj in self.pods.store.items():
+            decision = self.assumed.get(key)
+            if decision is not None and not (obj.get("spec") or {}).get("nodeName"):
+                obj = _as_bound(obj, decision)
+            pods.append(obj)
+        return live_convert.Snapshot(
+            nodes=list(self.nodes.store.values()),
+            pods=pods,
+            namespaces=list(self.namespaces.store.values()),
+            pod_groups=list(self.pod_groups.store.values()),
+            topologies=list(self.topologies.store.values()),
+        )
+
+    def _rebuild(self, snapshot: live_convert.Snapshot) -> None:
+        converted = live_convert.convert(snapshot, self.scheduler_names)
+        for obj, error in converted.errors.items():
+            log.warning("object left out", extra={"object": obj, "error": error})
+        session = Session.start(converted.inputs, self.config, self.seed)
+        session.scheduler.groups = converted.groups
+        for rejected in session.rejected:
+            log.warning("bound pod does not fit its node", extra={"pod": rejected.pod.key, "error": rejected.message})
+        self.session = session
+        self.pending_by_key = {p.key: p for p in converted.inputs.pending}
+        self.waiting = converted.waiting
+        self.errors = converted.errors
+        log.debug("session rebuilt", extra={"nodes": len(snapshot.nodes), "pods": len(snapshot.pods)})
+
+    def _pods_for(self, due: dict[str, JSON], rebuilt: bool) -> list[Pod]:
+        """The engine's Pods for the due keys: from the rebuilt session's inputs, or parsed now."""
+        pods: list[Pod] = []
+        for key, obj in due.items():
+            if key in self.in_flight or key in self.assumed:
+                continue
+            if key in self.waiting:
+                self._pool.submit(self.recorder.unschedulable, obj, self.waiting[key])
+                with self.lock:
+                    self.unschedulable[key] = obj
+                continue
+            pod = self.pending_by_key.get(key) if rebuilt else None
+            if pod is None:
+                try:
+                    pod = objects.parse_pod(obj, live_convert.SOURCE)
+                except InputError as exc:
+                    self._pool.submit(self.recorder.event, obj, FAILED_SCHEDULING, str(exc))
+                    continue
+                if gang.group_key(pod) is not None and not rebuilt:
+                    with self.lock:  # gang pods are taken from a rebuilt session (their gang's member count)
+                        self.dirty = True
+                        self.new_pending[key] = obj
+                        self.wake.set()
+                    continue
+            pods.append(pod)
+        return pods
+
+    def _run(self, pods: list[Pod]) -> list[ScheduleResult]:
+        """The engine's run over the due pods; the binder only records decisions (bound after the run)."""
+        assert self.session is not None
+        scheduler = self.session.scheduler
+        self._decided = []
+        self._attempt_started = {}
+        scheduler.observer = self._observe
+        # Pods not due must not be woken inside this run by a queueing hint: a fresh queue per round.
+        sort_key = next(iter(self.config.profiles.values())).at("queueSort")[0].sort_key
+        scheduler.queue = SchedulingQueue(sort_key, scheduler.hints)
+        results = scheduler.run(pods)
+        self._run_ended = time.monotonic()
+        return results
+
+    def _observe(self, pod: Pod) -> None:
+        self._attempt_started[pod.key] = time.monotonic()
+
+    def _decide(self, pod: Pod, node: str) -> str | None:
+        """DefaultBinder's binder in live mode: record the decision; the API call happens after the run."""
+        pod.node_name = node
+        annotations = (pod.raw.get("metadata") or {}).get("annotations") or {}
+        decision = Decision(
+            pod,
+            node,
+            self._attempt_started.get(pod.key, time.monotonic()),
+            {a: annotations[a] for a in BIND_ANNOTATIONS if a in annotations},
+        )
+        self._decided.append(decision)
+        return None
+
+    def _dispatch(self, results: list[ScheduleResult]) -> None:
+        """Bindings (a gang as one unit) to the pool; Pending pods get their event and condition."""
+        ended = time.monotonic()
+        units: dict[str, list[Decision]] = {}
+        for d in self._decided:
+            units.setdefault(gang.group_key(d.pod) or d.pod.key, []).append(d)
+        with self.lock:
+            for d in self._decided:
+                self.assumed[d.pod.key] = d
+                self.in_flight.add(d.pod.key)
+        for unit in units.values():
+            self._pool.submit(self._bind_unit, unit)
+        self._wake_hinted([d.pod for d in self._decided])
+        for r in results:
+            if r.scheduled:
+                continue
+            obj = self.pods.store.get(r.pod.key)
+            started = self._attempt_started.get(r.pod.key, ended)
+            name = r.pod.scheduler_name
+            self.metrics.schedule_attempts.labels("unschedulable", name).inc()
+            self.metrics.attempt_duration.labels("unschedulable", name).observe(max(0.0, ended - started))
+            plugins = frozenset(r.diagnosis.plugins) if r.diagnosis else frozenset()
+            with self.lock:
+                self.backoff.failed(r.pod.uid, time.monotonic())
+                if obj is not None and (obj.get("metadata") or {}).get("uid") == r.pod.uid:
+                    self.unschedulable[r.pod.key] = obj
+                    if plugins & set(self.session.scheduler.hints):
+                        self.hinted[r.pod.key] = (r.pod, plugins)
+            if obj is not None:
+                self._pool.submit(self._record_failure, obj, r.message)
+
+    def _wake_hinted(self, bound: list[Pod]) -> None:
+        """kube-scheduler's AssignedPodAdd: a pod we just placed may let a waiting pod in (required pod
+        affinity, topology spread); the rejecting plugins' queueing hints decide, as in the offline queue."""
+        if not bound or not self.hinted:
+            return
+        hints = self.session.scheduler.hints if self.session else {}
+        with self.lock:
+            for key, (waiting, plugins) in list(self.hinted.items()):
+                if key not in self.unschedulable:
+                    del self.hinted[key]
+                    continue
+                if any(name in hints and hints[name](waiting, b) for name in plugins for b in bound):
+                    del self.hinted[key]
+                    self.backing_off[key] = self.unschedulable.pop(key)
+                    self.wake.set()
+
+    def _record_failure(self, obj: JSON, message: str) -> None:
+        self.recorder.event(obj, FAILED_SCHEDULING, message)
+        self.recorder.unschedulable(obj, message)
+
+    # ------------------------------------------------------------------------------------ binding
+
+    def _check(self, d: Decision) -> str:
+        """Against the cache, right before binding: '' if the pod and its node are still there."""
+        with self.lock:
+            obj = self.pods.store.get(d.pod.key)
+            if obj is None or (obj.get("metadata") or {}).get("uid") != d.pod.uid:
+                return "gone"
+            if (obj.get("spec") or {}).get("nodeName"):
+                return "conflict"
+            if d.node not in self.nodes.store:
+                return "node-gone"
+        return ""
+
+    def _bind_unit(self, unit: list[Decision]) -> None:
+        outcomes: list[BindOutcome] = []
+        try:
+            problems = {d.pod.key: self._check(d) for d in unit}
+            if any(problems.values()):  # all or nothing: one member gone and the unit is not bound at all
+                outcomes = [BindOutcome(d, None, problems[d.pod.key] or "gang-member-gone") for d in unit]
+                return
+            for d in unit:
+                outcomes.append(self._bind(d))
+        except Exception as exc:  # never lose a decision: anything unexpected is a failed bind
+            log.exception("bind failed unexpectedly")
+            done = {o.decision.pod.key for o in outcomes}
+            outcomes += [BindOutcome(d, ApiError(0, str(exc)), "error") for d in unit if d.pod.key not in done]
+        finally:
+            self._outcomes.put(outcomes)
+            self.wake.set()
+
+    def _bind(self, d: Decision) -> BindOutcome:
+        pod = d.pod
+        if self.before_bind is not None:
+            self.before_bind(pod, d.node)
+        if self._check(d) == "node-gone":
+            return BindOutcome(d, None, "node-gone")
+        try:
+            if d.annotations:  # the devices chosen at Reserve, for the device plugin and for later accounting
+                self.kube.patch(k.PODS, pod.name, {"metadata": {"annotations": d.annotations}}, pod.namespace)
+            self.kube.bind(pod.namespace, pod.name, d.node, pod.uid)
+        except ApiError as exc:
+            reason = {404: "gone", 409: "conflict"}.get(exc.status, "error")
+            if exc.status == 409 and "uid" in exc.message.lower():
+                reason = "gone"  # precondition failed: a different pod now has this name
+            return BindOutcome(d, exc, reason)
+        obj = self.pods.store.get(pod.key) or pod.raw
+        self.recorder.event(obj, SCHEDULED, scheduled_message(pod.namespace, pod.name, d.node))
+        return BindOutcome(d)
+
+    def _drain_outcomes(self) -> None:
+        """Apply finished bindings: successes counted; failures undo the reservation (rebuild) and retry."""
+        while True:
+            try:
+                outcomes = self._outcomes.get_nowait()
+            except queue.Empty:
+                return
+            now = time.monotonic()
+            for o in outcomes:
+                pod = o.decision.pod
+                name = pod.scheduler_name
+                with self.lock:
+                    self.in_flight.discard(pod.key)
+                if not o.reason:
+                    self.bound_total += 1
+                    self.metrics.binds.labels("bound").inc()
+                    self.metrics.schedule_attempts.labels("scheduled", name).inc()
+                    self.metrics.attempt_duration.labels("scheduled", name).observe(max(0.0, now - o.decision.started))
+                    with self.lock:
+                        self.backoff.forget(pod.uid)
+                    continue
+                self.metrics.binds.labels(o.reason).inc()
+                self.metrics.schedule_attempts.labels("error", name).inc()
+                log.warning(
+                    "binding not done; reservation undone",
+                    extra={
+                        "pod": pod.key,
+                        "node": o.decision.node,
+                        "reason": o.reason,
+                        "error": o.error.message if o.error else "",
+                    },
+                )
+                with self.lock:
+                    if self.assumed.get(pod.key) is o.decision:
+                        del self.assumed[pod.key]
+                    self.dirty = True
+                    obj = self.pods.store.get(pod.key)
+                    if o.reason in ("gone", "conflict") or obj is None or (obj.get("spec") or {}).get("nodeName"):
+                        continue
+                    self.backoff.failed(pod.uid, now)
+                    self.backing_off[pod.key] = obj
+                    self.wake.set()
+
+    def _pending_gauge(self) -> None:
+        with self.lock:
+            self.metrics.pending_pods.labels("active").set(len(self.new_pending))
+            self.metrics.pending_pods.labels("backoff").set(len(self.backing_off))
+            self.metrics.pending_pods.labels("unschedulable").set(len(self.unschedulable))
+            self.metrics.pending_pods.labels("gated").set(len(self.waiting))
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _labels(obj: JSON) -> dict:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _same_content(old: JSON, new: JSON) -> bool:
+    return (
+        {k: v for k, v in old.items() if k not in ("metadata", "status")}
+        == {k: v for k, v in new.items() if k not in ("metadata", "status")}
+        and _labels(old) == _labels(new)
+        and (old.get("metadata") or {}).get("annotations") == (new.get("metadata") or {}).get("annotations")
+        and old.get("status") == new.get("status")
+    )
+
+
+def _node_changed(old: JSON, new: JSON) -> bool:
+    """What scheduling reads of a node: spec, labels, annotations, capacity and allocatable."""
+    o_meta, n_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    o_status, n_status = old.get("status") or {}, new.get("status") or {}
+    return (
+        old.get("spec") != new.get("spec")
+        or o_meta.get("labels") != n_meta.get("labels")
+        or o_meta.get("annotations") != n_meta.get("annotations")
+        or o_status.get("allocatable") != n_status.get("allocatable")
+        or o_status.get("capacity") != n_status.get("capacity")
+    )
+
+
+def _as_bound(obj: JSON, decision: Decision) -> JSON:
+    """A pending pod's object as it will be once bound: nodeName and the chosen devices."""
+    meta = dict(obj.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), **decision.annotations}
+    return {**obj, "metadata": meta, "spec": {**(obj.get("spec") or {}), "nodeName": decision.node}}

@@ -1,0 +1,346 @@
+"""Live mode's pure logic, without an API server: object conversion (the same engine as offline), gangs arriving
+one pod at a time, backoffs, the Lease rules, events and conditions, the cache's event routing, metrics/health.
+
+Everything that talks to an API server is tested against the real one in tests/live/."""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s
+
+from accelsched import report
+from accelsched.api.loader import read_documents
+from accelsched.engine import Session, schedule
+from accelsched.live import convert as live_convert
+from accelsched.live.backoff import Backoff, PodBackoff, pod_backoff
+from accelsched.live.events import (
+    NOTE_LIMIT,
+    event_body,
+    scheduled_message,
+    truncate,
+    unschedulable_patch,
+)
+from accelsched.live.kube import PODS, Kube, _camel
+from accelsched.live.leaderelection import ElectionConfig, held_by_other, micro_time, next_spec
+from accelsched.live.logs import JSONFormatter
+from accelsched.live.metrics import HealthServer, Metrics
+from accelsched.live.scheduler import Decision, LiveScheduler, _as_bound, _node_changed
+
+ROOT = Path(__file__).resolve().parent.parent
+LAB = [ROOT / "examples/lab" / f for f in ("00-nodes.yaml", "02-train-16.yaml", "03-maintenance.yaml", "06-fill.yaml")]
+ACCEL = "qualcomm.com/ai-accelerator"
+
+
+def snapshot_of(paths: list[Path]) -> live_convert.Snapshot:
+    """What the API server would serve for these files: plain JSON dicts by kind."""
+    snap = live_convert.Snapshot()
+    for path in paths:
+        for d in read_documents(path):
+            doc = json.loads(json.dumps(d.doc))
+            {"Node": snap.nodes, "Pod": snap.pods, "PodGroup": snap.pod_groups, "Namespace": snap.namespaces}[
+                d.kind
+            ].append(doc)
+    return snap
+
+
+def pod(name: str, accel: int = 1, group: str | None = None, node: str = "", scheduler: str = "accelsched") -> dict:
+    labels = {"scheduling.x-k8s.io/pod-group": group} if group else {}
+    spec: dict = {
+        "schedulerName": scheduler,
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", ACCEL: str(accel)}}}],
+    }
+    if node:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": labels},
+        "spec": spec,
+    }
+
+
+def node(name: str, accel: int = 4) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": "32", "memory": "64Gi", "pods": "110", ACCEL: str(accel)}},
+    }
+
+
+def group(name: str, min_member: int) -> dict:
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minMember": min_member},
+    }
+
+
+# ---------------------------------------------------------------------------------------------- conversion
+
+
+def test_live_conversion_schedules_the_lab_exactly_as_offline() -> None:
+    _, offline = schedule(LAB)
+    converted = live_convert.convert(snapshot_of(LAB))
+    session = Session.start(converted.inputs)
+    session.scheduler.groups = converted.groups
+    live = session.schedule()
+    assert [report.pod_json(r) for r in live] == [report.pod_json(r) for r in offline]
+    assert any(r.scheduled for r in live) and any(not r.scheduled for r in live)
+
+
+def test_conversion_takes_only_its_scheduler_names_pending_pods_but_accounts_every_bound_pod() -> None:
+    snap = live_convert.Snapshot(
+        nodes=[node("n1", 4)],
+        pods=[pod("ours"), pod("theirs", scheduler="default-scheduler"), pod("bound", 3, node="n1", scheduler="x")],
+    )
+    converted = live_convert.convert(snap, {"accelsched"})
+    assert [p.name for p in converted.inputs.pending] == ["ours"]
+    session = Session.start(converted.inputs)
+    (result,) = session.schedule()
+    assert result.node == "n1" and result.devices == {ACCEL: ["ai-accelerator-3"]}  # 0-2 held by "bound"
+
+
+def test_a_bad_object_is_left_out_with_its_error_and_the_rest_is_scheduled() -> None:
+    bad_node = node("broken")
+    bad_node["status"]["allocatable"][ACCEL] = "-1"
+    bad_pod = pod("bad")
+    bad_pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    snap = live_convert.Snapshot(nodes=[node("n1"), bad_node], pods=[pod("good"), bad_pod])
+    converted = live_convert.convert(snap, {"accelsched"})
+    assert set(converted.errors) == {"Node broken", "Pod default/bad"}
+    assert "status.allocatable" in converted.errors["Node broken"]
+    assert "spec.containers[0].resources.requests[cpu]" in converted.errors["Pod default/bad"]
+    assert [n.name for n in converted.inputs.nodes] == ["n1"]
+    assert [p.name for p in converted.inputs.pending] == ["good"]
+
+
+def test_bound_pods_on_a_vanished_node_are_not_accounted() -> None:
+    snap = live_convert.Snapshot(nodes=[node("n1")], pods=[pod("orphan", node="gone")])
+    converted = live_convert.convert(snap)
+    assert converted.orphans == ["default/orphan"] and converted.inputs.pods == []
+
+
+def test_gang_with_fewer_pods_than_min_member_waits_instead_of_being_an_error() -> None:
+    snap = live_convert.Snapshot(
+        nodes=[node("n1", 8)], pods=[pod("a-0", group="a"), pod("a-1", group="a")], pod_groups=[group("a", 4)]
+    )
+    converted = live_convert.convert(snap)
+    assert converted.inputs.pending == []
+    assert converted.waiting == {
+        "default/a-0": "pod group default/a has 2 of minMember 4 pods; waiting for the rest",
+        "default/a-1": "pod group default/a has 2 of minMember 4 pods; waiting for the rest",
+    }
+
+
+def test_members_already_bound_count_toward_min_member() -> None:
+    pods = [pod("a-0", 2, "a", node="n1"), pod("a-1", 2, "a", node="n1"), pod("a-2", 2, "a"), pod("a-3", 2, "a")]
+    converted = live_convert.convert(
+        live_convert.Snapshot(nodes=[node("n1", 4), node("n2", 4)], pods=pods, pod_groups=[group("a", 4)])
+    )
+    assert converted.groups["default/a"].min_member == 2
+    session = Session.start(converted.inputs)
+    session.scheduler.groups = converted.groups
+    results = session.schedule()
+    assert {r.pod.name: r.node for r in results} == {"a-2": "n2", "a-3": "n2"}
+
+
+def test_labelled_pods_without_a_pod_group_are_one_gang_of_all_of_them() -> None:
+    snap = live_convert.Snapshot(nodes=[node("n1", 4)], pods=[pod(f"j-{i}", 2, "job") for i in range(3)])
+    converted = live_convert.convert(snap)
+    session = Session.start(converted.inputs)
+    session.scheduler.groups = converted.groups
+    results = session.schedule()
+    assert converted.groups["default/job"].min_member == 3
+    assert not any(r.scheduled for r in results)  # 3 x 2 cards on a 4-card node: none, not two
+    assert results[0].message.startswith("gang default/job needs 3 pods x 2 qualcomm.com/ai-accelerator")
+
+
+# ---------------------------------------------------------------------------------------------- backoff
+
+
+def test_pod_backoff_doubles_from_initial_to_max_like_kube_scheduler() -> None:
+    assert [pod_backoff(n) for n in range(7)] == [0, 1, 2, 4, 8, 10, 10]
+    b = PodBackoff(1.0, 10.0)
+    assert b.ready_at("u") == 0.0
+    b.failed("u", 100.0)
+    assert b.ready_at("u") == 101.0
+    b.failed("u", 101.5)
+    assert b.ready_at("u") == 103.5
+    b.forget("u")
+    assert b.ready_at("u") == 0.0
+
+
+def test_reconnect_backoff_grows_to_its_maximum_and_resets() -> None:
+    b = Backoff(0.2, 1.0)
+    assert [b.next() for _ in range(5)] == [0.2, 0.4, 0.8, 1.0, 1.0]
+    b.reset()
+    assert b.next() == 0.2
+
+
+# ---------------------------------------------------------------------------------------------- leader election
+
+
+def test_lease_held_by_another_until_its_record_is_unchanged_for_a_lease_duration() -> None:
+    spec = {"holderIdentity": "a", "leaseDurationSeconds": 15}
+    assert held_by_other(spec, "b", observed_at=100.0, now=114.9)
+    assert not held_by_other(spec, "b", observed_at=100.0, now=115.1)
+    assert not held_by_other(spec, "a", observed_at=100.0, now=101.0)  # our own lease
+    assert not held_by_other({"holderIdentity": ""}, "b", observed_at=100.0, now=100.0)  # released
+
+
+def test_next_spec_keeps_acquire_time_on_renew_and_counts_transitions_on_takeover() -> None:
+    first = next_spec(None, "a", 15, 1000.0)
+    assert first["holderIdentity"] == "a" and first["leaseTransitions"] == 0
+    assert first["acquireTime"] == first["renewTime"] == micro_time(1000.0) == "1970-01-01T00:16:40.000000Z"
+    renewed = next_spec(first, "a", 15, 1002.0)
+    assert renewed["acquireTime"] == first["acquireTime"] and renewed["renewTime"] == micro_time(1002.0)
+    assert renewed["leaseTransitions"] == 0
+    taken = next_spec(renewed, "b", 15, 1020.0)
+    assert taken["holderIdentity"] == "b" and taken["leaseTransitions"] == 1
+    assert taken["acquireTime"] == micro_time(1020.0)
+
+
+def test_election_timings_must_nest() -> None:
+    ElectionConfig(lease_duration=15, renew_deadline=10, retry_period=2).check()
+    with pytest.raises(ValueError, match="lease duration > renew deadline > retry period"):
+        ElectionConfig(lease_duration=5, renew_deadline=10, retry_period=2).check()
+
+
+# ---------------------------------------------------------------------------------------------- events
+
+
+def test_events_are_kube_scheduler_shaped() -> None:
+    obj = pod("p")
+    scheduled = event_body(obj, "Scheduled", scheduled_message("default", "p", "n1"), "me", now=0.0)
+    assert scheduled["note"] == "Successfully assigned default/p to n1"
+    assert (scheduled["type"], scheduled["action"]) == ("Normal", "Binding")
+    assert scheduled["reportingController"] == "accelsched"
+    assert scheduled["regarding"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": "default",
+        "name": "p",
+        "uid": "uid-p",
+        "resourceVersion": None,
+    }
+    failed = event_body(obj, "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.", "me")
+    assert (failed["type"], failed["action"]) == ("Warning", "Scheduling")
+    assert len(truncate("x" * 5000).encode()) == NOTE_LIMIT
+    condition = unschedulable_patch("why", now=0.0)["status"]["conditions"][0]
+    assert condition == {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "why",
+        "lastProbeTime": None,
+        "lastTransitionTime": "1970-01-01T00:00:00Z",
+    }
+
+
+# ---------------------------------------------------------------------------------------------- the cache
+
+
+@pytest.fixture
+def live() -> LiveScheduler:
+    """A scheduler that is never started: only its event routing is exercised (no server behind it)."""
+    return LiveScheduler(Kube(k8s.ApiClient(k8s.Configuration(host="http://127.0.0.1:9"))))
+
+
+def test_pending_pods_of_other_schedulers_are_ignored(live: LiveScheduler) -> None:
+    live._on_pod("ADDED", pod("mine"), None)
+    live._on_pod("ADDED", pod("theirs", scheduler="default-scheduler"), None)
+    assert list(live.new_pending) == ["default/mine"]
+
+
+def test_our_own_status_update_does_not_requeue_an_unschedulable_pod(live: LiveScheduler) -> None:
+    obj = pod("p")
+    live.unschedulable["default/p"] = obj
+    updated = {**obj, "status": {"conditions": [{"type": "PodScheduled", "status": "False"}]}}
+    live._on_pod("MODIFIED", updated, obj)
+    assert live.new_pending == {} and live.unschedulable["default/p"] is updated
+
+
+def test_a_cluster_event_wakes_unschedulable_pods_and_marks_the_session_stale(live: LiveScheduler) -> None:
+    live.dirty = False
+    live.unschedulable["default/p"] = pod("p")
+    live._on_node("ADDED", node("n2"), None)
+    assert live.dirty and "default/p" in live.backing_off and not live.unschedulable
+
+
+def test_node_heartbeats_are_not_cluster_events(live: LiveScheduler) -> None:
+    old = node("n1")
+    beat = {**old, "status": {**old["status"], "conditions": [{"type": "Ready", "lastHeartbeatTime": "t2"}]}}
+    assert not _node_changed(old, beat)
+    more = {**old, "status": {**old["status"], "allocatable": {**old["status"]["allocatable"], ACCEL: "8"}}}
+    assert _node_changed(old, more)
+    live.dirty = False
+    live._on_node("MODIFIED", beat, old)
+    assert not live.dirty
+
+
+def test_our_confirmed_bind_needs_no_rebuild_but_a_foreign_bind_does(live: LiveScheduler) -> None:
+    obj = pod("p")
+    live.dirty = False
+    live.assumed["default/p"] = Decision(live_convert.objects.parse_pod(obj), "n1", 0.0)
+    live._on_pod("MODIFIED", {**obj, "spec": {**obj["spec"], "nodeName": "n1"}}, obj)
+    assert not live.dirty and "default/p" not in live.assumed
+    other = pod("q")
+    live._on_pod("MODIFIED", {**other, "spec": {**other["spec"], "nodeName": "n1"}}, other)
+    assert live.dirty
+
+
+def test_assumed_pods_are_accounted_as_bound_with_their_devices() -> None:
+    obj = pod("p")
+    decision = Decision(live_convert.objects.parse_pod(obj), "n1", 0.0, {"accelsched.io/devices": '{"x": ["a"]}'})
+    bound = _as_bound(obj, decision)
+    assert bound["spec"]["nodeName"] == "n1" and bound["metadata"]["annotations"]["accelsched.io/devices"]
+    assert "nodeName" not in obj["spec"]  # the cache's object is untouched
+
+
+def test_query_names_and_paths() -> None:
+    assert _camel({"field_selector": "a", "limit": 5}) == {"fieldSelector": "a", "limit": 5}
+    assert PODS.path("ns", "p", "binding") == "/api/v1/namespaces/ns/pods/p/binding"
+    assert PODS.path() == "/api/v1/pods"
+
+
+# ---------------------------------------------------------------------------------------------- operability
+
+
+def test_health_ready_and_metrics_endpoints() -> None:
+    metrics = Metrics()
+    state = {"ready": False}
+    server = HealthServer(metrics, lambda: (state["ready"], "caches not synced"), port=0, host="127.0.0.1")
+    server.start()
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        assert urllib.request.urlopen(f"{base}/healthz").read() == b"ok"
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"{base}/readyz")
+        assert err.value.code == 503
+        state["ready"] = True
+        assert urllib.request.urlopen(f"{base}/readyz").status == 200
+        metrics.schedule_attempts.labels("scheduled", "accelsched").inc(3)
+        metrics.attempt_duration.labels("scheduled", "accelsched").observe(0.002)
+        metrics.pending_pods.labels("unschedulable").set(2)
+        text = urllib.request.urlopen(f"{base}/metrics").read().decode()
+        assert 'scheduler_schedule_attempts_total{profile="accelsched",result="scheduled"} 3.0' in text
+        assert 'scheduler_scheduling_attempt_duration_seconds_bucket{le="0.002",profile="accelsched"' in text
+        assert 'scheduler_pending_pods{queue="unschedulable"} 2.0' in text
+    finally:
+        server.stop()
+
+
+def test_logs_are_json_lines_with_the_extra_fields() -> None:
+    record = logging.LogRecord("accelsched.live", logging.WARNING, "", 0, "binding not done", None, None)
+    record.pod = "default/p"
+    line = json.loads(JSONFormatter().format(record))
+    assert line["level"] == "warning" and line["msg"] == "binding not done" and line["pod"] == "default/p"
+    assert line["ts"].endswith("Z")
