@@ -14,7 +14,8 @@ from accelsched.framework.scheduler import ScheduleResult
 
 
 def pod_json(r: ScheduleResult) -> dict[str, Any]:
-    return {
+    """The contract's pod entry; ``preempted`` (the evicted pods, ``namespace/name``) only when it preempted."""
+    out = {
         "namespace": r.pod.namespace,
         "name": r.pod.name,
         "node": r.node,
@@ -22,6 +23,9 @@ def pod_json(r: ScheduleResult) -> dict[str, Any]:
         "message": r.message,
         "reasons": {node: list(reasons) for node, reasons in r.reasons.items()},
     }
+    if r.preempted:
+        out["preempted"] = [v.key for v in r.preempted]
+    return out
 
 
 def node_json(cluster: ClusterState, i: int) -> dict[str, Any]:

@@ -205,10 +205,10 @@ def test_rejected_pod_then_another_bind() -> None:
     """A pod rejected by PodTopologySpread waits; binding another pod afterwards asks the queueing hint whether
     it may now fit. The run must finish with the rejected pod still Pending and the other pod bound."""
     nodes = [node("a0", labels={ZONE: "a"}), node("b0", labels={ZONE: "b"}, pods=1)]
-    existing = [
-        pod("o1", labels=WEB, node_name="a0"),
-        pod("o2", labels=WEB, node_name="b0"),
-        pod("o3", labels=WEB, node_name="a0"),
+    existing = [  # as important as "first": nothing to preempt
+        pod("o1", labels=WEB, node_name="a0", priority=10),
+        pod("o2", labels=WEB, node_name="b0", priority=10),
+        pod("o3", labels=WEB, node_name="a0", priority=10),
     ]
     results = run(nodes, [*existing, web("first", priority=10), pod("later")])
     assert results["first"].node is None

@@ -29,6 +29,8 @@ def test_sixteen_accelerators_fit_nowhere_with_the_kube_scheduler_message(outcom
     assert r.node is None
     assert r.message == (
         "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient qualcomm.com/ai-accelerator."
+        " preemption: 0/4 nodes are available: 1 Preemption is not helpful for scheduling,"
+        " 3 No preemption victims found for incoming pod.."
     )
     verdicts = {v.node: v for v in outcomes[1].verdicts["default/train-16"]}
     assert verdicts["node-c"].first_filter == "TaintToleration"
@@ -42,6 +44,7 @@ def test_only_the_tolerating_pod_lands_on_the_tainted_node(outcomes):
     assert infer_b.message == (
         "0/4 nodes are available: 1 node(s) had untolerated taint(s), "
         "3 node(s) didn't match Pod's node affinity/selector."
+        " preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.."
     )
     remedies = {v.node: v.remedies for v in outcomes[2].verdicts["default/infer-b"]}
     assert "tolerate maintenance=true:NoSchedule would make node-c feasible" in remedies["node-c"]
@@ -67,6 +70,8 @@ def test_replicas_spread_over_pdus_and_the_extra_one_stays_pending(outcomes):
     assert pending.message == (
         "0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, "
         "2 node(s) didn't match pod anti-affinity rules."
+        " preemption: 0/4 nodes are available: 2 No preemption victims found for incoming pod,"
+        " 2 Preemption is not helpful for scheduling.."
     )
 
 

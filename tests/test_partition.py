@@ -17,6 +17,9 @@ from accelsched.engine import Session
 from accelsched.errors import InputError
 from accelsched.framework.profile import parse_config
 
+# DefaultPreemption's part of the message: the lone node holds no pod of lower priority.
+NO_VICTIMS = " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.."
+
 
 def node(name: str, partitioning: dict) -> dict:
     return {
@@ -57,7 +60,8 @@ def test_dynamic_mig_carves_instances_at_valid_starts_until_the_gpu_is_full():
     _, results = schedule(node("n", MIG_A100), *[pod(f"p{i}", "nvidia.com/mig-3g.20gb", 1) for i in range(3)])
     starts = sorted(results[f"p{i}"].devices["nvidia.com/mig-3g.20gb"][0] for i in range(2))
     assert starts == ["gpu-0:3g.20gb@0", "gpu-0:3g.20gb@4"]
-    assert results["p2"].message == "0/1 nodes are available: 1 Insufficient nvidia.com/mig-3g.20gb."  # 2 per GPU
+    # 2 per GPU
+    assert results["p2"].message == "0/1 nodes are available: 1 Insufficient nvidia.com/mig-3g.20gb." + NO_VICTIMS
 
 
 def test_placement_not_count_rejects_when_the_free_slices_are_misaligned():
@@ -69,7 +73,7 @@ def test_placement_not_count_rejects_when_the_free_slices_are_misaligned():
     assert results["small"].devices == {"nvidia.com/mig-1g.5gb": ["gpu-0:1g.5gb@6"]}
     assert results["a"].devices == {"nvidia.com/mig-3g.20gb": ["gpu-0:3g.20gb@0"]}
     assert results["b"].node is None
-    assert results["b"].message == "0/1 nodes are available: 1 node(s) had no free 3g.20gb MIG placement."
+    assert results["b"].message == "0/1 nodes are available: 1 node(s) had no free 3g.20gb MIG placement." + NO_VICTIMS
 
 
 def test_four_free_slices_in_the_wrong_places_do_not_fit_a_3g():
@@ -150,7 +154,9 @@ def test_milli_shares_fit_on_one_device_and_whole_gpus_need_free_devices():
     _, results = schedule(*docs)
     assert results["a"].devices[MILLI_RESOURCE] != results["b"].devices[MILLI_RESOURCE]  # 600 + 600 > 1000
     assert results["whole"].node is None  # both devices are shared now
-    assert results["whole"].message == "0/1 nodes are available: 1 node(s) had no device with 1 free nvidia.com/gpu."
+    assert results["whole"].message == (
+        "0/1 nodes are available: 1 node(s) had no device with 1 free nvidia.com/gpu." + NO_VICTIMS
+    )
     assert results["c"].devices[MILLI_RESOURCE][0].endswith("milli=400")
 
 

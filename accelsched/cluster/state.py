@@ -34,6 +34,7 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 _MISSING = object()
 CORE_RESOURCES = (quantity.CPU, quantity.MEMORY, quantity.EPHEMERAL_STORAGE, quantity.PODS)
+NO_PODS_PRIORITY = np.iinfo(np.int64).max  # min_priority of a node without pods
 ALL_NAMESPACES = None  # a namespace filter of None means every namespace
 
 NamespaceFilter = frozenset[str] | None
@@ -150,6 +151,9 @@ class ClusterState:
         self.has_partitions = any(n.partition is not None for n in self.nodes)
         self.pods_on: list[dict[str, Pod]] = [{} for _ in self.nodes]
         self.pod_node: dict[str, int] = {}
+        # The lowest priority among each node's pods (int64 max when empty): nodes at or below a preemptor's
+        # priority hold no victim for it, which DefaultPreemption reads without visiting any pod.
+        self.min_priority = np.full(self.n, NO_PODS_PRIORITY, dtype=np.int64)
         self._label_columns: dict[str, LabelColumn] = {}
         self._requirement_masks: dict[Requirement, np.ndarray] = {}
         self._taints = sorted({t for n in self.nodes for t in n.taints}, key=str)
@@ -397,6 +401,8 @@ class ClusterState:
         self.nonzero_requested[1, node] += mem
         self.pods_on[node][pod.key] = pod
         self.pod_node[pod.key] = node
+        if pod.priority < self.min_priority[node]:
+            self.min_priority[node] = pod.priority
         self._count(pod, node, +1)
         self.generation += 1
         self.changes.append(node)
@@ -410,6 +416,8 @@ class ClusterState:
         self.nonzero_requested[0, node] -= cpu
         self.nonzero_requested[1, node] -= mem
         del self.pods_on[node][pod.key]
+        if pod.priority == self.min_priority[node]:
+            self.min_priority[node] = min((p.priority for p in self.pods_on[node].values()), default=NO_PODS_PRIORITY)
         self._count(pod, node, -1)
         self.generation += 1
         self.changes.append(node)

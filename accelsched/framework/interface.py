@@ -142,9 +142,9 @@ class FilterPlugin(Protocol):
 class PostFilterPlugin(Protocol):
     name: str
 
-    def post_filter(
-        self, state: CycleState, pod: Pod, cluster: ClusterState, filtered: Any
-    ) -> tuple[str | None, Status]: ...
+    def post_filter(self, state: CycleState, pod: Pod, handle: Any, diagnosis: Any) -> tuple[Any, Status]:
+        """``handle`` is the Scheduler (kube-scheduler's framework.Handle); returns (a nomination or None, status)."""
+        ...
 
 
 @runtime_checkable

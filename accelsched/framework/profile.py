@@ -18,6 +18,7 @@ from accelsched.errors import InputError
 from accelsched.framework import interface as fw
 from accelsched.plugins import (
     defaultbinder,
+    defaultpreemption,
     deviceallocation,
     devicepartition,
     interpodaffinity,
@@ -45,6 +46,7 @@ REGISTRY: dict[str, Factory] = {
     deviceallocation.NAME: deviceallocation.new,
     podtopologyspread.NAME: podtopologyspread.new,
     interpodaffinity.NAME: interpodaffinity.new,
+    defaultpreemption.NAME: defaultpreemption.new,
     noderesources.BALANCED_NAME: noderesources.new_balanced,
     defaultbinder.NAME: defaultbinder.new,
 }
@@ -62,6 +64,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (deviceallocation.NAME, 0),
     (podtopologyspread.NAME, 2),
     (interpodaffinity.NAME, 2),
+    (defaultpreemption.NAME, 0),
     (noderesources.BALANCED_NAME, 1),
     (defaultbinder.NAME, 0),
 )

@@ -76,3 +76,12 @@ class SchedulingQueue:
             del self._hinted[key]
             self.add(self._unschedulable.pop(key).pod)
         return len(moved)
+
+    def requeue_unschedulable(self) -> int:
+        """A pod was deleted: every waiting pod may fit now, so all go back to the active heap."""
+        moved = list(self._unschedulable.values())
+        self._unschedulable.clear()
+        self._hinted.clear()
+        for entry in moved:
+            self.add(entry.pod)
+        return len(moved)

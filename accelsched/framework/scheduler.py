@@ -12,6 +12,7 @@ import random
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -62,19 +63,26 @@ class Diagnosis:
 
 
 def fit_error_message(num_nodes: int, diagnosis: Diagnosis) -> str:
-    """FitError.Error(): ``0/N nodes are available: <PreFilterMsg>. <sorted "count reason" list>. <PostFilterMsg>.``"""
+    """FitError.Error(): ``0/N nodes are available: <PreFilterMsg>. <sorted "count reason" list>. <PostFilterMsg>.``
+
+    The PostFilter part is DefaultPreemption's ``preemption: `` + its own FitError message, which ends with a
+    period already: kube-scheduler prints ``..`` at the end, and so does this."""
     if num_nodes == 0:
         return NO_NODES_AVAILABLE
     msg = f"0/{num_nodes} nodes are available:"
     if diagnosis.pre_filter_msg:
         msg += f" {diagnosis.pre_filter_msg}."
     else:
-        entries = sorted(f"{count} {reason}" for reason, count in diagnosis.histogram().items())
-        if entries:
-            msg += f" {', '.join(entries)}."
+        msg += _histogram(diagnosis.histogram())
     if diagnosis.post_filter_msg:
         msg += f" {diagnosis.post_filter_msg}."
     return msg
+
+
+def _histogram(counts: Counter[str]) -> str:
+    """`` 3 Insufficient cpu, 10 node(s) were unschedulable.``: sorted as plain strings, as kube-scheduler does."""
+    entries = sorted(f"{count} {reason}" for reason, count in counts.items() if count)
+    return f" {', '.join(entries)}." if entries else ""
 
 
 @dataclass
@@ -98,6 +106,8 @@ class ScheduleResult:
     diagnosis: Diagnosis | None = None
     feasible: int = 0
     node_names: list[str] | None = field(default=None, repr=False)
+    preempted: list[Pod] = field(default_factory=list)  # the pods evicted to make room for this one
+    nominated: int | None = field(default=None, repr=False)  # the node DefaultPreemption made room on
 
     @property
     def scheduled(self) -> bool:
@@ -134,6 +144,7 @@ class Scheduler:
         self.queue = SchedulingQueue(first.at("queueSort")[0].sort_key, self.hints)
         # Called with each pod right before its scheduling attempt (explanations hook in here).
         self.observer: Callable[[Pod], None] | None = None
+        self.preempted: list[ScheduleResult] = []  # victims evicted since the queue last collected them
 
     # ------------------------------------------------------------------------------------ bound pods
 
@@ -184,6 +195,10 @@ class Scheduler:
                 if self.observer is not None:
                     self.observer(pod)
                 outcome = [self.schedule_one(pod)]
+            for victim in self.preempted:  # evicted by this outcome: listed before the pod that took their room
+                results.pop(victim.pod.key, None)
+                results[victim.pod.key] = victim
+            self.preempted.clear()
             for result in outcome:
                 results.pop(result.pod.key, None)
                 results[result.pod.key] = result
@@ -221,7 +236,52 @@ class Scheduler:
                 best = (len(held), None if candidate is None else candidate[0], first_failure)
             for h in reversed(held):
                 self.release(h)
-        return self._gang_failed(group, members, key, best)
+        preemptor = self._gang_preemptor(members)
+        if preemptor is not None:
+            for candidate in candidates:
+                outcome = self._gang_preempting(group, members, candidate, preemptor)
+                if outcome is not None:
+                    return outcome
+        return self._gang_failed(group, members, key, best, preemptor is not None)
+
+    def _gang_preemptor(self, members: list[Pod]) -> Any:
+        """The PostFilter plugin that can pick victims for a gang (DefaultPreemption), if every member may preempt."""
+        if any(p.preemption_policy == "Never" for p in members):
+            return None
+        profile = self.profile_for(members[0])
+        plugins = profile.at("postFilter") if profile is not None else []
+        return next((p for p in plugins if hasattr(p, "find_candidate")), None)
+
+    def _gang_preempting(
+        self, group: gang.PodGroup, members: list[Pod], candidate: tuple[str, np.ndarray] | None, preemptor: Any
+    ) -> list[ScheduleResult] | None:
+        """Place the gang in one domain, evicting lower-priority pods for each member that does not fit. The
+        evictions stand only if at least minMember are then held; otherwise everything is put back as it was."""
+        allowed = None if candidate is None else candidate[1]
+        exclude = frozenset(p.key for p in members)
+        held: list[Held] = []
+        evicted: list[tuple[Pod, int, Pod, int]] = []  # (victim, its node, the member it made room for, that node)
+        results: dict[str, ScheduleResult] = {}
+        for pod in members:
+            result = self.schedule_one(pod, hold=held, allowed=allowed)
+            if not result.scheduled and result.diagnosis is not None and result.diagnosis.log:
+                found, _ = preemptor.find_candidate(pod, self, result.diagnosis, exclude, allowed)
+                if found is not None:
+                    evicted.extend((v, self.evict(v), pod, found.node) for v in found.victims)
+                    result = self.schedule_one(pod, hold=held, allowed=self._only(found.node))
+            results[pod.key] = result
+        if len(held) >= group.min_member:
+            for victim, _, by, node in evicted:
+                self.preempt([victim], by, node)
+            for h in held:
+                results[h.pod.key] = self.complete(h)
+                results[h.pod.key].preempted = [v for v, _, by, _ in evicted if by is h.pod]
+            return [results[p.key] for p in members]
+        for h in reversed(held):
+            self.release(h)
+        for victim, node, _, _ in reversed(evicted):
+            self.restore(victim, node)
+        return None
 
     def _gang_domains(self, key: str, members: list[Pod], group: gang.PodGroup) -> list[tuple[str, np.ndarray] | None]:
         """The topology domains of ``key``, tightest fit first by the gang's main resource (free within)."""
@@ -243,7 +303,12 @@ class Scheduler:
         return resource, amount * group.min_member
 
     def _gang_failed(
-        self, group: gang.PodGroup, members: list[Pod], key: str, best: tuple[int, str | None, ScheduleResult | None]
+        self,
+        group: gang.PodGroup,
+        members: list[Pod],
+        key: str,
+        best: tuple[int, str | None, ScheduleResult | None],
+        preempting: bool = False,
     ) -> list[ScheduleResult]:
         """``gang ns/train-a needs 8 pods x 4 qualcomm.com/ai-accelerator (minMember 8); best pdu pdu-2 fits 6;
         short 8 qualcomm.com/ai-accelerator; first member that did not fit: 0/4 nodes are available: ...``"""
@@ -259,6 +324,8 @@ class Scheduler:
                 message += f"; short {need - free} {resource}"
         if group.required_topology and domain is None and fitted < 0:
             message += f"; no node has the {key} label"
+        if preempting:
+            message += "; preemption: evicting lower-priority pods would not make the whole gang fit"
         if failure is not None and failure.message:
             message += f"; first member that did not fit: {failure.message}"
         diagnosis = Diagnosis(plugins={gang.GANG})
@@ -283,18 +350,21 @@ class Scheduler:
         if cluster.n == 0:
             return ScheduleResult(pod, message=NO_NODES_AVAILABLE, diagnosis=Diagnosis())
 
-        for plugin in profile.at("preFilter"):
-            status = plugin.pre_filter(state, pod, cluster)
-            if status.code == Code.SKIP:
-                state.skip_filter.add(plugin.name)
-            elif not status.ok:
-                diagnosis = Diagnosis(pre_filter_msg=status.message, plugins={plugin.name})
-                return self._unschedulable(pod, profile, state, diagnosis)
+        rejected = self._pre_filter(profile, state, pod)
+        if rejected is not None:
+            diagnosis = Diagnosis(pre_filter_msg=rejected.message, plugins={rejected.plugin})
+            return self._unschedulable(pod, profile, state, diagnosis, post_filter=hold is None)
 
         feasible, log = self.find_feasible(profile, state, pod)
         chosen = np.flatnonzero(feasible) if log else self.all_nodes
         if chosen.size == 0:
-            return self._unschedulable(pod, profile, state, self.diagnose(log))
+            result = self._unschedulable(pod, profile, state, self.diagnose(log), post_filter=hold is None)
+            if result.nominated is None:
+                return result
+            # Victims evicted: the pod goes to its nominated node in the next cycle, which offline is now.
+            retry = self.schedule_one(pod, allowed=self._only(result.nominated))
+            retry.preempted = result.preempted + retry.preempted
+            return retry
 
         node = int(chosen[0]) if chosen.size == 1 else self.select_host(profile, state, pod, chosen)
         failed = self._reserve(pod, profile, state, node)
@@ -304,6 +374,72 @@ class Scheduler:
             hold.append(Held(pod, profile, state, node, int(chosen.size)))
             return ScheduleResult(pod, self.cluster.nodes[node].name, dict(pod.devices), feasible=int(chosen.size))
         return self._complete(pod, profile, state, node, int(chosen.size))
+
+    def _pre_filter(self, profile: Profile, state: CycleState, pod: Pod) -> Status | None:
+        """Run PreFilter; the first rejecting status, or None. Plugins that skip are left out of Filter."""
+        for plugin in profile.at("preFilter"):
+            status = plugin.pre_filter(state, pod, self.cluster)
+            if status.code == Code.SKIP:
+                state.skip_filter.add(plugin.name)
+            elif not status.ok:
+                return Status(status.code, status.reasons, plugin.name)
+        return None
+
+    def _only(self, node: int) -> np.ndarray:
+        mask = np.zeros(self.cluster.n, dtype=bool)
+        mask[node] = True
+        return mask
+
+    # ------------------------------------------------------------------------------------ preemption
+
+    def dry_run(self, pod: Pod, node: int, allowed: np.ndarray | None = None) -> list[str] | None:
+        """Would ``pod`` pass PreFilter and every Filter on ``node`` as the cluster is now? None if so, else the
+        reasons of the first filter that rejects it there (DefaultPreemption's per-node status)."""
+        profile = self.profile_for(pod)
+        if profile is None:
+            return [f"no profile serves schedulerName {pod.scheduler_name!r}"]
+        state = CycleState()
+        state.allowed = self._only(node) if allowed is None else self._only(node) & allowed
+        rejected = self._pre_filter(profile, state, pod)
+        if rejected is not None:
+            return list(rejected.reasons)
+        feasible, log = self.find_feasible(profile, state, pod)
+        if feasible[node]:
+            return None
+        return [
+            r.reason
+            for name, result, newly in log
+            if name != gang.GANG and newly[node]
+            for r in result.rejections
+            if r.nodes[node]
+        ]
+
+    def evict(self, pod: Pod) -> int:
+        """Take a bound pod off its node (devices included); returns the node, for ``restore``."""
+        node = self.cluster.pod_node[pod.key]
+        self.cluster.devices[node].release(pod.devices)
+        self.cluster.forget(pod)
+        return node
+
+    def restore(self, pod: Pod, node: int) -> None:
+        """Put an evicted pod back where it was, on the same devices."""
+        self.cluster.devices[node].claim(pod.devices, owner=pod.key)
+        self.cluster.assume(pod, node)
+
+    def preempt(self, victims: list[Pod], by: Pod, node: int) -> None:
+        """Evict ``victims`` for good (those not evicted yet), record each one's result, and give every waiting
+        pod another try: a deleted pod frees room that any of them may use (kube-scheduler's AssignedPodDelete)."""
+        where = self.node_names[node]
+        for victim in victims:
+            if victim.key in self.cluster.pod_node:
+                self.evict(victim)
+            victim.node_name = ""
+            self.preempted.append(ScheduleResult(victim, message=f"Preempted by {by.key} on node {where}"))
+        self.queue.requeue_unschedulable()
+
+    def histogram_message(self, counts: Counter[str]) -> str:
+        """``0/N nodes are available: 2 Insufficient cpu, 3 <reason>.``: a FitError over per-node statuses."""
+        return f"0/{self.cluster.n} nodes are available:{_histogram(counts)}"
 
     def find_feasible(
         self, profile: Profile, state: CycleState, pod: Pod
@@ -454,15 +590,23 @@ class Scheduler:
         message = f"running {status.plugin} on node {self.cluster.nodes[node].name}: {status.message}"
         return ScheduleResult(pod, message=message, diagnosis=Diagnosis(plugins={status.plugin}))
 
-    def _unschedulable(self, pod: Pod, profile: Profile, state: CycleState, diagnosis: Diagnosis) -> ScheduleResult:
-        for plugin in profile.at("postFilter"):
-            nominated, status = plugin.post_filter(state, pod, self.cluster, diagnosis)
+    def _unschedulable(
+        self, pod: Pod, profile: Profile, state: CycleState, diagnosis: Diagnosis, post_filter: bool = True
+    ) -> ScheduleResult:
+        """The FitError result, after PostFilter (preemption) had its say. A gang member's PostFilter is left to
+        its gang, which preempts only for the whole gang."""
+        nominated = None
+        for plugin in profile.at("postFilter") if post_filter else ():
+            nominated, status = plugin.post_filter(state, pod, self, diagnosis)
             if status.message:
                 diagnosis.post_filter_msg = status.message
             if nominated is not None:
                 break
         message = fit_error_message(self.cluster.n, diagnosis)
-        return ScheduleResult(pod, None, {}, message, diagnosis=diagnosis, node_names=self.node_names)
+        result = ScheduleResult(pod, None, {}, message, diagnosis=diagnosis, node_names=self.node_names)
+        if nominated is not None:
+            result.nominated, result.preempted = nominated.node, list(nominated.victims)
+        return result
 
 
 def _affinity_hint(waiting: Pod, bound: Pod) -> bool:

@@ -1,0 +1,213 @@
+"""DefaultPreemption: when a pod fits nowhere, evict the fewest, lowest-priority pods that make room on one node.
+
+kube-scheduler's evaluator (pkg/scheduler/framework/preemption), step by step:
+
+1. Eligibility: a pod with ``preemptionPolicy: Never`` never preempts.
+2. Nodes where preemption might help: those whose first failing filter rejected them *resolvably* (capacity,
+   anti-affinity, spreading); taints, node affinity, cordons and node names cannot be fixed by evicting pods.
+3. A dry run per node (SelectVictimsOnNode): remove every pod of lower priority; if the pod still does not fit,
+   the node keeps its filter reasons. Otherwise add the removed pods back, most important first, keeping each one
+   with which the pod still fits: the rest are the victims.
+4. The candidate: lowest highest-victim priority, then lowest priority sum, then fewest victims, then first.
+5. The victims are evicted and the pod is nominated to that node.
+
+As kube-scheduler, the dry run visits the potential nodes from a random offset and stops once it holds
+``max(minCandidateNodesPercentage% of nodes, minCandidateNodesAbsolute)`` candidates. PodDisruptionBudgets and
+the victims' start times (criteria 1 and 5) are not modelled: offline inputs carry neither.
+
+Gang-aware: a bound pod of a gang (label ``scheduling.x-k8s.io/pod-group``) is evicted only together with every
+bound member of its gang, and only when all of them have lower priority; evicting part of a running gang would
+leave the rest holding accelerators for a job that cannot run. The evaluator is also the gang's own: a pending
+gang asks it per member (``find_candidate`` with the gang's members excluded), and keeps the evictions only if
+the whole gang then fits (framework.scheduler.schedule_gang).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from accelsched.api.objects import Pod
+from accelsched.errors import InputError
+from accelsched.framework import gang
+from accelsched.framework.interface import SUCCESS, CycleState, Status, unschedulable
+
+if TYPE_CHECKING:
+    from accelsched.framework.scheduler import Diagnosis, Scheduler
+
+NAME = "DefaultPreemption"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+PREEMPT_NEVER = "Never"
+# pickOneNodeForPreemption adds MaxInt32 + 1 to every priority before summing, so negative priorities count too.
+_PRIORITY_OFFSET = 2**31
+
+
+@dataclass
+class Candidate:
+    """A node and the pods to evict there (a gang's members on other nodes included)."""
+
+    node: int
+    victims: list[Pod]
+
+    def rank(self) -> tuple[int, int, int, int]:
+        highest = max(v.priority for v in self.victims)
+        total = sum(v.priority + _PRIORITY_OFFSET for v in self.victims)
+        return (highest, total, len(self.victims), self.node)
+
+
+class DefaultPreemption:
+    name = NAME
+
+    def __init__(self, min_percentage: int = 10, min_absolute: int = 100) -> None:
+        self.min_percentage = min_percentage
+        self.min_absolute = min_absolute
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, handle: Scheduler, diagnosis: Diagnosis
+    ) -> tuple[Candidate | None, Status]:
+        """Nominate a node after evicting its victims, or say why preemption cannot help (the FitError's
+        ``preemption: ...`` part)."""
+        if pod.preemption_policy == PREEMPT_NEVER:
+            return None, unschedulable(NAME, f"preemption: {NOT_ELIGIBLE_NEVER}")
+        candidate, statuses = self.find_candidate(pod, handle, diagnosis)
+        if candidate is None:
+            return None, unschedulable(NAME, f"preemption: {handle.histogram_message(statuses)}")
+        handle.preempt(candidate.victims, pod, candidate.node)
+        return candidate, SUCCESS
+
+    def find_candidate(
+        self,
+        pod: Pod,
+        handle: Scheduler,
+        diagnosis: Diagnosis,
+        exclude: frozenset[str] = frozenset(),
+        allowed: np.ndarray | None = None,
+    ) -> tuple[Candidate | None, Counter[str]]:
+        """The best candidate (state unchanged), and per reason the number of nodes that gave it."""
+        cluster = handle.cluster
+        statuses: Counter[str] = Counter()
+        helpful = _helpful_nodes(diagnosis, cluster.n)
+        if allowed is not None:
+            helpful &= allowed
+        statuses[NOT_HELPFUL] += int(cluster.n - np.count_nonzero(helpful))
+        has_lower = helpful & (cluster.min_priority < pod.priority)
+        statuses[NO_VICTIMS] += int(np.count_nonzero(helpful & ~has_lower))
+        potential = np.flatnonzero(has_lower)
+        wanted = min(max(cluster.n * self.min_percentage // 100, self.min_absolute), cluster.n)
+        candidates: list[Candidate] = []
+        if potential.size:
+            offset = handle.rng.randrange(potential.size)
+            for i in range(potential.size):
+                node = int(potential[(offset + i) % potential.size])
+                victims, reasons = self.select_victims(pod, node, handle, exclude, allowed)
+                if victims is None:
+                    statuses.update(reasons)
+                    continue
+                candidates.append(Candidate(node, victims))
+                if len(candidates) >= wanted:
+                    break
+        statuses = Counter({reason: count for reason, count in statuses.items() if count})
+        if not candidates:
+            return None, statuses
+        return min(candidates, key=Candidate.rank), statuses
+
+    def select_victims(
+        self, pod: Pod, node: int, handle: Scheduler, exclude: frozenset[str], allowed: np.ndarray | None
+    ) -> tuple[list[Pod] | None, list[str]]:
+        """SelectVictimsOnNode on the live state, which is restored before returning."""
+        units = eviction_units(pod, node, handle, exclude)
+        if not units:
+            return None, [NO_VICTIMS]
+        home = {v.key: handle.evict(v) for unit in units for v in unit}
+        try:
+            reasons = handle.dry_run(pod, node, allowed)
+            if reasons is not None:
+                return None, reasons
+            victims: list[Pod] = []
+            # Most important first (higher priority; stable, so the earlier bound first): each one the pod can
+            # live beside is reprieved, the others stay evicted.
+            for unit in sorted(units, key=lambda u: -max(v.priority for v in u)):
+                for v in unit:
+                    handle.restore(v, home[v.key])
+                if handle.dry_run(pod, node, allowed) is not None:
+                    for v in unit:
+                        handle.evict(v)
+                    victims.extend(unit)
+            return victims, []
+        finally:
+            for unit in units:
+                for v in unit:
+                    if v.key not in handle.cluster.pod_node:
+                        handle.restore(v, home[v.key])
+
+
+def eviction_units(pod: Pod, node: int, handle: Scheduler, exclude: frozenset[str]) -> list[list[Pod]]:
+    """The pods on ``node`` that ``pod`` may evict, grouped: a gang member comes with every bound member of its
+    gang. A unit with any pod of equal or higher priority, or any excluded pod, is not a victim at all."""
+    cluster = handle.cluster
+    units: list[list[Pod]] = []
+    seen: set[str] = set()
+    members: dict[str, list[Pod]] | None = None
+    for victim in list(cluster.pods_on[node].values()):
+        if victim.priority >= pod.priority or victim.key in exclude or victim.key in seen:
+            continue
+        key = gang.group_key(victim)
+        if key is None:
+            unit = [victim]
+        else:
+            if members is None:
+                members = bound_gangs(handle)
+            unit = members[key]
+        seen.update(v.key for v in unit)
+        if all(v.priority < pod.priority and v.key not in exclude for v in unit):
+            units.append(unit)
+    return units
+
+
+def bound_gangs(handle: Scheduler) -> dict[str, list[Pod]]:
+    """Every bound pod that belongs to a gang, by gang (``namespace/name``)."""
+    out: dict[str, list[Pod]] = {}
+    for pods in handle.cluster.pods_on:
+        for pod in pods.values():
+            key = gang.group_key(pod)
+            if key is not None:
+                out.setdefault(key, []).append(pod)
+    return out
+
+
+def _helpful_nodes(diagnosis: Diagnosis, n: int) -> np.ndarray:
+    """nodesWherePreemptionMightHelp: nodes whose first failing filter rejected them resolvably."""
+    if diagnosis.pre_filter_msg:
+        return np.zeros(n, dtype=bool)
+    helpful = np.zeros(n, dtype=bool)
+    unresolvable = np.zeros(n, dtype=bool)
+    for _, result, newly in diagnosis.log:
+        helpful |= newly
+        for rejection in result.rejections:
+            if not rejection.resolvable:
+                unresolvable |= rejection.nodes & newly
+    return helpful & ~unresolvable
+
+
+def new(args: dict[str, Any], handle: object) -> DefaultPreemption:
+    """DefaultPreemptionArgs: minCandidateNodesPercentage (0..100, default 10) and minCandidateNodesAbsolute
+    (>= 0, default 100), not both zero."""
+    where = f"pluginConfig {NAME}"
+    unknown = set(args) - {"minCandidateNodesPercentage", "minCandidateNodesAbsolute"}
+    if unknown:
+        raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}", obj=where, field="args")
+    pct = args.get("minCandidateNodesPercentage", 10)
+    absolute = args.get("minCandidateNodesAbsolute", 100)
+    for name, value, top in (("minCandidateNodesPercentage", pct, 100), ("minCandidateNodesAbsolute", absolute, None)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0 or (top is not None and value > top):
+            bound = f"a whole number between 0 and {top}" if top is not None else "a whole number >= 0"
+            raise InputError(f"must be {bound}, got {value!r}", obj=where, field=f"args.{name}")
+    if pct == 0 and absolute == 0:
+        raise InputError("minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0", obj=where,
+                         field="args")
+    return DefaultPreemption(pct, absolute)

@@ -1,0 +1,331 @@
+"""DefaultPreemption as kube-scheduler does it, and gang-aware.
+
+Faithful parts: only resolvable rejections are worth preempting for; only pods of strictly lower priority are
+victims; victims are as few and as unimportant as possible (reprieve most important first); the candidate node
+has the lowest highest-victim priority, then the lowest priority sum, then the fewest victims; preemptionPolicy
+Never opts out; and the FitError gets the ``preemption: 0/N nodes are available: ...`` part (ending ``..``, as
+kube-scheduler prints it). Gang parts: a running gang is evicted whole or not at all, and a pending gang preempts
+only when the whole gang then fits.
+"""
+
+from __future__ import annotations
+
+import json
+
+from builders import ACCEL, node, pod, run, session, taint
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accelsched.api.loader import Document, Inputs, build_inputs
+from accelsched.engine import Session
+from accelsched.framework.profile import parse_config
+from accelsched.report import to_json
+
+GANG_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+def accel_pod(name: str, count: int, priority: int = 0, on: str | None = None, **kw) -> dict:
+    return pod(name, extra={ACCEL: count}, priority=priority, node_name=on, **kw)
+
+
+def never(doc: dict) -> dict:
+    doc["spec"]["preemptionPolicy"] = "Never"
+    return doc
+
+
+def evicted(results: dict) -> dict[str, str]:
+    return {name: r.message for name, r in results.items() if r.message.startswith("Preempted by")}
+
+
+def test_a_higher_priority_pod_evicts_the_fewest_lowest_priority_pods_and_binds_there() -> None:
+    nodes = [node("a", **{ACCEL: 4})]
+    existing = [accel_pod("low1", 1, 1, "a"), accel_pod("low2", 1, 2, "a"), accel_pod("low3", 2, 3, "a")]
+    results = run(nodes, [*existing, accel_pod("high", 2, priority=100)])
+    # Evicting low1 and low2 (2 cards, priorities 1+2) beats evicting low3 (2 cards, priority 3): the highest
+    # victim priority decides first. Reprieve goes most important first, so low3 stays.
+    assert results["high"].node == "a"
+    assert sorted(v.name for v in results["high"].preempted) == ["low1", "low2"]
+    assert evicted(results) == {
+        "low1": "Preempted by default/high on node a",
+        "low2": "Preempted by default/high on node a",
+    }
+    assert "low3" not in results  # never touched
+
+
+def test_the_node_whose_victims_matter_least_is_chosen() -> None:
+    nodes = [node("a", **{ACCEL: 2}), node("b", **{ACCEL: 2}), node("c", **{ACCEL: 2})]
+    existing = [
+        accel_pod("on-a", 2, 50, "a"),
+        accel_pod("on-b1", 1, 10, "b"),
+        accel_pod("on-b2", 1, 10, "b"),
+        accel_pod("on-c", 2, 10, "c"),
+    ]
+    results = run(nodes, [*existing, accel_pod("high", 2, priority=100)])
+    # b and c both have highest victim priority 10; c's sum (one pod) is lower than b's (two pods).
+    assert results["high"].node == "c"
+    assert [v.name for v in results["high"].preempted] == ["on-c"]
+
+
+def test_equal_or_higher_priority_pods_are_never_victims() -> None:
+    nodes = [node("a", **{ACCEL: 2}), node("b", **{ACCEL: 2})]
+    existing = [accel_pod("same", 2, 100, "a"), accel_pod("higher", 2, 200, "b")]
+    results = run(nodes, [*existing, accel_pod("high", 2, priority=100)])
+    assert results["high"].node is None
+    assert results["high"].message == (
+        f"0/2 nodes are available: 2 Insufficient {ACCEL}. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.."
+    )
+    assert evicted(results) == {}
+
+
+def test_preemption_is_not_helpful_where_a_filter_cannot_be_fixed_by_evicting() -> None:
+    nodes = [
+        node("tainted", taints=[taint("maintenance")], **{ACCEL: 2}),
+        node("cordoned", unschedulable=True, **{ACCEL: 2}),
+        node("full", **{ACCEL: 2}),
+        node("small", **{ACCEL: 1}),
+    ]
+    existing = [
+        accel_pod("t", 2, 0, "tainted", tolerations=[{"operator": "Exists"}]),
+        accel_pod("c", 2, 0, "cordoned"),
+        accel_pod("f", 2, 50, "full"),
+        accel_pod("s", 1, 0, "small"),
+    ]
+    results = run(nodes, [*existing, accel_pod("high", 2, priority=10)])
+    assert results["high"].node is None
+    # "small" has a lower-priority pod, but evicting it leaves 1 card: the node keeps its filter reason.
+    assert results["high"].message == (
+        f"0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, "
+        f"2 Insufficient {ACCEL}. preemption: 0/4 nodes are available: 1 Insufficient {ACCEL}, "
+        "1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.."
+    )
+    assert evicted(results) == {}
+
+
+def test_preemption_policy_never_waits_instead() -> None:
+    nodes = [node("a", **{ACCEL: 2})]
+    results = run(nodes, [accel_pod("low", 2, 0, "a"), never(accel_pod("polite", 2, priority=100))])
+    assert results["polite"].node is None
+    assert results["polite"].message == (
+        f"0/1 nodes are available: 1 Insufficient {ACCEL}. preemption: not eligible due to preemptionPolicy=Never.."
+    )
+    assert evicted(results) == {}
+
+
+def test_priority_class_gives_priority_and_preemption_policy() -> None:
+    docs = [
+        node("a", **{ACCEL: 2}),
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "batch"}, "value": 10},
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "urgent-polite"},
+            "value": 1000,
+            "preemptionPolicy": "Never",
+        },
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "urgent"}, "value": 1000},
+    ]
+    batch = accel_pod("batch", 2, None, "a")
+    batch["spec"]["priorityClassName"] = "batch"
+    polite = accel_pod("polite", 2)
+    polite["spec"]["priorityClassName"] = "urgent-polite"
+    urgent = accel_pod("urgent", 2)
+    urgent["spec"]["priorityClassName"] = "urgent"
+    inputs = build_inputs([Document(d, "t.yaml", d["kind"]) for d in [*docs, batch, polite, urgent]], base=Inputs())
+    results = {r.pod.name: r for r in Session.start(inputs).schedule()}
+    assert results["polite"].node is None and "preemptionPolicy=Never" in results["polite"].message
+    assert results["urgent"].node == "a"
+    assert [v.name for v in results["urgent"].preempted] == ["batch"]
+
+
+def test_a_freed_node_lets_lower_priority_pending_pods_try_again() -> None:
+    """Evicting two 1-card pods for a 1-card pod frees a card a waiting pod can then use."""
+    nodes = [node("a", **{ACCEL: 2})]
+    existing = [accel_pod("big", 2, 0, "a")]
+    pending = [accel_pod("waiting", 1, priority=5), accel_pod("high", 1, priority=100)]
+    results = run(nodes, [*existing, *pending])
+    assert results["high"].node == "a"
+    assert [v.name for v in results["high"].preempted] == ["big"]
+    assert results["waiting"].node == "a"  # it failed before "big" left, and was retried after
+
+
+def test_victims_are_listed_in_the_json_contract() -> None:
+    s = session([node("a", **{ACCEL: 1})], [accel_pod("low", 1, 0, "a"), accel_pod("high", 1, priority=9)])
+    out = to_json(s.schedule(), s.cluster)
+    json.dumps(out)
+    assert [(p["name"], p["node"], p["message"]) for p in out["pods"]] == [
+        ("low", None, "Preempted by default/high on node a"),
+        ("high", "a", ""),
+    ]
+    assert out["pods"][1]["preempted"] == ["default/low"]
+
+
+def test_config_args_are_checked() -> None:
+    def cfg(args: dict) -> None:
+        parse_config(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [{"pluginConfig": [{"name": "DefaultPreemption", "args": args}]}],
+            }
+        )
+
+    cfg({"minCandidateNodesPercentage": 50, "minCandidateNodesAbsolute": 10})
+    for bad, field in (
+        ({"minCandidateNodesPercentage": 101}, "minCandidateNodesPercentage"),
+        ({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute"),
+        ({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}, "both be 0"),
+        ({"bogus": 1}, "bogus"),
+    ):
+        try:
+            cfg(bad)
+        except Exception as exc:  # InputError
+            assert field in str(exc)
+        else:
+            raise AssertionError(f"{bad} accepted")
+
+
+def test_disabling_default_preemption_drops_the_message_part() -> None:
+    config = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"plugins": {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}}],
+        }
+    )
+    results = run([node("a", **{ACCEL: 1})], [accel_pod("low", 1, 0, "a"), accel_pod("high", 1, 9)], config=config)
+    assert results["high"].message == f"0/1 nodes are available: 1 Insufficient {ACCEL}."
+    assert evicted(results) == {}
+
+
+# ---------------------------------------------------------------------------------------- gangs
+
+
+def member(name: str, gang: str, count: int, priority: int, on: str | None = None) -> dict:
+    return accel_pod(name, count, priority, on, labels={GANG_LABEL: gang})
+
+
+def pod_group(name: str, min_member: int) -> dict:
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minMember": min_member},
+    }
+
+
+def run_docs(*docs: dict) -> dict:
+    inputs = build_inputs([Document(d, "t.yaml", d["kind"]) for d in docs], base=Inputs())
+    s = Session.start(inputs)
+    assert not s.rejected
+    return {r.pod.name: r for r in s.schedule()}
+
+
+def test_a_running_gang_is_evicted_whole_or_not_at_all() -> None:
+    """One card is needed on node a; its only low-priority pod belongs to a two-node gang: the whole gang goes."""
+    docs = [
+        node("a", **{ACCEL: 2}),
+        node("b", **{ACCEL: 2}),
+        member("g-0", "train", 2, 0, "a"),
+        member("g-1", "train", 2, 0, "b"),
+        accel_pod("high", 1, priority=100),
+    ]
+    results = run_docs(*docs)
+    assert results["high"].node in ("a", "b")
+    assert sorted(v.name for v in results["high"].preempted) == ["g-0", "g-1"]
+    assert set(evicted(results)) == {"g-0", "g-1"}
+
+
+def test_a_gang_with_a_member_of_equal_priority_is_not_a_victim() -> None:
+    docs = [
+        node("a", **{ACCEL: 2}),
+        node("b", **{ACCEL: 2}),
+        member("g-0", "train", 2, 0, "a"),
+        member("g-1", "train", 2, 100, "b"),  # as important as the preemptor
+        accel_pod("high", 1, priority=100),
+    ]
+    results = run_docs(*docs)
+    assert results["high"].node is None
+    assert "2 No preemption victims found for incoming pod" in results["high"].message
+    assert evicted(results) == {}
+
+
+def test_a_pending_gang_preempts_only_when_the_whole_gang_then_fits() -> None:
+    docs = [
+        node("a", **{ACCEL: 4}),
+        node("b", **{ACCEL: 4}),
+        accel_pod("low-a", 4, 0, "a"),
+        accel_pod("low-b", 4, 0, "b"),
+        pod_group("train", 2),
+        member("w-0", "train", 4, 50),
+        member("w-1", "train", 4, 50),
+    ]
+    results = run_docs(*docs)
+    assert {results["w-0"].node, results["w-1"].node} == {"a", "b"}
+    assert set(evicted(results)) == {"low-a", "low-b"}
+
+
+def test_a_pending_gang_that_cannot_fit_whole_evicts_nobody() -> None:
+    docs = [
+        node("a", **{ACCEL: 4}),
+        node("b", **{ACCEL: 4}),
+        accel_pod("low-a", 4, 0, "a"),
+        accel_pod("vip-b", 4, 100, "b"),  # cannot be evicted by the gang
+        pod_group("train", 2),
+        member("w-0", "train", 4, 50),
+        member("w-1", "train", 4, 50),
+    ]
+    results = run_docs(*docs)
+    assert results["w-0"].node is None and results["w-1"].node is None
+    assert evicted(results) == {}
+    assert "preemption: evicting lower-priority pods would not make the whole gang fit" in results["w-0"].message
+
+
+# ---------------------------------------------------------------------------------------- properties
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    nodes=st.lists(st.integers(1, 4), min_size=1, max_size=4),
+    bound=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4), st.integers(0, 3), st.booleans()), max_size=10),
+    pending=st.lists(st.tuples(st.integers(1, 4), st.integers(0, 3), st.booleans()), min_size=1, max_size=6),
+)
+def test_preemption_never_evicts_equal_or_higher_priority_and_never_overcommits(nodes, bound, pending) -> None:
+    """Random bound pods (some in one running gang) and pending pods of random priorities."""
+    node_docs = [node(f"n{i}", **{ACCEL: c}) for i, c in enumerate(nodes)]
+    free = dict(enumerate(nodes))
+    existing = []
+    for j, (where, count, prio, in_gang) in enumerate(bound):
+        where %= len(nodes)
+        if count > free[where]:
+            continue
+        free[where] -= count
+        labels = {GANG_LABEL: "running"} if in_gang else None
+        existing.append(accel_pod(f"b{j}", count, prio * 10, f"n{where}", labels=labels))
+    wanted = [accel_pod(f"p{j}", count, prio * 10) for j, (count, prio, _) in enumerate(pending)]
+    for doc, (_, _, is_never) in zip(wanted, pending, strict=True):
+        if is_never:
+            never(doc)
+    s = session(node_docs, [*existing, *wanted])
+    results = s.schedule()
+    by_name = {r.pod.name: r for r in results}
+    priority = {r.pod.name: r.pod.priority for r in results}
+    running_gang = [d["metadata"]["name"] for d in existing if d["metadata"]["labels"].get(GANG_LABEL)]
+    for r in results:
+        for victim in r.preempted:
+            assert victim.priority < r.pod.priority, (victim.name, r.pod.name)
+            assert r.pod.preemption_policy != "Never"
+            if victim.name in running_gang:  # the whole running gang went with it
+                assert all(by_name[m].message.startswith("Preempted by") for m in running_gang)
+        if r.message.startswith("Preempted by"):
+            assert any(r.pod is v for other in results for v in other.preempted)
+    # No overcommit, and the cluster's books agree with the bound pods.
+    cluster = s.cluster
+    row = cluster.res_index[ACCEL]
+    assert (cluster.requested[row] <= cluster.allocatable[row]).all()
+    for i, on in enumerate(cluster.pods_on):
+        assert sum(p.requests.get(ACCEL, 0) for p in on.values()) == cluster.requested[row, i]
+        used = {d for p in on.values() for d in p.devices.get(ACCEL, [])}
+        assert len(used) == cluster.requested[row, i]
+        assert cluster.min_priority[i] == min((p.priority for p in on.values()), default=cluster.min_priority.max())
+    assert priority  # every pending pod got a result
