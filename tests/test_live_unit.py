@@ -344,3 +344,14 @@ def test_logs_are_json_lines_with_the_extra_fields() -> None:
     line = json.loads(JSONFormatter().format(record))
     assert line["level"] == "warning" and line["msg"] == "binding not done" and line["pod"] == "default/p"
     assert line["ts"].endswith("Z")
+
+
+def test_the_shipped_scheduler_config_serves_accelsched_only() -> None:
+    import yaml
+
+    from accelsched.framework.profile import parse_config
+
+    configmap = yaml.safe_load((ROOT / "deploy/scheduler/config.yaml").read_text())
+    config = parse_config(yaml.safe_load(configmap["data"]["config.yaml"]), "deploy/scheduler/config.yaml")
+    assert set(config.profiles) == {"accelsched"}
+    assert (config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds) == (1.0, 10.0)
