@@ -8,6 +8,7 @@ class 0x0604. Ready-made machines (``dgx_like``, ``qaic_box``, ``nic_on_other_so
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -95,6 +96,24 @@ class SysfsBuilder:
 
     def dangling(self, bdf: str, root: str = "pci0000:00") -> SysfsBuilder:
         os.symlink(Path("../../../devices", root, bdf), self.sys / "bus" / "pci" / "devices" / bdf)
+        return self
+
+    # Driver binding and hot-unplug, for device plugin health.
+    def bind(self, bdf: str, driver: str) -> SysfsBuilder:
+        """``<dev>/driver`` -> ``/sys/bus/pci/drivers/<driver>``, as the kernel links a bound device."""
+        drivers = self.sys / "bus" / "pci" / "drivers" / driver
+        drivers.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.relpath(drivers, self.created[bdf]), self.created[bdf] / "driver")
+        return self
+
+    def unbind(self, bdf: str) -> SysfsBuilder:
+        (self.created[bdf] / "driver").unlink()
+        return self
+
+    def unplug(self, bdf: str) -> SysfsBuilder:
+        """The device leaves the bus: its bus entry and its directory are gone."""
+        (self.sys / "bus" / "pci" / "devices" / bdf).unlink()
+        shutil.rmtree(self.created.pop(bdf))
         return self
 
 

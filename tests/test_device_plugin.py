@@ -1,0 +1,395 @@
+"""The device plugin over real unix-socket gRPC, against a kubelet-side peer (tests/kubelet_peer.py).
+
+Each test gets its own device-plugins folder. Health flaps are driven by a manual clock and one explicit health
+step (``refresh``), so nothing here sleeps and hopes; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import grpc
+import pytest
+from kubelet_peer import WAIT, Endpoint, KubeletPeer
+
+from accelsched.deviceplugin import config as plugin_config
+from accelsched.deviceplugin.plugin import DevicePluginManager
+from accelsched.deviceplugin.proto import api_pb2 as pb
+
+RESOURCE = "qualcomm.com/ai-accelerator"
+QAIC = [f"qaic-{i}" for i in range(8)]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def socket_dir() -> Iterator[str]:
+    # Short path: a unix socket path must fit in 108 bytes, pytest's tmp_path may not.
+    path = tempfile.mkdtemp(prefix="dp-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def peer(socket_dir: str) -> Iterator[KubeletPeer]:
+    kubelet = KubeletPeer(socket_dir).start()
+    yield kubelet
+    kubelet.stop()
+
+
+def fake_config(socket_dir: str, **extra: Any) -> plugin_config.PluginConfig:
+    doc: dict[str, Any] = {
+        "resourceName": RESOURCE,
+        "source": "fake",
+        "socketDir": socket_dir,
+        "healthIntervalSeconds": 3600,  # the tests take health steps themselves
+        "watchIntervalSeconds": 0.02,
+        "fake": {
+            "devices": 8,
+            "idPrefix": "qaic",
+            "numaNodes": 2,
+            "devicesPerSwitch": 2,
+            "health": [
+                {"afterSeconds": 10, "device": "qaic-1", "health": "Unhealthy"},
+                {"afterSeconds": 20, "device": "qaic-1", "health": "Healthy"},
+            ],
+        },
+        "allocate": {
+            "envVar": "QAIC_VISIBLE_DEVICES",
+            "deviceNodes": ["/dev/accel/accel{index}"],
+            "sharedDeviceNodes": ["/dev/qaic_ctl"],
+            "mounts": [{"hostPath": "/opt/qti-aic", "containerPath": "/opt/qti-aic", "readOnly": True}],
+            "cdiKind": "qualcomm.com/accel",
+        },
+        "metrics": {"address": "127.0.0.1", "port": 0},
+    }
+    doc.update(extra)
+    return plugin_config.parse(doc, "test-config.yaml")
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def plugin(socket_dir: str, peer: KubeletPeer, clock: Clock) -> Iterator[DevicePluginManager]:
+    manager = DevicePluginManager(fake_config(socket_dir), clock=clock)
+    manager.start()
+    yield manager
+    manager.stop()
+
+
+def allocate(ep: Endpoint, *containers: list[str]) -> pb.AllocateResponse:
+    request = pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=c) for c in containers])
+    return ep.stub.Allocate(request, timeout=WAIT)
+
+
+def preferred(ep: Endpoint, available: list[str], size: int, must: list[str] = ()) -> list[str]:  # type: ignore[assignment]
+    request = pb.PreferredAllocationRequest(
+        container_requests=[
+            pb.ContainerPreferredAllocationRequest(
+                available_deviceIDs=available, must_include_deviceIDs=list(must), allocation_size=size
+            )
+        ]
+    )
+    return list(ep.stub.GetPreferredAllocation(request, timeout=WAIT).container_responses[0].deviceIDs)
+
+
+def rpc_error(call: Any) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as info:
+        call()
+    return info.value
+
+
+def http_get(manager: DevicePluginManager, path: str) -> tuple[int, str]:
+    url = f"http://127.0.0.1:{manager.http.server_port}{path}"  # type: ignore[union-attr]
+    try:
+        with urllib.request.urlopen(url, timeout=WAIT) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def metric(manager: DevicePluginManager, name: str, **labels: str) -> float | None:
+    return manager.metrics.registry.get_sample_value(name, labels)
+
+
+# ---------------------------------------------------------------------------------------------- registration
+
+
+def test_registers_with_the_kubelet_fields_it_checks(plugin: DevicePluginManager, peer: KubeletPeer) -> None:
+    request = peer.next_registration()
+    assert request.version == "v1beta1"
+    assert request.resource_name == RESOURCE
+    assert request.options.get_preferred_allocation_available is True
+    assert request.options.pre_start_required is False
+    # The endpoint is a file name relative to the folder, and the plugin serves there.
+    assert "/" not in request.endpoint
+    assert os.path.exists(os.path.join(peer.socket_dir, request.endpoint))
+    ep = peer.next_endpoint()
+    assert ep.options.get_preferred_allocation_available is True
+    assert metric(plugin, "accelsched_device_plugin_registrations_total", resource=RESOURCE) == 1
+
+
+def test_list_and_watch_sends_the_full_list_with_numa_topology(plugin: DevicePluginManager, peer: KubeletPeer) -> None:
+    ep = peer.next_endpoint()
+    response = ep.lists.get(timeout=WAIT)
+    assert [d.ID for d in response.devices] == QAIC
+    assert {d.health for d in response.devices} == {"Healthy"}
+    numa = {d.ID: [n.ID for n in d.topology.nodes] for d in response.devices}
+    assert numa == {f"qaic-{i}": [i // 4] for i in range(8)}
+
+
+def test_list_and_watch_reports_both_edges_of_a_health_flap(
+    plugin: DevicePluginManager, peer: KubeletPeer, clock: Clock
+) -> None:
+    ep = peer.next_endpoint()
+    assert ep.next_list()["qaic-1"] == "Healthy"
+    # Both steps are taken before the stream is read: neither may be merged away.
+    clock.now = 10
+    assert plugin.refresh() == ["qaic-1"]
+    clock.now = 20
+    assert plugin.refresh() == ["qaic-1"]
+    assert plugin.refresh() == []  # no change, nothing sent
+    down, up = ep.next_list(), ep.next_list()
+    assert down == {**dict.fromkeys(QAIC, "Healthy"), "qaic-1": "Unhealthy"}
+    assert up == dict.fromkeys(QAIC, "Healthy")
+    assert ep.lists.empty()
+
+
+def test_unhealthy_device_is_refused_by_allocate_and_counted(
+    plugin: DevicePluginManager, peer: KubeletPeer, clock: Clock
+) -> None:
+    ep = peer.next_endpoint()
+    clock.now = 10
+    plugin.refresh()
+    assert metric(plugin, "accelsched_device_plugin_devices", resource=RESOURCE, health="Unhealthy") == 1
+    assert metric(plugin, "accelsched_device_plugin_devices", resource=RESOURCE, health="Healthy") == 7
+    err = rpc_error(lambda: allocate(ep, ["qaic-0", "qaic-1"]))
+    assert err.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "unhealthy device(s): qaic-1" in err.details()
+    clock.now = 20
+    plugin.refresh()
+    assert allocate(ep, ["qaic-0", "qaic-1"]).container_responses[0].envs["QAIC_VISIBLE_DEVICES"] == "qaic-0,qaic-1"
+
+
+# ---------------------------------------------------------------------------------------------- Allocate
+
+
+def test_allocate_returns_env_device_nodes_mounts_and_cdi_names(plugin: DevicePluginManager, peer: KubeletPeer) -> None:
+    ep = peer.next_endpoint()
+    response = allocate(ep, ["qaic-2", "qaic-5"], ["qaic-7"])
+    first, second = response.container_responses
+    assert dict(first.envs) == {"QAIC_VISIBLE_DEVICES": "qaic-2,qaic-5"}
+    assert [(d.host_path, d.container_path, d.permissions) for d in first.devices] == [
+        ("/dev/accel/accel2", "/dev/accel/accel2", "rw"),
+        ("/dev/accel/accel5", "/dev/accel/accel5", "rw"),
+        ("/dev/qaic_ctl", "/dev/qaic_ctl", "rw"),
+    ]
+    assert [(m.host_path, m.container_path, m.read_only) for m in first.mounts] == [
+        ("/opt/qti-aic", "/opt/qti-aic", True)
+    ]
+    assert [c.name for c in first.cdi_devices] == ["qualcomm.com/accel=qaic-2", "qualcomm.com/accel=qaic-5"]
+    assert dict(second.envs) == {"QAIC_VISIBLE_DEVICES": "qaic-7"}
+    assert metric(plugin, "accelsched_device_plugin_allocations_total", resource=RESOURCE) == 2
+
+
+@pytest.mark.parametrize(
+    ("containers", "code", "words"),
+    [
+        ([["qaic-0", "gpu-9"]], grpc.StatusCode.NOT_FOUND, "unknown device ID(s) 'gpu-9'"),
+        ([[]], grpc.StatusCode.INVALID_ARGUMENT, "lists no devices_ids"),
+        ([], grpc.StatusCode.INVALID_ARGUMENT, "no container_requests"),
+        ([["qaic-0", "qaic-0"]], grpc.StatusCode.INVALID_ARGUMENT, "listed twice"),
+    ],
+)
+def test_bad_allocate_is_a_grpc_error_and_the_plugin_keeps_serving(
+    plugin: DevicePluginManager, peer: KubeletPeer, containers: list[list[str]], code: grpc.StatusCode, words: str
+) -> None:
+    ep = peer.next_endpoint()
+    err = rpc_error(lambda: allocate(ep, *containers))
+    assert err.code() == code
+    assert words in err.details() and RESOURCE in err.details()
+    assert metric(plugin, "accelsched_device_plugin_allocation_errors_total", resource=RESOURCE, code=code.name) == 1
+    assert allocate(ep, ["qaic-3"]).container_responses[0].envs["QAIC_VISIBLE_DEVICES"] == "qaic-3"
+
+
+def test_one_hundred_concurrent_allocates(plugin: DevicePluginManager, peer: KubeletPeer) -> None:
+    ep = peer.next_endpoint()
+    asks = [[QAIC[i % 8], QAIC[(i * 3 + 1) % 8]] if i % 8 != (i * 3 + 1) % 8 else [QAIC[i % 8]] for i in range(100)]
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        answers = list(pool.map(lambda ids: allocate(ep, ids), asks))
+    for ids, answer in zip(asks, answers, strict=True):
+        assert answer.container_responses[0].envs["QAIC_VISIBLE_DEVICES"] == ",".join(ids)
+    assert metric(plugin, "accelsched_device_plugin_allocations_total", resource=RESOURCE) == 100
+
+
+# ---------------------------------------------------------------------------------------------- GetPreferredAllocation
+
+
+def test_preferred_allocation_keeps_a_pair_behind_one_switch(plugin: DevicePluginManager, peer: KubeletPeer) -> None:
+    ep = peer.next_endpoint()
+    # qaic-2k and qaic-2k+1 share a switch (PIX); NUMA 0 holds qaic-0..3.
+    assert preferred(ep, ["qaic-0", "qaic-2", "qaic-3", "qaic-5"], 2) == ["qaic-2", "qaic-3"]
+    # must_include: the rest sits beside what the kubelet already decided.
+    assert preferred(ep, QAIC, 2, must=["qaic-5"]) == ["qaic-4", "qaic-5"]
+    assert preferred(ep, QAIC, 3, must=["qaic-6", "qaic-0"]) == ["qaic-0", "qaic-1", "qaic-6"]
+    # Four stay on one NUMA node rather than crossing the socket link.
+    assert preferred(ep, ["qaic-1", "qaic-2", "qaic-3", "qaic-4", "qaic-5", "qaic-6", "qaic-7"], 4) == QAIC[4:8]
+    # Ties go to packing beside devices in use: qaic-0 is taken, so its switch partner qaic-1 is used first.
+    assert preferred(ep, ["qaic-1", "qaic-4", "qaic-5"], 1) == ["qaic-1"]
+
+
+@pytest.mark.parametrize(
+    ("available", "size", "must", "code", "words"),
+    [
+        (["qaic-0", "qaic-1"], 3, [], grpc.StatusCode.INVALID_ARGUMENT, "allocation_size 3 is more than the 2"),
+        (["qaic-0", "nope"], 1, [], grpc.StatusCode.NOT_FOUND, "unknown device ID(s) 'nope'"),
+        (["qaic-0", "qaic-1"], 1, ["qaic-2"], grpc.StatusCode.INVALID_ARGUMENT, "not available: qaic-2"),
+        (["qaic-0", "qaic-1"], 1, ["qaic-0", "qaic-1"], grpc.StatusCode.INVALID_ARGUMENT, "do not fit"),
+        (["qaic-0"], 0, [], grpc.StatusCode.INVALID_ARGUMENT, "allocation_size must be > 0"),
+    ],
+)
+def test_bad_preferred_allocation_is_a_grpc_error_and_the_plugin_keeps_serving(
+    plugin: DevicePluginManager,
+    peer: KubeletPeer,
+    available: list[str],
+    size: int,
+    must: list[str],
+    code: grpc.StatusCode,
+    words: str,
+) -> None:
+    ep = peer.next_endpoint()
+    err = rpc_error(lambda: preferred(ep, available, size, must))
+    assert err.code() == code
+    assert words in err.details()
+    assert preferred(ep, ["qaic-0", "qaic-1"], 1) == ["qaic-0"]
+
+
+# ---------------------------------------------------------------------------------------------- restarts
+
+
+def test_registers_again_after_the_kubelet_restarts(plugin: DevicePluginManager, peer: KubeletPeer) -> None:
+    first = peer.next_registration()
+    peer.next_endpoint()
+    peer.restart()  # every socket in the folder is deleted, kubelet.sock is new
+    again = peer.next_registration()
+    assert (again.endpoint, again.resource_name) == (first.endpoint, first.resource_name)
+    ep = peer.next_endpoint()
+    assert ep.next_list() == dict.fromkeys(QAIC, "Healthy")
+    assert allocate(ep, ["qaic-4"]).container_responses[0].envs["QAIC_VISIBLE_DEVICES"] == "qaic-4"
+    assert metric(plugin, "accelsched_device_plugin_registrations_total", resource=RESOURCE) == 2
+    assert http_get(plugin, "/healthz") == (200, "ok\n")
+
+
+def test_plugin_restart_while_the_kubelet_stays_up(socket_dir: str, peer: KubeletPeer, clock: Clock) -> None:
+    first = DevicePluginManager(fake_config(socket_dir), clock=clock)
+    first.start()
+    peer.next_registration()
+    old = peer.next_endpoint()
+    assert old.next_list()["qaic-0"] == "Healthy"
+    first.stop()
+    assert not os.path.exists(os.path.join(socket_dir, first.servers[0].endpoint))  # cleaned up
+    second = DevicePluginManager(fake_config(socket_dir), clock=clock)
+    second.start()
+    try:
+        assert peer.next_registration().resource_name == RESOURCE
+        ep = peer.next_endpoint()
+        assert ep.next_list() == dict.fromkeys(QAIC, "Healthy")
+        assert allocate(ep, ["qaic-0"]).container_responses[0].envs["QAIC_VISIBLE_DEVICES"] == "qaic-0"
+    finally:
+        second.stop()
+
+
+def test_waits_for_the_kubelet_and_healthz_says_why(socket_dir: str, clock: Clock) -> None:
+    manager = DevicePluginManager(fake_config(socket_dir), clock=clock)
+    manager.start()
+    kubelet = KubeletPeer(socket_dir)
+    try:
+        code, body = http_get(manager, "/healthz")
+        assert code == 503 and f"{RESOURCE}: not registered with the kubelet" in body
+        kubelet.start()  # the watch loop sees kubelet.sock appear and registers
+        assert kubelet.next_registration().resource_name == RESOURCE
+        kubelet.next_endpoint()
+        assert http_get(manager, "/healthz") == (200, "ok\n")
+        code, body = http_get(manager, "/metrics")
+        assert code == 200
+        assert f'accelsched_device_plugin_devices{{health="Healthy",resource="{RESOURCE}"}} 8.0' in body
+        assert f'accelsched_device_plugin_registrations_total{{resource="{RESOURCE}"}} 1.0' in body
+    finally:
+        manager.stop()
+        kubelet.stop()
+
+
+# ---------------------------------------------------------------------------------------------- partitions
+
+
+def test_time_slicing_replicas_are_advertised_and_shown_once(socket_dir: str, peer: KubeletPeer, clock: Clock) -> None:
+    config = fake_config(socket_dir, partitioning={"mode": "timeslicing", "replicas": 2})
+    manager = DevicePluginManager(config, clock=clock)
+    manager.start()
+    try:
+        ep = peer.next_endpoint()
+        devices = ep.next_list()
+        assert list(devices) == [f"qaic-{i}::{n}" for i in range(8) for n in range(2)]
+        both = allocate(ep, ["qaic-3::0", "qaic-3::1"]).container_responses[0]
+        assert both.envs["QAIC_VISIBLE_DEVICES"] == "qaic-3"
+        assert [d.host_path for d in both.devices] == ["/dev/accel/accel3", "/dev/qaic_ctl"]
+        # A replica is as healthy as its device.
+        clock.now = 10
+        manager.refresh()
+        sick = ep.next_list()
+        assert [i for i, h in sick.items() if h == "Unhealthy"] == ["qaic-1::0", "qaic-1::1"]
+    finally:
+        manager.stop()
+
+
+def test_mig_mixed_strategy_registers_one_resource_per_profile(
+    socket_dir: str, peer: KubeletPeer, clock: Clock
+) -> None:
+    config = fake_config(
+        socket_dir,
+        resourceName="nvidia.com/gpu",
+        fake={"devices": 2, "idPrefix": "gpu"},
+        partitioning={
+            "mode": "mig",
+            "model": "A100-40GB",
+            "strategy": "mixed",
+            "dynamic": False,
+            "instances": {"gpu-0": ["3g.20gb@4", "2g.10gb@2", "1g.5gb@0", "1g.5gb@1"], "gpu-1": ["7g.40gb@0"]},
+        },
+        allocate={"envVar": "NVIDIA_VISIBLE_DEVICES"},
+    )
+    manager = DevicePluginManager(config, clock=clock)
+    manager.start()
+    try:
+        names = sorted(peer.next_registration().resource_name for _ in range(4))
+        assert names == [
+            "nvidia.com/mig-1g.5gb",
+            "nvidia.com/mig-2g.10gb",
+            "nvidia.com/mig-3g.20gb",
+            "nvidia.com/mig-7g.40gb",
+        ]
+        endpoints = [peer.next_endpoint() for _ in range(4)]
+        one_g = next(ep for ep in endpoints if ep.request.resource_name == "nvidia.com/mig-1g.5gb")
+        assert one_g.next_list() == {"gpu-0:1g.5gb@0": "Healthy", "gpu-0:1g.5gb@1": "Healthy"}
+        answer = allocate(one_g, ["gpu-0:1g.5gb@1"]).container_responses[0]
+        assert answer.envs["NVIDIA_VISIBLE_DEVICES"] == "gpu-0:1g.5gb@1"
+        err = rpc_error(lambda: allocate(one_g, ["gpu-1:7g.40gb@0"]))  # another resource's ID
+        assert err.code() == grpc.StatusCode.NOT_FOUND
+    finally:
+        manager.stop()

@@ -1,0 +1,308 @@
+"""Device plugin edges without a kubelet: the wire format and its stubs, the config, the sources, the CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sysfs_builder as sb
+import yaml
+from click.testing import CliRunner
+from kubelet_peer import KubeletPeer
+
+from accelsched.cli import main
+from accelsched.deviceplugin import config as plugin_config
+from accelsched.deviceplugin import gen
+from accelsched.deviceplugin.inventory import units_by_resource
+from accelsched.deviceplugin.proto import api_pb2 as pb
+from accelsched.deviceplugin.sources import FakeSource, SysfsSource
+from accelsched.errors import InputError
+
+# ---------------------------------------------------------------------------------------------- wire format
+
+# From the reference (k8s.io/kubelet deviceplugin/v1beta1 api.proto): message -> {field: number}.
+UPSTREAM_FIELDS = {
+    "DevicePluginOptions": {"pre_start_required": 1, "get_preferred_allocation_available": 2},
+    "RegisterRequest": {"version": 1, "endpoint": 2, "resource_name": 3, "options": 4},
+    "Empty": {},
+    "ListAndWatchResponse": {"devices": 1},
+    "TopologyInfo": {"nodes": 1},
+    "NUMANode": {"ID": 1},
+    "Device": {"ID": 1, "health": 2, "topology": 3},
+    "PreStartContainerRequest": {"devices_ids": 1},
+    "PreStartContainerResponse": {},
+    "PreferredAllocationRequest": {"container_requests": 1},
+    "ContainerPreferredAllocationRequest": {
+        "available_deviceIDs": 1,
+        "must_include_deviceIDs": 2,
+        "allocation_size": 3,
+    },
+    "PreferredAllocationResponse": {"container_responses": 1},
+    "ContainerPreferredAllocationResponse": {"deviceIDs": 1},
+    "AllocateRequest": {"container_requests": 1},
+    "ContainerAllocateRequest": {"devices_ids": 1},
+    "CDIDevice": {"name": 1},
+    "AllocateResponse": {"container_responses": 1},
+    "ContainerAllocateResponse": {"envs": 1, "mounts": 2, "devices": 3, "annotations": 4, "cdi_devices": 5},
+    "Mount": {"container_path": 1, "host_path": 2, "read_only": 3},
+    "DeviceSpec": {"container_path": 1, "host_path": 2, "permissions": 3},
+}
+
+
+def test_proto_matches_upstream_names_numbers_and_rpc_paths() -> None:
+    assert pb.DESCRIPTOR.package == "v1beta1"
+    messages = {name: {f.name: f.number for f in m.fields} for name, m in pb.DESCRIPTOR.message_types_by_name.items()}
+    assert messages == UPSTREAM_FIELDS
+    services = {
+        s.name: {m.name: (m.input_type.name, m.output_type.name, m.server_streaming) for m in s.methods}
+        for s in pb.DESCRIPTOR.services_by_name.values()
+    }
+    assert services == {
+        "Registration": {"Register": ("RegisterRequest", "Empty", False)},
+        "DevicePlugin": {
+            "GetDevicePluginOptions": ("Empty", "DevicePluginOptions", False),
+            "ListAndWatch": ("Empty", "ListAndWatchResponse", True),
+            "GetPreferredAllocation": ("PreferredAllocationRequest", "PreferredAllocationResponse", False),
+            "Allocate": ("AllocateRequest", "AllocateResponse", False),
+            "PreStartContainer": ("PreStartContainerRequest", "PreStartContainerResponse", False),
+        },
+    }
+
+
+def test_committed_stubs_are_what_the_proto_generates() -> None:
+    pytest.importorskip("grpc_tools")
+    assert gen.stale() == [], "run make proto (python -m accelsched.deviceplugin.gen) and commit the stubs"
+
+
+def test_generator_notices_a_stale_stub(tmp_path: Path) -> None:
+    pytest.importorskip("grpc_tools")
+    fresh = gen.generate(tmp_path)
+    assert [p.name for p in fresh] == ["api_pb2.py", "api_pb2_grpc.py"]
+    committed = gen.PACKAGE_ROOT / gen.PROTO.parent / "api_pb2_grpc.py"
+    assert fresh[1].read_bytes() == committed.read_bytes()
+    assert "from accelsched.deviceplugin.proto import api_pb2" in fresh[1].read_text()
+
+
+# ---------------------------------------------------------------------------------------------- config
+
+
+def write(tmp_path: Path, doc: Any) -> str:
+    path = tmp_path / "device-plugin.yaml"
+    path.write_text(yaml.safe_dump(doc) if not isinstance(doc, str) else doc)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("doc", "field", "words"),
+    [
+        ({"resourceName": "gpu"}, "resourceName", "not an extended resource name"),
+        ({"source": "nvml"}, "source", "unknown source 'nvml'"),
+        ({"colour": "red"}, "(top level)", "unknown field(s) colour"),
+        ({"fake": {"devices": -1}}, "fake.devices", "must be >= 0"),
+        ({"fake": {"health": [{"device": "x-0", "health": "Sick"}]}}, "fake.health[0].health", "Healthy, Unhealthy"),
+        ({"fake": {"devices": 2, "numa": [0]}}, "fake.numa", "one NUMA node (>= 0) per device (2)"),
+        ({"allocate": {"envVar": "A-B"}}, "allocate.envVar", "not an environment variable name"),
+        ({"allocate": {"permissions": "rwx"}}, "allocate.permissions", "letters of rwm"),
+        ({"allocate": {"deviceNodes": ["/dev/x{minor}"]}}, "allocate.deviceNodes", "{index} and {id}"),
+        (
+            {"allocate": {"mounts": [{"hostPath": "rel", "containerPath": "/x"}]}},
+            "allocate.mounts[0].hostPath",
+            "absolute",
+        ),
+        ({"metrics": {"port": 70000}}, "metrics.port", "0..65535"),
+        ({"healthIntervalSeconds": "5s"}, "healthIntervalSeconds", "must be int or float"),
+    ],
+)
+def test_bad_config_names_file_and_field(tmp_path: Path, doc: dict[str, Any], field: str, words: str) -> None:
+    path = write(tmp_path, doc)
+    with pytest.raises(InputError) as info:
+        plugin_config.load(path)
+    assert info.value.source == path
+    assert info.value.field == field
+    assert words in info.value.message
+
+
+def test_flags_override_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, {"resourceName": "a.com/x", "source": "fake", "sysfs": {"vendors": ["0x17cb"]}})
+    cfg = plugin_config.load(path, {"resourceName": "b.com/y", "sysfs.root": "/host", "metrics.port": 0})
+    assert (cfg.resource_name, cfg.source, cfg.sysfs.root, cfg.sysfs.vendors, cfg.metrics_port) == (
+        "b.com/y",
+        "fake",
+        "/host",
+        (0x17CB,),
+        0,
+    )
+    assert cfg.fake.id_prefix == "y"
+
+
+def test_fake_health_schedule_must_name_a_device() -> None:
+    cfg = plugin_config.parse(
+        {"fake": {"devices": 2, "idPrefix": "q", "health": [{"device": "q-2", "health": "Unhealthy"}]}}
+    )
+    with pytest.raises(InputError) as info:
+        FakeSource(cfg.fake)
+    assert info.value.field == "fake.health[0].device" and "q-0, q-1" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("partitioning", "field", "words"),
+    [
+        ({"mode": "slices", "resource": "a.com/s", "units": 4}, "partitioning.mode", "cannot be advertised"),
+        ({"mode": "mig", "model": "A100-40GB"}, "partitioning.dynamic", "set dynamic: false"),
+        ({"mode": "mig", "model": "A100-40GB", "dynamic": False}, "partitioning.instances", "no MIG instances"),
+        (
+            {"mode": "mig", "model": "A100-40GB", "dynamic": False, "instances": {"gpu-0": ["3g.20gb@2"]}},
+            "partitioning.instances.gpu-0",
+            "cannot start at slice 2",
+        ),
+        ({"mode": "timeslicing", "replicas": 0}, "partitioning.replicas", "1..64"),
+        (
+            {"mode": "timeslicing", "replicas": 2, "devices": ["gpu-7"]},
+            "partitioning.devices",
+            "unknown device(s) gpu-7",
+        ),
+    ],
+)
+def test_bad_partitioning_names_the_field(partitioning: dict[str, Any], field: str, words: str) -> None:
+    cfg = plugin_config.parse(
+        {
+            "resourceName": "nvidia.com/gpu",
+            "source": "fake",
+            "fake": {"devices": 2, "idPrefix": "gpu"},
+            "partitioning": partitioning,
+        },
+        "cm.yaml",
+    )
+    with pytest.raises(InputError) as info:
+        units_by_resource(cfg, FakeSource(cfg.fake).devices())
+    assert (info.value.source, info.value.field) == ("cm.yaml", field)
+    assert words in info.value.message
+
+
+def test_mig_single_strategy_advertises_instances_as_the_gpu_resource() -> None:
+    cfg = plugin_config.parse(
+        {
+            "resourceName": "nvidia.com/gpu",
+            "fake": {"devices": 1, "idPrefix": "gpu"},
+            "partitioning": {
+                "mode": "mig",
+                "model": "A100-40GB",
+                "strategy": "single",
+                "profile": "1g.5gb",
+                "dynamic": False,
+                "instances": {"gpu-0": ["1g.5gb@0", "1g.5gb@1"]},
+            },
+        }
+    )
+    units = units_by_resource(cfg, FakeSource(cfg.fake).devices())
+    assert {r: [u.id for u in us] for r, us in units.items()} == {
+        "nvidia.com/gpu": ["gpu-0:1g.5gb@0", "gpu-0:1g.5gb@1"]
+    }
+
+
+# ---------------------------------------------------------------------------------------------- sources
+
+
+def test_fake_source_places_devices_on_numa_nodes_and_switches() -> None:
+    cfg = plugin_config.parse({"fake": {"devices": 6, "idPrefix": "a", "numaNodes": 2, "devicesPerSwitch": 2}})
+    devices = FakeSource(cfg.fake).devices()
+    assert [d.numa_node for d in devices] == [0, 0, 0, 1, 1, 1]
+    from accelsched.topology.model import pcie_link
+
+    assert pcie_link(devices[0].pci, devices[1].pci) == "PIX"  # one switch
+    assert pcie_link(devices[1].pci, devices[2].pci) == "PHB"  # two switches under one root complex
+    assert pcie_link(devices[2].pci, devices[3].pci) == "SYS"  # across the socket link
+
+
+def qaic_with_drivers(root: Path) -> sb.SysfsBuilder:
+    b = sb.SysfsBuilder(root)
+    sb.qaic_box(root)
+    b.created.update({bdf: next((root / "sys" / "devices").rglob(bdf)) for bdf in sb.QAIC_CARDS})
+    for bdf in sb.QAIC_CARDS:
+        b.bind(bdf, "qaic")
+    return b
+
+
+def test_sysfs_source_finds_accelerators_with_numa_and_filters_vendors(tmp_path: Path) -> None:
+    qaic_with_drivers(tmp_path)
+    source = SysfsSource(plugin_config.SysfsConfig(root=str(tmp_path)))
+    assert [(d.id, d.index, d.numa_node) for d in source.devices()] == [
+        ("0000:01:00.0", 0, 0),
+        ("0000:02:00.0", 1, 0),
+        ("0000:81:00.0", 2, 1),
+        ("0000:82:00.0", 3, 1),
+    ]
+    assert source.health() == dict.fromkeys(sb.QAIC_CARDS, True)
+    nvidia_only = SysfsSource(plugin_config.SysfsConfig(root=str(tmp_path), vendors=(sb.NVIDIA,)))
+    assert nvidia_only.devices() == []
+
+
+def test_sysfs_health_follows_driver_binding_and_unplug(tmp_path: Path) -> None:
+    b = qaic_with_drivers(tmp_path)
+    source = SysfsSource(plugin_config.SysfsConfig(root=str(tmp_path)))
+    b.unbind("0000:02:00.0")
+    b.unplug("0000:81:00.0")
+    assert source.health() == {"0000:01:00.0": True, "0000:02:00.0": False, "0000:81:00.0": False, "0000:82:00.0": True}
+    b.bind("0000:02:00.0", "qaic")
+    assert source.health()["0000:02:00.0"] is True
+    unchecked = SysfsSource(plugin_config.SysfsConfig(root=str(tmp_path), require_driver=False))
+    b.unbind("0000:02:00.0")
+    assert unchecked.health()["0000:02:00.0"] is True
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+
+
+@pytest.fixture
+def socket_dir() -> Iterator[str]:
+    path = tempfile.mkdtemp(prefix="dp-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "accelsched.cli", "device-plugin", *args]
+
+
+def test_cli_bad_config_exits_2_with_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, {"source": "fake", "fake": {"devices": 2, "numa": [0]}})
+    result = CliRunner().invoke(main, ["device-plugin", "--config", path])
+    assert result.exit_code == 2
+    why = "must list one NUMA node (>= 0) per device (2), got [0]"
+    assert result.stderr.strip().splitlines() == [f"accelsched: error: {path}: DevicePluginConfig: fake.numa: {why}"]
+
+
+@pytest.mark.integration  # a real process (about 3 s, most of it importing): SIGTERM and socket clean-up
+def test_cli_serves_registers_and_stops_on_sigterm(tmp_path: Path, socket_dir: str) -> None:
+    kubelet = KubeletPeer(socket_dir).start()
+    path = write(tmp_path, {"fake": {"devices": 3}, "watchIntervalSeconds": 0.05})
+    proc = subprocess.Popen(
+        cli(
+            *("--config", path, "--source", "fake", "--resource-name", "example.com/accel"),
+            *("--socket-dir", socket_dir, "--metrics-address", "127.0.0.1", "--metrics-port", "0"),
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        request = kubelet.next_registration(timeout=30)
+        assert (request.resource_name, request.endpoint) == ("example.com/accel", "accelsched-example.com_accel.sock")
+        assert kubelet.next_endpoint().next_list() == dict.fromkeys(["accel-0", "accel-1", "accel-2"], "Healthy")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert "registered example.com/accel with the kubelet" in err
+        assert not os.path.exists(os.path.join(socket_dir, request.endpoint))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kubelet.stop()
