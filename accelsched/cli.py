@@ -245,6 +245,38 @@ def demo(step: int | None, seed: int) -> None:
     run_demo(console(), last_step=step, seed=seed)
 
 
+@main.command("device-plugin")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Plugin config YAML (the ConfigMap).")
+@click.option("--resource-name", default=None, help="Extended resource to advertise, e.g. qualcomm.com/ai-accelerator.")
+@click.option("--source", type=click.Choice(["sysfs", "fake"]), default=None, help="Where devices come from.")
+@click.option("--socket-dir", default=None, help="The kubelet's device-plugins folder (kubelet.sock lives there).")
+@click.option("--sysfs-root", default=None, help="Root of the /sys tree for --source sysfs.")
+@click.option("--metrics-address", default=None, help="Address for /healthz and /metrics.")
+@click.option("--metrics-port", type=int, default=None, help="Port for /healthz and /metrics (0: a free port).")
+@bad_input_exits
+def device_plugin(
+    config_file: str | None,
+    resource_name: str | None,
+    source: str | None,
+    socket_dir: str | None,
+    sysfs_root: str | None,
+    metrics_address: str | None,
+    metrics_port: int | None,
+) -> None:
+    """Run a kubelet device plugin (v1beta1 gRPC) advertising this node's accelerators; flags override --config."""
+    from accelsched.deviceplugin.main import run
+
+    overrides = {
+        "resourceName": resource_name,
+        "source": source,
+        "socketDir": socket_dir,
+        "sysfs.root": sysfs_root,
+        "metrics.address": metrics_address,
+        "metrics.port": metrics_port,
+    }
+    sys.exit(run(config_file, overrides))
+
+
 @main.command()
 @kubeconfig_option
 @config_option
