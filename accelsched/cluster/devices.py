@@ -98,7 +98,11 @@ class NodeDevices:
         return {r: a for r, a in requests.items() if a and self.partition.manages(r)}
 
     def allocate(
-        self, requests: dict[str, int], allocator: Allocator = first_free, owner: str = "", policy: str = "binpack"
+        self,
+        requests: dict[str, int],
+        allocator: Allocator = first_free,
+        owner: str = "",
+        policy: str | int = "binpack",
     ) -> dict[str, list[str]]:
         """Allocate devices for every device resource in ``requests``; all or nothing. ``policy`` (binpack or
         spread) picks the device for what the partition ledger serves."""

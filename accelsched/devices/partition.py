@@ -40,6 +40,9 @@ MIG_PREFIX = "nvidia.com/mig-"
 MODES = ("mig", "slices", "timeslicing", "milli")
 POLICIES = ("binpack", "spread")
 MILLI = 1000
+# CycleState key: a score plugin that also decides which device a sharing pod takes (FGDScore's per-GPU choice)
+# leaves a function node index -> device index (or None) here; DeviceAllocation asks it at Reserve.
+DEVICE_CHOICE = "DeviceChoice"
 
 
 @dataclass
@@ -149,7 +152,7 @@ class Partition:
             return False
         return True
 
-    def plan(self, requests: Mapping[str, int], policy: str) -> list[tuple[int, str, Any]]:
+    def plan(self, requests: Mapping[str, int], policy: str | int) -> list[tuple[int, str, Any]]:
         """The allocation for ``requests``, without taking it: (device, resource, what) per unit of request.
         Raises ValueError saying why it cannot be placed."""
         trial = self.copy()
@@ -162,14 +165,17 @@ class Partition:
                 trial._take(*step, owner="?")
         return steps
 
-    def _order(self, candidates: list[int], policy: str) -> list[int]:
-        """Devices to try: binpack fills the fullest device first, spread the emptiest (ties: lowest index)."""
+    def _order(self, candidates: list[int], policy: str | int) -> list[int]:
+        """Devices to try: binpack fills the fullest device first, spread the emptiest (ties: lowest index). A
+        device index (a plugin's choice) goes first when it is a candidate, then binpack's order."""
+        if isinstance(policy, int):
+            return sorted(candidates, key=lambda d: (d != policy, self.free_units(d), d))
         sign = 1 if policy == "binpack" else -1
         return sorted(candidates, key=lambda d: (sign * self.free_units(d), d))
 
-    def _plan_one(self, resource: str, amount: int, policy: str) -> list[tuple[int, str, Any]]:
+    def _plan_one(self, resource: str, amount: int, policy: str | int) -> list[tuple[int, str, Any]]:
         if self.mode == "mig":
-            return self._plan_mig(resource, amount, policy)
+            return self._plan_mig(resource, amount, policy if isinstance(policy, str) else "binpack")
         if self.mode == "milli" and resource == MILLI_RESOURCE:
             if amount > MILLI:
                 raise ValueError(
@@ -277,7 +283,7 @@ class Partition:
         self.used[d].add(what)
         return f"{self.devices[d]}::{what}"
 
-    def allocate(self, requests: Mapping[str, int], policy: str, owner: str) -> dict[str, list[str]]:
+    def allocate(self, requests: Mapping[str, int], policy: str | int, owner: str) -> dict[str, list[str]]:
         """Take what ``plan`` chose; returns the allocated IDs per resource. All or nothing."""
         steps = self.plan(requests, policy)
         out: dict[str, list[str]] = {}

@@ -21,6 +21,7 @@ from accelsched.plugins import (
     defaultpreemption,
     deviceallocation,
     devicepartition,
+    gpushare,
     interpodaffinity,
     nodeaffinity,
     nodename,
@@ -50,6 +51,8 @@ REGISTRY: dict[str, Factory] = {
     noderesources.BALANCED_NAME: noderesources.new_balanced,
     defaultbinder.NAME: defaultbinder.new,
 }
+# The FGD paper's placement policies (FGDScore, BestFitScore, ...): score plugins like any other, off by default.
+REGISTRY.update(gpushare.FACTORIES)
 
 # kube-scheduler's MultiPoint defaults in order, with score weights (0: not a score plugin by default).
 DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (

@@ -14,6 +14,7 @@ import json
 from accelsched.api.objects import DEVICES_ANNOTATION, Pod
 from accelsched.cluster.devices import first_free
 from accelsched.cluster.state import ClusterState
+from accelsched.devices.partition import DEVICE_CHOICE
 from accelsched.errors import InputError
 from accelsched.framework.interface import SUCCESS, CycleState, Status, unschedulable
 from accelsched.topology import allocator
@@ -47,7 +48,10 @@ class DeviceAllocation:
                 if placement.nic:
                     annotations[allocator.NIC_ANNOTATION] = placement.nic
             else:
-                pod.devices = devices.allocate(pod.requests, first_free, owner=pod.key, policy=self.partition_policy)
+                chooser = state.get(DEVICE_CHOICE)
+                choice = chooser(node) if chooser is not None else None
+                policy = self.partition_policy if choice is None else choice
+                pod.devices = devices.allocate(pod.requests, first_free, owner=pod.key, policy=policy)
                 cluster.touch(node)
         except ValueError as exc:
             return unschedulable(NAME, str(exc))

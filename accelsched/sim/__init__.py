@@ -1,0 +1,1 @@
+"""Policy evaluation on GPU cluster traces: the FGD paper's inflation protocol and a time-based replay."""

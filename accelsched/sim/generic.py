@@ -1,0 +1,129 @@
+"""The trace as Kubernetes objects, scheduled by the framework's own Scheduler (the generic path).
+
+Nodes become Nodes with the ``milli`` partition annotation (GPU-milli shares, as the trace measures them), their
+GPU model as the ``accelsched.io/gpu-model`` label, and no pod-count limit (the trace has none); pods request
+``accelsched.io/gpu-milli`` (a share of one GPU) or whole ``nvidia.com/gpu``, and a ``gpu_spec`` becomes required
+node affinity on the model label. Any KubeSchedulerConfiguration profile can then be replayed, and the fast path
+is tested against this one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accelsched.api.objects import Node, Pod, parse_node, parse_pod
+from accelsched.cluster.state import ClusterState
+from accelsched.devices.partition import GPU_RESOURCE, MILLI_RESOURCE, PARTITION_ANNOTATION
+from accelsched.framework.profile import SchedulerConfig, build_profile
+from accelsched.framework.scheduler import Scheduler
+from accelsched.plugins.gpushare import MODEL_LABEL, gpu_free_row
+from accelsched.sim import fragmentation as frag
+from accelsched.sim.policies import POLICIES
+from accelsched.sim.trace import MAX_GPUS_PER_NODE, MILLI, Nodes, Pods
+
+SCHEDULER_NAME = "accelsched-sim"
+POD_LIMIT = "100000"
+
+
+def trace_nodes(nodes: Nodes) -> list[Node]:
+    out = []
+    for i, name in enumerate(nodes.names):
+        meta: dict = {"name": name, "labels": {MODEL_LABEL: nodes.models[int(nodes.model[i])]}}
+        if nodes.gpus[i]:
+            meta["annotations"] = {PARTITION_ANNOTATION: f"mode: milli\ndevices: {int(nodes.gpus[i])}"}
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": meta,
+            "status": {
+                "allocatable": {
+                    "cpu": f"{int(nodes.cpu[i])}m",
+                    "memory": f"{int(nodes.memory[i])}Mi",
+                    "pods": POD_LIMIT,
+                }
+            },
+        }
+        out.append(parse_node(doc, nodes.source))
+    return out
+
+
+def trace_pod(pods: Pods, i: int, name: str) -> Pod:
+    requests = {"cpu": f"{int(pods.cpu[i])}m", "memory": f"{int(pods.memory[i])}Mi"}
+    num, milli = int(pods.num_gpu[i]), int(pods.gpu_milli[i])
+    if num == 1 and milli < MILLI:
+        requests[MILLI_RESOURCE] = str(milli)
+    elif num:
+        requests[GPU_RESOURCE] = str(num)
+    spec: dict = {
+        "schedulerName": SCHEDULER_NAME,
+        "containers": [{"name": "main", "image": "trace", "resources": {"requests": requests}}],
+    }
+    models = pods.specs[int(pods.spec[i])]
+    if models:
+        term = {"matchExpressions": [{"key": MODEL_LABEL, "operator": "In", "values": sorted(models)}]}
+        spec["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+        }
+    return parse_pod(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+    )
+
+
+def policy_config(policy_key: str, typical: frag.TypicalPods, models: list[str], seed: int = 0) -> SchedulerConfig:
+    """The default profile with every score plugin off but the policy's (as the paper's experiments run)."""
+    name = POLICIES[policy_key].name
+    plugins = {
+        "multiPoint": {"enabled": [{"name": name}]},
+        "score": {"disabled": [{"name": "*"}], "enabled": [{"name": name, "weight": 1}]},
+    }
+    args: dict[str, dict] = {}
+    if policy_key == "fgd":
+        args[name] = {"typicalPods": typical_args(typical, models)}
+    if policy_key == "random":
+        args[name] = {"seed": seed}
+    return SchedulerConfig({SCHEDULER_NAME: build_profile(SCHEDULER_NAME, plugins, args)})
+
+
+def typical_args(typical: frag.TypicalPods, models: list[str]) -> list[dict]:
+    """TypicalPods as FGDScore's ``typicalPods`` plugin args."""
+    out = []
+    for t in range(typical.size):
+        allowed = [m for k, m in enumerate(models) if typical.access[k, t]]
+        item = {"cpuMilli": int(typical.cpu[t]), "numGpu": int(typical.num_gpu[t]), "weight": int(typical.weight[t])}
+        if typical.num_gpu[t]:
+            item["gpuMilli"] = int(typical.milli[t])
+        if len(allowed) < len(models):
+            item["gpuModels"] = allowed
+        out.append(item)
+    return out
+
+
+class GenericEngine:
+    """Replays pods one at a time through Scheduler.schedule_one (no retries: a pod that fits nowhere fails)."""
+
+    def __init__(self, nodes: Nodes, config: SchedulerConfig, seed: int) -> None:
+        self.nodes = nodes
+        self.cluster = ClusterState(trace_nodes(nodes))
+        self.scheduler = Scheduler(self.cluster, config, seed)
+        self.allocated = 0
+
+    def schedule(self, pod: Pod, gpu_request: int) -> tuple[int, tuple[int, ...]] | None:
+        """(node index, GPU indices) where the pod was bound, or None."""
+        result = self.scheduler.schedule_one(pod)
+        if not result.scheduled:
+            return None
+        self.allocated += gpu_request
+        node = self.cluster.index[result.node]
+        ids = [d for ids in result.devices.values() for d in ids]
+        return node, tuple(sorted(int(d.split(":")[0].removeprefix("gpu-")) for d in ids))
+
+    def gpu_free(self) -> np.ndarray:
+        out = np.zeros((self.cluster.n, MAX_GPUS_PER_NODE), dtype=np.int64)
+        for i in range(self.cluster.n):
+            out[i] = gpu_free_row(self.cluster, i)[0]
+        return out
+
+    def fragmentation(self, typical: frag.TypicalPods) -> float:
+        """Cluster fragmentation in milli (from scratch: for profiles the fast path does not know)."""
+        cpu = self.cluster.column("cpu")
+        return float(frag.node_fragmentation(self.gpu_free(), self.cluster.free[cpu], self.nodes.model, typical).sum())

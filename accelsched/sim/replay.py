@@ -1,0 +1,204 @@
+"""The FGD paper's experiment: shuffle the pods by seed, inflate the workload to a share of GPU capacity, schedule
+in order with nothing leaving, and record allocation and fragmentation as the arrived demand grows.
+
+``run_experiment`` is one policy and one seed on the fast path (``SimCluster``); ``run_matrix`` spreads policies
+x seeds over processes. Ties between the best nodes are broken by ``random.Random(seed)``, exactly as the
+framework's Scheduler breaks them, so the fast path and the generic path place every pod alike.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from accelsched.sim.cluster import SimCluster
+from accelsched.sim.fragmentation import TypicalPods, trace_typical_pods
+from accelsched.sim.policies import PodShape, make
+from accelsched.sim.trace import Nodes, Pods, load_nodes, load_pods
+
+
+@dataclass
+class Experiment:
+    """One replay: per pod in arrival order, the GPU milli arrived so far, allocated, and fragmented."""
+
+    policy: str
+    seed: int
+    capacity: int
+    arrived: np.ndarray
+    allocated: np.ndarray
+    frag: np.ndarray
+    failed: np.ndarray  # bool per pod
+    gpu_failed: int
+    seconds: float
+
+    def at(self, share: float) -> int:
+        """Index of the last pod that arrived within ``share`` of GPU capacity (-1: none yet)."""
+        return int(np.searchsorted(self.arrived, share * self.capacity, side="right")) - 1
+
+    def alloc_ratio(self, share: float) -> float:
+        i = self.at(share)
+        return 0.0 if i < 0 else float(self.allocated[i]) / self.capacity
+
+    def frag_at(self, share: float) -> tuple[float, float]:
+        """(fragmented milli, fragmented share of the free milli) when ``share`` of capacity has arrived."""
+        i = self.at(share)
+        if i < 0:
+            return 0.0, 0.0
+        free = self.capacity - float(self.allocated[i])
+        return float(self.frag[i]), (float(self.frag[i]) / free if free else 0.0)
+
+    @property
+    def arrived_share(self) -> float:
+        return float(self.arrived[-1]) / self.capacity if len(self.arrived) else 0.0
+
+    @property
+    def unallocated_gpus(self) -> float:
+        return (self.capacity - float(self.allocated[-1])) / 1000
+
+
+def inflate(pods: Pods, capacity: int, ratio: float, seed: int) -> np.ndarray:
+    """Pod indices in scheduling order: the pods shuffled by ``seed``, then random copies (same generator) added
+    while the total GPU request stays within ``ratio`` x capacity. A list already above that is only shuffled."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(pods.n)
+    request = pods.gpu_request
+    total = int(request.sum())
+    target = ratio * capacity
+    extra = []
+    # Draw in blocks (one generator call each) and stop at the first copy that would cross the target.
+    while total <= target:
+        for j in rng.integers(0, pods.n, size=1024):
+            if total + request[j] > target:
+                total = target + 1
+                break
+            extra.append(j)
+            total += int(request[j])
+    return np.concatenate([order, np.array(extra, dtype=np.int64)])
+
+
+def shapes_of(pods: Pods) -> list[PodShape]:
+    cache: dict[tuple[int, int, int, int], PodShape] = {}
+    out = []
+    for key in zip(
+        pods.cpu.tolist(), pods.memory.tolist(), pods.num_gpu.tolist(), pods.gpu_milli.tolist(), strict=True
+    ):
+        shape = cache.get(key)
+        if shape is None:
+            shape = cache[key] = PodShape(*key)
+        out.append(shape)
+    return out
+
+
+class FastEngine:
+    """The Scheduler's decision on the fast path: the same filters, the policy's score, and (when more than one
+    node fits) the highest score with ties broken by ``random.Random(seed)`` exactly as Scheduler.select_host;
+    one node fitting is taken without scoring, as there."""
+
+    def __init__(self, nodes: Nodes, typical: TypicalPods, specs: list[frozenset[str]], policy: str, seed: int) -> None:
+        self.cluster = SimCluster(nodes, typical, specs)
+        self.policy = make(policy, typical, seed)
+        self.rng = random.Random(seed)
+
+    def choose_node(self, pod: PodShape, spec: int) -> int | None:
+        cluster, policy = self.cluster, self.policy
+        idx = cluster.feasible(pod, spec)
+        if idx.size <= 1:
+            return int(idx[0]) if idx.size else None
+        scores = policy.scores(cluster.view(idx, pod, policy), pod)
+        best = np.flatnonzero(scores == scores.max())
+        pick = best[0] if best.size == 1 else best[self.rng.randrange(best.size)]
+        return int(idx[pick])
+
+    def schedule(self, pod: PodShape, spec: int) -> tuple[int, tuple[int, ...]] | None:
+        """(node, GPU indices taken) where the pod was bound, or None when it fits nowhere."""
+        node = self.choose_node(pod, spec)
+        if node is None:
+            return None
+        gpu = None
+        if pod.sharing:
+            gpu = self.policy.choose_gpu(self.cluster.view(np.array([node]), pod, self.policy), pod)
+        return node, self.cluster.place(node, pod, gpu)
+
+
+def run_experiment(
+    nodes: Nodes, pods: Pods, policy_key: str, seed: int, inflation: float = 1.3, typical: TypicalPods | None = None
+) -> Experiment:
+    start = time.perf_counter()
+    typical = typical or trace_typical_pods(pods, nodes.models)
+    order = inflate(pods, nodes.gpu_milli_capacity, inflation, seed)
+    workload = pods.take(order)
+    shapes = shapes_of(workload)
+    engine = FastEngine(nodes, typical, pods.specs, policy_key, seed)
+    cluster = engine.cluster
+    n = workload.n
+    arrived = np.cumsum(workload.gpu_request)
+    allocated = np.zeros(n, dtype=np.int64)
+    frag = np.zeros(n, dtype=np.float64)
+    failed = np.zeros(n, dtype=bool)
+    specs = workload.spec.tolist()
+    for i, pod in enumerate(shapes):
+        failed[i] = engine.schedule(pod, specs[i]) is None
+        allocated[i] = cluster.allocated
+        frag[i] = cluster.frag_total
+    frag /= typical.covered
+    gpu_failed = int((failed & (workload.gpu_request > 0)).sum())
+    return Experiment(
+        policy_key,
+        seed,
+        nodes.gpu_milli_capacity,
+        arrived,
+        allocated,
+        frag,
+        failed,
+        gpu_failed,
+        time.perf_counter() - start,
+    )
+
+
+# ---------------------------------------------------------------------------------------- the matrix
+
+_WORKER: dict[str, object] = {}
+
+
+def _init(node_path: str, pod_path: str) -> None:
+    nodes, pods = load_nodes(node_path), load_pods(pod_path)
+    _WORKER.update(nodes=nodes, pods=pods, typical=trace_typical_pods(pods, nodes.models))
+
+
+def _one(task: tuple[str, int, float]) -> Experiment:
+    policy, seed, inflation = task
+    return run_experiment(_WORKER["nodes"], _WORKER["pods"], policy, seed, inflation, _WORKER["typical"])  # type: ignore[arg-type]
+
+
+def run_matrix(
+    node_path: str,
+    pod_path: str,
+    policies: Sequence[str],
+    seeds: Sequence[int],
+    inflation: float = 1.3,
+    processes: int | None = None,
+    progress: Callable[[Experiment], None] | None = None,
+) -> list[Experiment]:
+    """Every policy x seed, over ``processes`` worker processes (default: one per CPU); results in task order."""
+    tasks = [(p, s, inflation) for p in policies for s in seeds]
+    processes = processes or min(len(tasks), multiprocessing.cpu_count())
+    results: dict[tuple[str, int], Experiment] = {}
+
+    def collect(done: Iterator[Experiment]) -> None:
+        for exp in done:
+            results[(exp.policy, exp.seed)] = exp
+            if progress is not None:
+                progress(exp)
+
+    if processes <= 1:
+        _init(node_path, pod_path)
+        collect(_one(t) for t in tasks)
+    else:
+        with multiprocessing.get_context("fork").Pool(processes, _init, (node_path, pod_path)) as pool:
+            collect(pool.imap_unordered(_one, tasks))
+    return [results[(p, s)] for p, s, _ in tasks]

@@ -1,0 +1,234 @@
+"""Loading the Alibaba GPU trace (cluster-trace-gpu-v2023, "openb") into columns, with file:line errors.
+
+The node list gives ``sn, cpu_milli, memory_mib, gpu, model``; a pod list gives ``name, cpu_milli, memory_mib,
+num_gpu, gpu_milli`` and, except the multigpu variants, ``gpu_spec, qos, pod_phase, creation_time,
+deletion_time, scheduled_time``. Everything is validated once here, so the replay trusts its arrays.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from accelsched.errors import InputError
+
+MILLI = 1000
+MAX_GPUS_PER_NODE = 8
+DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "alibaba-gpu-v2023"
+NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
+POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
+TIME_COLUMNS = ("creation_time", "deletion_time")
+
+
+@dataclass
+class Nodes:
+    """GPU nodes as columns; ``models`` names the codes in ``model``."""
+
+    names: list[str]
+    cpu: np.ndarray  # milli-CPU
+    memory: np.ndarray  # MiB
+    gpus: np.ndarray  # GPUs per node
+    model: np.ndarray  # index into models
+    models: list[str]
+    source: str = ""
+
+    @property
+    def n(self) -> int:
+        return len(self.names)
+
+    @property
+    def gpu_milli_capacity(self) -> int:
+        return int(self.gpus.sum()) * MILLI
+
+
+@dataclass
+class Pods:
+    """Pods as columns. ``gpu_milli`` is the share of one GPU for a sharing pod (num_gpu == 1), 1000 for whole
+    GPUs; ``spec`` indexes ``specs`` (a frozenset of allowed GPU models, empty: any)."""
+
+    names: list[str]
+    cpu: np.ndarray
+    memory: np.ndarray
+    num_gpu: np.ndarray
+    gpu_milli: np.ndarray
+    spec: np.ndarray
+    specs: list[frozenset[str]]
+    creation: np.ndarray | None = None  # seconds; None when the file has no time columns
+    deletion: np.ndarray | None = None  # seconds; -1 where the pod never ended in the trace
+    source: str = ""
+    lines: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # CSV line of each pod
+
+    @property
+    def n(self) -> int:
+        return len(self.names)
+
+    @property
+    def gpu_request(self) -> np.ndarray:
+        """Requested GPU milli per pod (num_gpu x 1000 for whole GPUs, gpu_milli for a share)."""
+        return np.where(self.num_gpu == 1, self.gpu_milli, self.num_gpu * MILLI)
+
+    def take(self, order: np.ndarray) -> Pods:
+        """The pods in ``order`` (indices may repeat: inflated copies)."""
+
+        def pick(column: np.ndarray | None) -> np.ndarray | None:
+            return None if column is None else column[order]
+
+        return Pods(
+            [self.names[i] for i in order],
+            self.cpu[order],
+            self.memory[order],
+            self.num_gpu[order],
+            self.gpu_milli[order],
+            self.spec[order],
+            self.specs,
+            pick(self.creation),
+            pick(self.deletion),
+            self.source,
+            self.lines[order] if self.lines.size else self.lines,
+        )
+
+
+def _rows(path: Path, required: tuple[str, ...]) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    try:
+        handle = path.open(newline="")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
+    with handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None:
+            raise InputError("is empty; expected a CSV header", source=f"{path}:1")
+        header = [h.strip() for h in header]
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise InputError(
+                f"missing column(s) {', '.join(missing)} (header: {', '.join(header)})", source=f"{path}:1"
+            )
+        return header, [(reader.line_num, row) for row in reader if row]
+
+
+def _int(path: Path, line: int, row_name: str, column: str, text: str, low: int = 0, high: int | None = None) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputError(
+            f"{text!r} is not a whole number", source=f"{path}:{line}", obj=row_name, field=column
+        ) from None
+    if value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"in {low}..{high}"
+        raise InputError(f"{value} must be {bound}", source=f"{path}:{line}", obj=row_name, field=column)
+    return value
+
+
+def load_nodes(path: str | Path) -> Nodes:
+    path = Path(path)
+    header, rows = _rows(path, NODE_COLUMNS)
+    col = {c: header.index(c) for c in NODE_COLUMNS}
+    names, cpu, mem, gpus, model = [], [], [], [], []
+    models: dict[str, int] = {}
+    for line, row in rows:
+        if len(row) != len(header):
+            raise InputError(f"has {len(row)} fields, the header has {len(header)}", source=f"{path}:{line}")
+        name = row[col["sn"]].strip() or f"row {line}"
+        names.append(name)
+        cpu.append(_int(path, line, name, "cpu_milli", row[col["cpu_milli"]]))
+        mem.append(_int(path, line, name, "memory_mib", row[col["memory_mib"]]))
+        gpus.append(_int(path, line, name, "gpu", row[col["gpu"]], 0, MAX_GPUS_PER_NODE))
+        model.append(models.setdefault(row[col["model"]].strip(), len(models)))
+    if not names:
+        raise InputError("has no nodes", source=str(path))
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise InputError(f"duplicate node {dup!r}", source=str(path), field="sn")
+    return Nodes(
+        names,
+        np.array(cpu, np.int64),
+        np.array(mem, np.int64),
+        np.array(gpus, np.int64),
+        np.array(model, np.int64),
+        list(models),
+        str(path),
+    )
+
+
+def load_pods(path: str | Path) -> Pods:
+    path = Path(path)
+    header, rows = _rows(path, POD_COLUMNS)
+    col = {c: header.index(c) for c in header}
+    timed = all(c in col for c in TIME_COLUMNS)
+    names, cpu, mem, num, milli, spec, created, deleted, lines = [], [], [], [], [], [], [], [], []
+    specs: dict[frozenset[str], int] = {frozenset(): 0}
+    for line, row in rows:
+        if len(row) != len(header):
+            raise InputError(f"has {len(row)} fields, the header has {len(header)}", source=f"{path}:{line}")
+        name = row[col["name"]].strip() or f"row {line}"
+        where = f"{path}:{line}"
+        n_gpu = _int(path, line, name, "num_gpu", row[col["num_gpu"]], 0, MAX_GPUS_PER_NODE)
+        m_gpu = _int(path, line, name, "gpu_milli", row[col["gpu_milli"]], 0, MILLI)
+        if n_gpu == 0 and m_gpu:
+            raise InputError(f"{m_gpu} with num_gpu 0", source=where, obj=name, field="gpu_milli")
+        if n_gpu and not m_gpu:
+            raise InputError(f"0 with num_gpu {n_gpu}", source=where, obj=name, field="gpu_milli")
+        if n_gpu > 1 and m_gpu != MILLI:
+            raise InputError(
+                f"{m_gpu} with num_gpu {n_gpu}: a multi-GPU pod takes whole GPUs (1000)",
+                source=where,
+                obj=name,
+                field="gpu_milli",
+            )
+        names.append(name)
+        lines.append(line)
+        cpu.append(_int(path, line, name, "cpu_milli", row[col["cpu_milli"]]))
+        mem.append(_int(path, line, name, "memory_mib", row[col["memory_mib"]]))
+        num.append(n_gpu)
+        milli.append(m_gpu)
+        text = row[col["gpu_spec"]].strip() if "gpu_spec" in col else ""
+        allowed = frozenset(m for m in text.split("|") if m)
+        spec.append(specs.setdefault(allowed, len(specs)))
+        if timed:
+            created.append(_int(path, line, name, "creation_time", row[col["creation_time"]]))
+            end = row[col["deletion_time"]].strip()
+            deleted.append(_int(path, line, name, "deletion_time", end) if end else -1)
+            if end and deleted[-1] < created[-1]:
+                raise InputError(
+                    f"{deleted[-1]} is before creation_time {created[-1]}",
+                    source=where,
+                    obj=name,
+                    field="deletion_time",
+                )
+    if not names:
+        raise InputError("has no pods", source=str(path))
+    return Pods(
+        names,
+        np.array(cpu, np.int64),
+        np.array(mem, np.int64),
+        np.array(num, np.int64),
+        np.array(milli, np.int64),
+        np.array(spec, np.int64),
+        list(specs),
+        np.array(created, np.int64) if timed else None,
+        np.array(deleted, np.int64) if timed else None,
+        str(path),
+        np.array(lines, np.int64),
+    )
+
+
+def trace_paths(trace: str, pods: str, data_dir: str | Path | None = None) -> tuple[Path, Path]:
+    """``--trace openb --pods default`` -> the node list and ``openb_pod_list_default.csv`` under the data folder.
+    ``--pods`` may also be a path to any pod CSV of the same format."""
+    if trace != "openb":
+        raise InputError(f"unknown trace {trace!r} (known: openb)", field="--trace")
+    base = Path(data_dir) if data_dir else DATA_DIR
+    nodes = base / "openb_node_list_gpu_node.csv"
+    if pods.endswith(".csv") or "/" in pods:
+        return nodes, Path(pods)
+    path = base / f"openb_pod_list_{pods}.csv"
+    if not path.exists():
+        known = sorted(
+            p.name.removeprefix("openb_pod_list_").removesuffix(".csv") for p in base.glob("openb_pod_list_*.csv")
+        )
+        raise InputError(f"no pod list {pods!r} in {base} (known: {', '.join(known) or 'none'})", field="--pods")
+    return nodes, path
