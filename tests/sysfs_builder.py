@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from accelsched.topology.model import format_cpulist, parse_cpulist
+from accelsched.topology.model import device_kind, format_cpulist, parse_cpulist
 
 NVIDIA, MELLANOX, QUALCOMM, INTEL, AMD, ASPEED, BROADCOM = 0x10DE, 0x15B3, 0x17CB, 0x8086, 0x1022, 0x1A03, 0x10B5
 H100, L40S, CX7, QAIC_AI100, E810 = 0x2330, 0x26B9, 0x1021, 0xA100, 0x1593
@@ -251,3 +251,17 @@ BROKEN: dict[str, Callable[[str | Path], Path]] = {
     "garbage_class": garbage_class,
     "garbage_numa_files": garbage_numa_files,
 }
+
+
+def with_drivers(root: str | Path, machine: Callable[[str | Path], Path], driver: str) -> SysfsBuilder:
+    """``machine`` (e.g. ``dgx_like``) with ``driver`` bound to every accelerator, as a builder for later changes
+    (unbind, unplug): what the device plugin's sysfs health reads."""
+    b = SysfsBuilder(root)
+    machine(root)
+    for link in sorted((b.sys / "bus" / "pci" / "devices").iterdir()):
+        b.created[link.name] = link.resolve()
+    for bdf, path in list(b.created.items()):
+        pci_class = int((path / "class").read_text(), 16)
+        if device_kind(pci_class, int((path / "vendor").read_text(), 16)) == "accelerator":
+            b.bind(bdf, driver)
+    return b

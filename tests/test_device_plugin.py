@@ -13,10 +13,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+import sysfs_builder as sb
 from kubelet_peer import WAIT, Endpoint, KubeletPeer
 
 from accelsched.deviceplugin import config as plugin_config
@@ -391,5 +393,53 @@ def test_mig_mixed_strategy_registers_one_resource_per_profile(
         assert answer.envs["NVIDIA_VISIBLE_DEVICES"] == "gpu-0:1g.5gb@1"
         err = rpc_error(lambda: allocate(one_g, ["gpu-1:7g.40gb@0"]))  # another resource's ID
         assert err.code() == grpc.StatusCode.NOT_FOUND
+    finally:
+        manager.stop()
+
+
+# ---------------------------------------------------------------------------------------------- real /sys trees
+
+
+def test_sysfs_source_over_grpc_topology_aware_choice_and_driver_health(
+    tmp_path: Path, socket_dir: str, peer: KubeletPeer
+) -> None:
+    machine = sb.with_drivers(tmp_path, sb.dgx_like, "nvidia")
+    config = plugin_config.parse(
+        {
+            "resourceName": "nvidia.com/gpu",
+            "source": "sysfs",
+            "sysfs": {"root": str(tmp_path), "vendors": ["0x10de"]},
+            "socketDir": socket_dir,
+            "healthIntervalSeconds": 3600,
+            "allocate": {"envVar": "NVIDIA_VISIBLE_DEVICES", "deviceNodes": ["/dev/nvidia{index}"]},
+            "metrics": {"enabled": False},
+        }
+    )
+    manager = DevicePluginManager(config)
+    manager.start()
+    try:
+        ep = peer.next_endpoint()
+        listed = ep.lists.get(timeout=WAIT)
+        assert [(d.ID, [n.ID for n in d.topology.nodes]) for d in listed.devices] == [
+            (gpu, [0 if i < 4 else 1]) for i, gpu in enumerate(sb.DGX_GPUS)
+        ]
+        gpus = sb.DGX_GPUS
+        # The scheduler's allocator: the partner behind the same switch, then the socket-0 switch tree.
+        assert preferred(ep, gpus, 2, must=[gpus[2]]) == [gpus[2], gpus[3]]
+        assert preferred(ep, gpus, 4) == gpus[:4]
+        # Socket 1's two switches hang off different root complexes (NODE), so a pair stays on one switch.
+        assert preferred(ep, gpus[4:], 2, must=[gpus[6]]) == [gpus[6], gpus[7]]
+        answer = allocate(ep, [gpus[5]]).container_responses[0]
+        assert (answer.envs["NVIDIA_VISIBLE_DEVICES"], [d.host_path for d in answer.devices]) == (
+            gpus[5],
+            ["/dev/nvidia5"],
+        )
+        machine.unbind(gpus[5])  # the driver lets go of the card
+        assert manager.refresh() == [gpus[5]]
+        assert ep.next_list()[gpus[5]] == "Unhealthy"
+        assert rpc_error(lambda: allocate(ep, [gpus[5]])).code() == grpc.StatusCode.FAILED_PRECONDITION
+        machine.bind(gpus[5], "nvidia")
+        assert manager.refresh() == [gpus[5]]
+        assert ep.next_list()[gpus[5]] == "Healthy"
     finally:
         manager.stop()

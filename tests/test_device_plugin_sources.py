@@ -222,17 +222,8 @@ def test_fake_source_places_devices_on_numa_nodes_and_switches() -> None:
     assert pcie_link(devices[2].pci, devices[3].pci) == "SYS"  # across the socket link
 
 
-def qaic_with_drivers(root: Path) -> sb.SysfsBuilder:
-    b = sb.SysfsBuilder(root)
-    sb.qaic_box(root)
-    b.created.update({bdf: next((root / "sys" / "devices").rglob(bdf)) for bdf in sb.QAIC_CARDS})
-    for bdf in sb.QAIC_CARDS:
-        b.bind(bdf, "qaic")
-    return b
-
-
 def test_sysfs_source_finds_accelerators_with_numa_and_filters_vendors(tmp_path: Path) -> None:
-    qaic_with_drivers(tmp_path)
+    sb.with_drivers(tmp_path, sb.qaic_box, "qaic")
     source = SysfsSource(plugin_config.SysfsConfig(root=str(tmp_path)))
     assert [(d.id, d.index, d.numa_node) for d in source.devices()] == [
         ("0000:01:00.0", 0, 0),
@@ -246,7 +237,7 @@ def test_sysfs_source_finds_accelerators_with_numa_and_filters_vendors(tmp_path:
 
 
 def test_sysfs_health_follows_driver_binding_and_unplug(tmp_path: Path) -> None:
-    b = qaic_with_drivers(tmp_path)
+    b = sb.with_drivers(tmp_path, sb.qaic_box, "qaic")
     source = SysfsSource(plugin_config.SysfsConfig(root=str(tmp_path)))
     b.unbind("0000:02:00.0")
     b.unplug("0000:81:00.0")
@@ -306,3 +297,34 @@ def test_cli_serves_registers_and_stops_on_sigterm(tmp_path: Path, socket_dir: s
         if proc.poll() is None:
             proc.kill()
         kubelet.stop()
+
+
+# ---------------------------------------------------------------------------------------------- deploy
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_shipped_daemonset_runs_the_plugin_with_its_configmap() -> None:
+    docs = list(yaml.safe_load_all((REPO / "deploy" / "device-plugin-daemonset.yaml").read_text()))
+    cm = next(d for d in docs if d["kind"] == "ConfigMap")
+    ds = next(d for d in docs if d["kind"] == "DaemonSet")
+    cfg = plugin_config.parse(yaml.safe_load(cm["data"]["config.yaml"]), "deploy/device-plugin-daemonset.yaml")
+    assert (cfg.resource_name, cfg.source, cfg.socket_dir) == (
+        "qualcomm.com/ai-accelerator",
+        "sysfs",
+        plugin_config.KUBELET_DEVICE_PLUGIN_DIR,
+    )
+    pod = ds["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"][:2] == ["accelsched", "device-plugin"]
+    config_path = container["command"][container["command"].index("--config") + 1]
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes[mounts[os.path.dirname(config_path)]]["configMap"]["name"] == cm["metadata"]["name"]
+    assert os.path.basename(config_path) in cm["data"]
+    assert volumes[mounts[cfg.socket_dir]]["hostPath"]["path"] == cfg.socket_dir
+    assert volumes[mounts[f"{cfg.sysfs.root}/sys"]]["hostPath"]["path"] == "/sys"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["ports"][0]["containerPort"] == cfg.metrics_port
+    # The image the DaemonSet names is built from the Dockerfile at the repository root.
+    assert "pip install" in (REPO / "Dockerfile").read_text()
