@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration lint bench clean controlplane
+.PHONY: demo test unit integration lint bench clean controlplane proto
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,6 +33,10 @@ lint: $(STAMP)
 # (docs/live-testing.md); a no-op when already built.
 controlplane:
 	hack/build-controlplane.sh
+
+# Regenerate the device plugin's gRPC stubs from accelsched/deviceplugin/proto/api.proto (the wire format's one source).
+proto: $(STAMP)
+	$(BIN)/python -m accelsched.deviceplugin.gen
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
