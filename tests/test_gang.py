@@ -163,9 +163,104 @@ def test_each_gang_has_zero_or_at_least_min_member_bound_and_nothing_is_overcomm
         docs.append(group(f"g{g}", min(minimum, size)))
         docs += [member(f"g{g}-{i}", f"g{g}", accel) for i in range(size)]
     docs += [member(f"s{i}", None, accel) for i, accel in enumerate(singles)]
-    session, results = run(*docs)
-    for g, (size, _, slack) in enumerate(gangs):
+    inputs = build_inputs([Document(d, "test.yaml", d["kind"]) for d in docs], base=Inputs())
+    session = Session.start(inputs)
+    scheduler, cluster = session.scheduler, session.cluster
+    minimum = {f"default/g{g}": min(max(1, size - slack + 1), size) for g, (size, _, slack) in enumerate(gangs)}
+
+    def check() -> None:  # after every decision: no gang partly bound, nothing overcommitted
+        per_gang: dict[str, int] = {}
+        for key in cluster.pod_node:
+            name = key.split("/", 1)[1]
+            if name.startswith("g"):
+                gang_key = f"default/{name.split('-')[0]}"
+                per_gang[gang_key] = per_gang.get(gang_key, 0) + 1
+        for key, count in per_gang.items():
+            assert count >= minimum[key], (key, count)
+        assert (cluster.requested <= cluster.allocatable).all()
+
+    decide_gang, decide_one = scheduler.schedule_gang, scheduler.schedule_one
+
+    def gang_then_check(*args, **kwargs):
+        out = decide_gang(*args, **kwargs)
+        check()
+        return out
+
+    def one_then_check(pod, hold=None, allowed=None):
+        out = decide_one(pod, hold, allowed)
+        if hold is None:
+            check()
+        return out
+
+    scheduler.schedule_gang, scheduler.schedule_one = gang_then_check, one_then_check
+    results = {r.pod.name: r for r in session.schedule()}
+    for g in range(len(gangs)):
         placed = bound(results, f"g{g}-")
-        assert placed == 0 or placed >= min(max(1, size - slack + 1), size)
-    cluster = session.cluster
-    assert (cluster.requested <= cluster.allocatable).all()
+        assert placed == 0 or placed >= minimum[f"default/g{g}"]
+    check()
+
+
+# ---------------------------------------------------------------------------------------- the four failure modes
+
+
+def attempts(*docs: dict) -> tuple[dict, list[str]]:
+    """Run with an observer that records every scheduling attempt, by pod name."""
+    inputs = build_inputs([Document(d, "test.yaml", d["kind"]) for d in docs], base=Inputs())
+    session = Session.start(inputs)
+    seen: list[str] = []
+    session.scheduler.observer = lambda pod: seen.append(pod.name)
+    return {r.pod.name: r for r in session.schedule()}, seen
+
+
+def test_failure_mode_gangs_arriving_interleaved_never_each_hold_part_of_the_cluster():
+    """koordinator 872: gangs A and C arrive A C A C ... and each could take half the cluster."""
+    docs = [node("n1", 4), node("n2", 4), group("a", 2), group("c", 2)]
+    docs += [member("a-0", "a", 4), member("c-0", "c", 4), member("a-1", "a", 4), member("c-1", "c", 4)]
+    results, _ = attempts(*docs)
+    assert sorted(bound(results, p) for p in ("a-", "c-")) == [0, 2]
+
+
+def test_failure_mode_a_gang_that_cannot_be_placed_is_tried_once_not_in_a_loop():
+    """scheduler-plugins 713: an aggregate check passes (8 free for 2 x 4) but no node has 4: one attempt per
+    member, then the gang waits; the run ends."""
+    docs = [node("n1", 3), node("n2", 3), node("n3", 2), group("g", 2), member("g-0", "g", 4), member("g-1", "g", 4)]
+    results, seen = attempts(*docs)
+    assert bound(results, "g-") == 0
+    assert sorted(seen) == ["g-0", "g-1"]
+
+
+def test_failure_mode_nothing_is_held_after_a_gang_fails_so_no_timeout_is_needed():
+    """scheduler-plugins 429: assumed members held resources with no timeout. Here a failed gang holds nothing
+    at once, and work that arrived after it uses the room."""
+    docs = [node("n1", 4), group("big", 3)] + [member(f"big-{i}", "big", 2) for i in range(3)]
+    docs += [member("after-0", None, 2), member("after-1", None, 2)]
+    results, _ = attempts(*docs)
+    assert bound(results, "big-") == 0
+    assert bound(results, "after-") == 2
+
+
+def test_min_resources_the_cluster_cannot_cover_skips_the_attempt_and_says_so():
+    docs = [node("n1", 4), node("n2", 4), group("g", 2)]
+    docs[-1]["spec"]["minResources"] = {ACCEL: "16", "cpu": "2"}
+    docs += [member("g-0", "g", 2), member("g-1", "g", 2)]
+    results, seen = attempts(*docs)
+    assert bound(results, "g-") == 0
+    assert seen == []  # not a single member cycle
+    assert results["g-0"].message == (
+        f"gang default/g needs 2 pods x 2 {ACCEL} (minMember 2); minResources 16 {ACCEL} but 8 free in the cluster"
+    )
+
+
+def test_min_resources_that_fit_change_nothing():
+    docs = [node("n1", 4), group("g", 2)]
+    docs[-1]["spec"]["minResources"] = {ACCEL: "4"}
+    docs += [member("g-0", "g", 2), member("g-1", "g", 2)]
+    results, _ = attempts(*docs)
+    assert bound(results, "g-") == 2
+
+
+def test_bad_min_resources_is_bad_input():
+    doc = group("g", 1)
+    doc["spec"]["minResources"] = {ACCEL: "-2"}
+    with pytest.raises(InputError, match=r"PodGroup default/g: spec.minResources\[qualcomm.com/ai-accelerator\]"):
+        run(node("n1", 4), doc, member("g-0", "g", 1))

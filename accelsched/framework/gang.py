@@ -42,6 +42,7 @@ class PodGroup:
     timeout_seconds: int | None = None
     required_topology: str = ""
     preferred_topology: str = ""
+    min_resources: tuple[tuple[str, int], ...] = ()  # spec.minResources, canonical units, sorted by name
 
     @property
     def key(self) -> str:
@@ -59,12 +60,21 @@ def parse_pod_group(doc: Mapping[str, Any], source: str = "") -> PodGroup:
     timeout = spec.get("scheduleTimeoutSeconds")
     if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0):
         raise where.error("spec.scheduleTimeoutSeconds", f"must be a whole number >= 0, got {timeout!r}")
+    min_resources = spec.get("minResources") or {}
+    if not isinstance(min_resources, Mapping):
+        raise where.error("spec.minResources", "must be a mapping of resource name to quantity")
+    resources = []
+    for res, value in sorted(min_resources.items()):
+        try:
+            resources.append((str(res), quantity.parse(str(res), value)))
+        except ValueError as exc:
+            raise where.error(f"spec.minResources[{res}]", str(exc)) from None
     annotations = meta.get("annotations") or {}
     required = str(annotations.get(REQUIRED_TOPOLOGY, ""))
     preferred = str(annotations.get(PREFERRED_TOPOLOGY, ""))
     if required and preferred:
         raise where.error(f"metadata.annotations[{PREFERRED_TOPOLOGY}]", f"cannot be set with {REQUIRED_TOPOLOGY}")
-    return PodGroup(namespace, name, min_member, timeout, required, preferred)
+    return PodGroup(namespace, name, min_member, timeout, required, preferred, tuple(resources))
 
 
 def group_key(pod: Pod) -> str | None:

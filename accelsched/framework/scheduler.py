@@ -12,14 +12,13 @@ import random
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from accelsched.api import quantity
 from accelsched.api.objects import Pod
 from accelsched.cluster.state import ClusterState, pod_matches_term
 from accelsched.framework import gang
+from accelsched.framework.coscheduling import Coscheduler
 from accelsched.framework.interface import Code, CycleState, FilterResult, NodeScore, Status
 from accelsched.framework.profile import Profile, SchedulerConfig
 from accelsched.framework.queue import QueueingHint, SchedulingQueue
@@ -210,126 +209,8 @@ class Scheduler:
         return list(results.values())
 
     def schedule_gang(self, group: gang.PodGroup, members: list[Pod]) -> list[ScheduleResult]:
-        """All or nothing: hold members (full cycles, up to Permit) until minMember are held, then bind them;
-        otherwise release every held member. With a topology key, try one domain at a time, tightest first."""
-        members = sorted(members, key=lambda p: p.name)
-        key = group.required_topology or group.preferred_topology
-        candidates: list[tuple[str, np.ndarray] | None] = self._gang_domains(key, members, group) if key else []
-        if not group.required_topology:
-            candidates.append(None)
-        best: tuple[int, str | None, ScheduleResult | None] = (-1, None, None)
-        for candidate in candidates:
-            held: list[Held] = []
-            results: dict[str, ScheduleResult] = {}
-            for pod in members:
-                if self.observer is not None:
-                    self.observer(pod)
-                results[pod.key] = self.schedule_one(
-                    pod, hold=held, allowed=None if candidate is None else candidate[1]
-                )
-            if len(held) >= group.min_member:
-                for h in held:
-                    results[h.pod.key] = self.complete(h)
-                return [results[p.key] for p in members]
-            first_failure = next((r for r in results.values() if not r.scheduled), None)
-            if len(held) > best[0]:
-                best = (len(held), None if candidate is None else candidate[0], first_failure)
-            for h in reversed(held):
-                self.release(h)
-        preemptor = self._gang_preemptor(members)
-        if preemptor is not None:
-            for candidate in candidates:
-                outcome = self._gang_preempting(group, members, candidate, preemptor)
-                if outcome is not None:
-                    return outcome
-        return self._gang_failed(group, members, key, best, preemptor is not None)
-
-    def _gang_preemptor(self, members: list[Pod]) -> Any:
-        """The PostFilter plugin that can pick victims for a gang (DefaultPreemption), if every member may preempt."""
-        if any(p.preemption_policy == "Never" for p in members):
-            return None
-        profile = self.profile_for(members[0])
-        plugins = profile.at("postFilter") if profile is not None else []
-        return next((p for p in plugins if hasattr(p, "find_candidate")), None)
-
-    def _gang_preempting(
-        self, group: gang.PodGroup, members: list[Pod], candidate: tuple[str, np.ndarray] | None, preemptor: Any
-    ) -> list[ScheduleResult] | None:
-        """Place the gang in one domain, evicting lower-priority pods for each member that does not fit. The
-        evictions stand only if at least minMember are then held; otherwise everything is put back as it was."""
-        allowed = None if candidate is None else candidate[1]
-        exclude = frozenset(p.key for p in members)
-        held: list[Held] = []
-        evicted: list[tuple[Pod, int, Pod, int]] = []  # (victim, its node, the member it made room for, that node)
-        results: dict[str, ScheduleResult] = {}
-        for pod in members:
-            result = self.schedule_one(pod, hold=held, allowed=allowed)
-            if not result.scheduled and result.diagnosis is not None and result.diagnosis.log:
-                found, _ = preemptor.find_candidate(pod, self, result.diagnosis, exclude, allowed)
-                if found is not None:
-                    evicted.extend((v, self.evict(v), pod, found.node) for v in found.victims)
-                    result = self.schedule_one(pod, hold=held, allowed=self._only(found.node))
-            results[pod.key] = result
-        if len(held) >= group.min_member:
-            for victim, _, by, node in evicted:
-                self.preempt([victim], by, node)
-            for h in held:
-                results[h.pod.key] = self.complete(h)
-                results[h.pod.key].preempted = [v for v, _, by, _ in evicted if by is h.pod]
-            return [results[p.key] for p in members]
-        for h in reversed(held):
-            self.release(h)
-        for victim, node, _, _ in reversed(evicted):
-            self.restore(victim, node)
-        return None
-
-    def _gang_domains(self, key: str, members: list[Pod], group: gang.PodGroup) -> list[tuple[str, np.ndarray] | None]:
-        """The topology domains of ``key``, tightest fit first by the gang's main resource (free within)."""
-        col = self.cluster.labels(key)
-        resource, need = self._gang_need(members, group)
-        row = self.cluster.column(resource)
-        ranked = []
-        for value, mask in gang.domains(col.codes, col.values):
-            free = int(self.cluster.free[row, mask].sum()) if row is not None else 0
-            ranked.append((free < need, free, value, mask))
-        ranked.sort(key=lambda t: (t[0], t[1], t[2]))
-        return [(value, mask) for _, _, value, mask in ranked]
-
-    @staticmethod
-    def _gang_need(members: list[Pod], group: gang.PodGroup) -> tuple[str, int]:
-        requests = members[0].requests
-        devices = sorted((r, a) for r, a in requests.items() if quantity.is_extended(r))
-        resource, amount = devices[0] if devices else (quantity.CPU, requests.get(quantity.CPU, 0))
-        return resource, amount * group.min_member
-
-    def _gang_failed(
-        self,
-        group: gang.PodGroup,
-        members: list[Pod],
-        key: str,
-        best: tuple[int, str | None, ScheduleResult | None],
-        preempting: bool = False,
-    ) -> list[ScheduleResult]:
-        """``gang ns/train-a needs 8 pods x 4 qualcomm.com/ai-accelerator (minMember 8); best pdu pdu-2 fits 6;
-        short 8 qualcomm.com/ai-accelerator; first member that did not fit: 0/4 nodes are available: ...``"""
-        fitted, domain, failure = best
-        resource, need = self._gang_need(members, group)
-        where = f"best {key} {domain} fits {max(fitted, 0)}" if domain is not None else f"{max(fitted, 0)} fit"
-        message = f"gang {group.key} needs {gang.describe_request(members)} (minMember {group.min_member}); {where}"
-        row = self.cluster.column(resource)
-        if row is not None and quantity.is_extended(resource):
-            mask = self.cluster.labels(key).codes == self.cluster.labels(key).values.index(domain) if domain else None
-            free = int(self.cluster.free[row].sum() if mask is None else self.cluster.free[row, mask].sum())
-            if need > free:
-                message += f"; short {need - free} {resource}"
-        if group.required_topology and domain is None and fitted < 0:
-            message += f"; no node has the {key} label"
-        if preempting:
-            message += "; preemption: evicting lower-priority pods would not make the whole gang fit"
-        if failure is not None and failure.message:
-            message += f"; first member that did not fit: {failure.message}"
-        diagnosis = Diagnosis(plugins={gang.GANG})
-        return [ScheduleResult(p, message=message, diagnosis=diagnosis) for p in members]
+        """All or nothing, in one decision (framework.coscheduling)."""
+        return Coscheduler(self).schedule(group, members)
 
     # ------------------------------------------------------------------------------------ one cycle
 
@@ -362,7 +243,7 @@ class Scheduler:
             if result.nominated is None:
                 return result
             # Victims evicted: the pod goes to its nominated node in the next cycle, which offline is now.
-            retry = self.schedule_one(pod, allowed=self._only(result.nominated))
+            retry = self.schedule_one(pod, allowed=self.only(result.nominated))
             retry.preempted = result.preempted + retry.preempted
             return retry
 
@@ -385,7 +266,7 @@ class Scheduler:
                 return Status(status.code, status.reasons, plugin.name)
         return None
 
-    def _only(self, node: int) -> np.ndarray:
+    def only(self, node: int) -> np.ndarray:
         mask = np.zeros(self.cluster.n, dtype=bool)
         mask[node] = True
         return mask
@@ -399,7 +280,7 @@ class Scheduler:
         if profile is None:
             return [f"no profile serves schedulerName {pod.scheduler_name!r}"]
         state = CycleState()
-        state.allowed = self._only(node) if allowed is None else self._only(node) & allowed
+        state.allowed = self.only(node) if allowed is None else self.only(node) & allowed
         rejected = self._pre_filter(profile, state, pod)
         if rejected is not None:
             return list(rejected.reasons)
