@@ -328,3 +328,13 @@ def test_shipped_daemonset_runs_the_plugin_with_its_configmap() -> None:
     assert container["ports"][0]["containerPort"] == cfg.metrics_port
     # The image the DaemonSet names is built from the Dockerfile at the repository root.
     assert "pip install" in (REPO / "Dockerfile").read_text()
+
+
+@pytest.mark.integration  # about 10 s of RPCs: the figures command runs end to end
+def test_device_plugin_figures_command_prints_every_figure() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.device_plugin"], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    for row in ("Allocate, 2 devices, 1 client", "32 concurrent clients", "8 of 64 (greedy)", "ListAndWatch update"):
+        assert row in result.stdout
