@@ -183,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         status = "ok" if row.get("all_scheduled") else "PROBLEMS"
         progress.log(
-            f"{w.name}: {row.get('pods_per_s', 0):,.0f} pods/s, {row['scheduled']}/{row['expected_scheduled']} "
+            f"{w.name}: {row.get('pods_per_s', 0):,.0f} pods/s"
+            + (f" ({row['gangs']} gangs, {row['gangs_per_s']:,.1f} gangs/s)" if row.get("gangs") else "")
+            + f", {row['scheduled']}/{row['expected_scheduled']} "
             f"scheduled, peak RSS {_fmt(row.get('peak_rss_mib'), ',.0f')} MiB [{status}]"
         )
         if row.get("profile"):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsched.cluster.state import ClusterState
+from accelsched.framework import gang
 from accelsched.framework.profile import default_config
 from accelsched.framework.scheduler import Scheduler
 from benchmarks.workloads import BY_NAME, Workload
@@ -71,6 +72,7 @@ def measure(workload: Workload, quick: bool, heap: bool = False, profile_top: in
     t0 = time.perf_counter()
     cluster = ClusterState(built.nodes)
     scheduler = Scheduler(cluster, default_config(), seed=0)
+    scheduler.groups = dict(built.groups)
     init_results = scheduler.run(built.init)
     init_s = time.perf_counter() - t0
     problems = [f"init pod {r.pod.key} not scheduled: {r.message}" for r in init_results if not r.scheduled]
@@ -115,6 +117,7 @@ def measure(workload: Workload, quick: bool, heap: bool = False, profile_top: in
 
     latencies = [b - a for a, b in zip(starts, [*starts[1:], t0 + seconds], strict=True)]
     pods_per_s = len(scheduled) / seconds if seconds > 0 else 0.0
+    gang_keys = {gang.group_key(r.pod) for r in scheduled} - {None}
     ratio = pods_per_s / workload.threshold
     out: dict[str, Any] = {
         "workload": workload.name,
@@ -137,6 +140,8 @@ def measure(workload: Workload, quick: bool, heap: bool = False, profile_top: in
         "init_s": round(init_s, 3),
         "seconds": round(seconds, 4),
         "pods_per_s": round(pods_per_s, 1),
+        "gangs": len(gang_keys),
+        "gangs_per_s": round(len(gang_keys) / seconds, 1) if seconds > 0 else 0.0,
         "latency_ms_p50": round(_percentile(latencies, 0.50) * 1000, 3),
         "latency_ms_p99": round(_percentile(latencies, 0.99) * 1000, 3),
         "latency_ms_max": round(max(latencies, default=0.0) * 1000, 3),

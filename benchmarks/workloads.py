@@ -103,6 +103,7 @@ class Built:
     expect_scheduled: int
     expect_unschedulable: int = 0
     verify: Callable[[list[ScheduleResult], list[ScheduleResult]], list[str]] | None = None
+    groups: dict[str, Any] = field(default_factory=dict)  # gangs by namespace/name (framework.gang.PodGroup)
 
 
 @dataclass(frozen=True)
@@ -401,6 +402,61 @@ def build_mig(s: Sizes) -> Built:
     return Built(nodes, init, measured, s.measured_pods, verify=verify)
 
 
+# -- Gangs: training jobs of 8 to 256 workers among single pods, on 8-GPU nodes
+
+
+GANG_SIZES = (8, 16, 32, 64, 128, 256)
+GANG_CYCLE_NODES = 500  # one round of GANG_SIZES (504 workers x 4 GPUs) per 500 nodes
+
+
+def build_gangs(s: Sizes) -> Built:
+    """Per 500 nodes one gang of each size in GANG_SIZES (workers ask 4 GPUs: two per node), interleaved with
+    ``measured_pods`` single pods asking 1 or 2 GPUs. Everything fits, so every gang must be bound whole."""
+    from accelsched.framework import gang
+
+    nodes = default_nodes(s.nodes, extra={GPU: 8, "cpu": "64", "memory": "512Gi"})
+    groups: dict[str, gang.PodGroup] = {}
+    jobs: list[list[Pod]] = []
+    for cycle in range(max(1, s.nodes // GANG_CYCLE_NODES)):
+        for size in GANG_SIZES:
+            name = f"train-{cycle}-{size}"
+            groups[f"default/{name}"] = gang.PodGroup("default", name, size)
+            labels = {gang.POD_GROUP_LABEL: name}
+            resources = {**POD_RESOURCES, GPU: 4}
+            job = [pod_doc(f"{name}-{i}", labels=labels, resources=resources) for i in range(size)]
+            jobs.append([parse_pod(doc, "benchmarks") for doc in job])
+    singles = [
+        parse_pod(pod_doc(f"pod-{i}", resources={**POD_RESOURCES, GPU: 1 + i % 2}), "benchmarks")
+        for i in range(s.measured_pods)
+    ]
+    measured: list[Pod] = []
+    step = max(1, len(singles) // len(jobs))
+    for j, job in enumerate(jobs):  # a job's workers arrive together, between runs of single pods
+        measured.extend(singles[j * step : (j + 1) * step])
+        measured.extend(job)
+    measured.extend(singles[len(jobs) * step :])
+    sizes = {key: group.min_member for key, group in groups.items()}
+
+    def verify(init: list[ScheduleResult], results: list[ScheduleResult]) -> list[str]:
+        problems = []
+        placed: dict[str, int] = {}
+        held: dict[tuple[str, str], str] = {}
+        for r in init + results:
+            if not r.scheduled:
+                continue
+            key = gang.group_key(r.pod)
+            if key is not None:
+                placed[key] = placed.get(key, 0) + 1
+            for d in r.devices.get(GPU, []):
+                other = held.setdefault((r.node or "", d), r.pod.key)
+                if other != r.pod.key:
+                    problems.append(f"{r.pod.key} and {other} both hold {d} on {r.node}")
+        problems += [f"gang {k}: {placed.get(k, 0)} of {n} bound" for k, n in sizes.items() if placed.get(k, 0) != n]
+        return problems
+
+    return Built(nodes, [], measured, len(measured), verify=verify, groups=groups)
+
+
 WORKLOADS: tuple[Workload, ...] = (
     Workload(
         "SchedulingBasic",
@@ -482,6 +538,23 @@ WORKLOADS += (
         build_mig,
         "8 dynamically partitioned A100-40GB per node; pods ask one MIG instance (1g.5gb..4g.20gb mix)",
         ("not in scheduler_perf: compared against the SchedulingWithExtendedResource threshold",),
+    ),
+)
+
+WORKLOADS += (
+    Workload(
+        "Gangs",
+        "5000Nodes_60Gangs8to256_5000Pods",
+        180,
+        Sizes(5000, 0, 5000),
+        Sizes(500, 0, 500),
+        build_gangs,
+        f"8 {GPU} per node; per 500 nodes one gang each of 8, 16, 32, 64, 128 and 256 workers x 4 GPUs, among"
+        " single pods of 1-2 GPUs; every gang bound whole",
+        (
+            "not in scheduler_perf (kube-scheduler has no gangs): pods/s compared against the"
+            " SchedulingWithExtendedResource threshold",
+        ),
     ),
 )
 

@@ -328,4 +328,9 @@ def test_preemption_never_evicts_equal_or_higher_priority_and_never_overcommits(
         used = {d for p in on.values() for d in p.devices.get(ACCEL, [])}
         assert len(used) == cluster.requested[row, i]
         assert cluster.min_priority[i] == min((p.priority for p in on.values()), default=cluster.min_priority.max())
+    for level, kept in cluster._below.items():  # kept in step with every bind and eviction
+        fresh = {}
+        for i, on in enumerate(cluster.pods_on):
+            fresh[i] = sum(p.requests.get(ACCEL, 0) for p in on.values() if p.priority < level)
+        assert [int(kept[row, i]) for i in range(cluster.n)] == [fresh[i] for i in range(cluster.n)]
     assert priority  # every pending pod got a result

@@ -154,6 +154,7 @@ class ClusterState:
         # The lowest priority among each node's pods (int64 max when empty): nodes at or below a preemptor's
         # priority hold no victim for it, which DefaultPreemption reads without visiting any pod.
         self.min_priority = np.full(self.n, NO_PODS_PRIORITY, dtype=np.int64)
+        self._below: dict[int, np.ndarray] = {}  # requested_below, per priority asked for, kept up to date
         self._label_columns: dict[str, LabelColumn] = {}
         self._requirement_masks: dict[Requirement, np.ndarray] = {}
         self._taints = sorted({t for n in self.nodes for t in n.taints}, key=str)
@@ -246,7 +247,24 @@ class ClusterState:
         self.allocatable = np.vstack([self.allocatable, zero])
         self.requested = np.vstack([self.requested, zero])
         self.free = np.vstack([self.free, zero])
+        self._below.clear()
         return self.res_index[res]
+
+    def requested_below(self, priority: int) -> np.ndarray:
+        """Per resource and node, what pods of priority lower than ``priority`` request: what evicting every one
+        of them would free. Built once per priority from the pods, then kept in step by assume/forget."""
+        below = self._below.get(priority)
+        if below is None:
+            below = np.zeros_like(self.requested)
+            for node, pods in enumerate(self.pods_on):
+                for pod in pods.values():
+                    if pod.priority < priority:
+                        for row, amount in self.request_vector(pod):
+                            below[row, node] += amount
+            if len(self.resources) != below.shape[0]:  # request_vector added a row: build again
+                return self.requested_below(priority)
+            self._below[priority] = below
+        return below
 
     # ------------------------------------------------------------------------------------ labels
 
@@ -403,6 +421,7 @@ class ClusterState:
         self.pod_node[pod.key] = node
         if pod.priority < self.min_priority[node]:
             self.min_priority[node] = pod.priority
+        self._count_below(pod, node, +1)
         self._count(pod, node, +1)
         self.generation += 1
         self.changes.append(node)
@@ -418,9 +437,16 @@ class ClusterState:
         del self.pods_on[node][pod.key]
         if pod.priority == self.min_priority[node]:
             self.min_priority[node] = min((p.priority for p in self.pods_on[node].values()), default=NO_PODS_PRIORITY)
+        self._count_below(pod, node, -1)
         self._count(pod, node, -1)
         self.generation += 1
         self.changes.append(node)
+
+    def _count_below(self, pod: Pod, node: int, delta: int) -> None:
+        for priority, below in self._below.items():
+            if pod.priority < priority:
+                for row, amount in self.request_vector(pod):
+                    below[row, node] += delta * amount
 
     def _count(self, pod: Pod, node: int, delta: int) -> None:
         self.namespace_labels(pod.namespace)

@@ -97,7 +97,7 @@ class DefaultPreemption:
         statuses[NOT_HELPFUL] += int(cluster.n - np.count_nonzero(helpful))
         has_lower = helpful & (cluster.min_priority < pod.priority)
         statuses[NO_VICTIMS] += int(np.count_nonzero(helpful & ~has_lower))
-        potential = np.flatnonzero(has_lower)
+        potential = np.flatnonzero(has_lower & ~self._still_short(pod, handle, has_lower, statuses))
         wanted = min(max(cluster.n * self.min_percentage // 100, self.min_absolute), cluster.n)
         candidates: list[Candidate] = []
         if potential.size:
@@ -115,6 +115,23 @@ class DefaultPreemption:
         if not candidates:
             return None, statuses
         return min(candidates, key=Candidate.rank), statuses
+
+    @staticmethod
+    def _still_short(pod: Pod, handle: Scheduler, nodes: np.ndarray, statuses: Counter[str]) -> np.ndarray:
+        """Nodes where even evicting every lower-priority pod leaves too little room (NodeResourcesFit with what
+        they hold counted as free), counted under Fit's reasons as their dry runs would be, without running them.
+        Filters before Fit do not depend on pods, so on such a node Fit is the dry run's first failure."""
+        profile = handle.profile_for(pod)
+        fit = next((p for p in profile.at("filter") if hasattr(p, "rejected_after_freeing")), None) if profile else None
+        short = np.zeros(handle.cluster.n, dtype=bool)
+        if fit is None or not nodes.any():
+            return short
+        freed = handle.cluster.requested_below(pod.priority)
+        for rejection in fit.rejected_after_freeing(pod, handle.cluster, freed).rejections:
+            hit = rejection.nodes & nodes
+            statuses[rejection.reason] += int(np.count_nonzero(hit))
+            short |= hit
+        return short
 
     def select_victims(
         self, pod: Pod, node: int, handle: Scheduler, exclude: frozenset[str], allowed: np.ndarray | None

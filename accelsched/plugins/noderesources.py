@@ -238,6 +238,15 @@ class NodeResourcesFit(_ResourceScore):
             result.reject(reason, free[row] < amount)
         return result
 
+    def rejected_after_freeing(self, pod: Pod, cluster: ClusterState, freed: np.ndarray) -> FilterResult:
+        """The filter as if ``freed`` (resource x node) were free too: nodes that would still lack room even
+        with every lower-priority pod evicted, which DefaultPreemption then need not try."""
+        checks = self._checks(pod, cluster)
+        result = FilterResult()
+        for row, amount, reason in checks:
+            result.reject(reason, cluster.free[row] + freed[row] < amount)
+        return result
+
     def _checks(self, pod: Pod, cluster: ClusterState) -> list[tuple[int, int, str]]:
         """(row, amount, reason) per checked resource in fitsRequest order; memoized per request shape."""
         return cluster.memoized(
