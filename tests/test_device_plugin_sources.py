@@ -187,6 +187,16 @@ def test_bad_partitioning_names_the_field(partitioning: dict[str, Any], field: s
     assert words in info.value.message
 
 
+def test_a_replica_id_over_63_characters_is_refused() -> None:
+    prefix = "x" * 60  # x...-0 fits in 63, x...-0::0 does not
+    cfg = plugin_config.parse(
+        {"fake": {"devices": 1, "idPrefix": prefix}, "partitioning": {"mode": "timeslicing", "replicas": 2}}, "cm.yaml"
+    )
+    with pytest.raises(InputError) as info:
+        units_by_resource(cfg, FakeSource(cfg.fake).devices())
+    assert info.value.field == "partitioning" and "longer than the kubelet's 63 characters" in info.value.message
+
+
 def test_mig_single_strategy_advertises_instances_as_the_gpu_resource() -> None:
     cfg = plugin_config.parse(
         {

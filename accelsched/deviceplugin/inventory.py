@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from accelsched.deviceplugin.config import PluginConfig
-from accelsched.deviceplugin.sources import DeviceSource, PhysicalDevice
+from accelsched.deviceplugin.sources import MAX_DEVICE_ID, DeviceSource, PhysicalDevice
 from accelsched.devices import partition
 from accelsched.errors import InputError, Where
 
@@ -36,6 +36,20 @@ class Unit:
 
 def units_by_resource(config: PluginConfig, devices: list[PhysicalDevice]) -> dict[str, list[Unit]]:
     """Resource name -> the units advertised under it, in device order."""
+    units = _units(config, devices)
+    for resource, items in units.items():
+        long = next((u.id for u in items if len(u.id) > MAX_DEVICE_ID), None)
+        if long:
+            raise InputError(
+                f"device ID {long!r} for {resource} is longer than the kubelet's {MAX_DEVICE_ID} characters",
+                source=config.source_file,
+                obj="DevicePluginConfig",
+                field="partitioning" if config.partitioning else config.source,
+            )
+    return units
+
+
+def _units(config: PluginConfig, devices: list[PhysicalDevice]) -> dict[str, list[Unit]]:
     doc = config.partitioning
     if not doc:
         return {config.resource_name: [Unit(d.id, d, d.id) for d in devices]}

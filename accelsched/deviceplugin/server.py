@@ -8,12 +8,14 @@ problem, and the server keeps serving.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
+from typing import Any
 
 import grpc
 
@@ -39,6 +41,20 @@ class RequestError(Exception):
     def __init__(self, code: grpc.StatusCode, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def _refusals(method: Callable[[Any, Any, grpc.ServicerContext], Any]) -> Callable[..., Any]:
+    """A RequestError raised by an RPC becomes its gRPC status (counted per code); the server keeps serving."""
+
+    @functools.wraps(method)
+    def rpc(self: DevicePluginService, request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            return method(self, request, context)
+        except RequestError as exc:
+            self.metrics.allocation_errors.labels(self.resource, exc.code.name).inc()
+            context.abort(exc.code, f"{self.resource}: {exc}")  # raises
+
+    return rpc
 
 
 class DevicePluginService(pb_grpc.DevicePluginServicer):
@@ -79,10 +95,6 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         ok = sum(1 for u in self.units if healthy.get(u.device.id))
         self.metrics.set_devices(self.resource, ok, len(self.units) - ok)
 
-    def _fail(self, context: grpc.ServicerContext, exc: RequestError) -> None:
-        self.metrics.allocation_errors.labels(self.resource, exc.code.name).inc()
-        context.abort(exc.code, f"{self.resource}: {exc}")
-
     def _known(self, ids: Sequence[str], field: str) -> list[int]:
         unknown = [i for i in ids if i not in self.by_id]
         if unknown:
@@ -98,7 +110,7 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
     def GetDevicePluginOptions(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.DevicePluginOptions:
         return pb.DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=True)
 
-    def ListAndWatch(self, request: pb.Empty, context: grpc.ServicerContext):  # type: ignore[no-untyped-def]
+    def ListAndWatch(self, request: pb.Empty, context: grpc.ServicerContext) -> Iterator[pb.ListAndWatchResponse]:
         healthy, updates = self.inventory.subscribe()
         try:
             yield self.device_list(healthy)
@@ -113,21 +125,17 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         finally:
             self.inventory.unsubscribe(updates)
 
+    @_refusals
     def GetPreferredAllocation(
         self, request: pb.PreferredAllocationRequest, context: grpc.ServicerContext
     ) -> pb.PreferredAllocationResponse:
-        try:
-            if not request.container_requests:
-                raise RequestError(grpc.StatusCode.INVALID_ARGUMENT, "no container_requests")
-            return pb.PreferredAllocationResponse(
-                container_responses=[
-                    pb.ContainerPreferredAllocationResponse(deviceIDs=self.preferred(r))
-                    for r in request.container_requests
-                ]
-            )
-        except RequestError as exc:
-            self._fail(context, exc)
-            raise  # unreachable: abort raises
+        if not request.container_requests:
+            raise RequestError(grpc.StatusCode.INVALID_ARGUMENT, "no container_requests")
+        return pb.PreferredAllocationResponse(
+            container_responses=[
+                pb.ContainerPreferredAllocationResponse(deviceIDs=self.preferred(r)) for r in request.container_requests
+            ]
+        )
 
     def preferred(self, r: pb.ContainerPreferredAllocationRequest) -> list[str]:
         """The scheduler's choice (``best_set``: NUMA and PCIe pair scores) among the available devices."""
@@ -155,15 +163,12 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         chosen, _ = best_set(sorted(available), size, self.links, in_use, False, required=required)
         return [self.units[i].id for i in sorted(chosen)]
 
+    @_refusals
     def Allocate(self, request: pb.AllocateRequest, context: grpc.ServicerContext) -> pb.AllocateResponse:
-        try:
-            if not request.container_requests:
-                raise RequestError(grpc.StatusCode.INVALID_ARGUMENT, "no container_requests")
-            healthy = self.inventory.healthy
-            responses = [self.container_response(list(r.devices_ids), healthy) for r in request.container_requests]
-        except RequestError as exc:
-            self._fail(context, exc)
-            raise
+        if not request.container_requests:
+            raise RequestError(grpc.StatusCode.INVALID_ARGUMENT, "no container_requests")
+        healthy = self.inventory.healthy  # one consistent view for the whole request
+        responses = [self.container_response(list(r.devices_ids), healthy) for r in request.container_requests]
         self.metrics.allocations.labels(self.resource).inc(len(responses))
         return pb.AllocateResponse(container_responses=responses)
 
