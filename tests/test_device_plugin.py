@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,17 @@ def http_get(manager: DevicePluginManager, path: str) -> tuple[int, str]:
         return e.code, e.read().decode()
 
 
+def until(check: Callable[[], bool]) -> bool:
+    """True once ``check`` holds, False after WAIT seconds: for state the plugin sets just after an RPC returns
+    (the kubelet may already have dialled back before the plugin counts its registration)."""
+    deadline = time.monotonic() + WAIT
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
 def metric(manager: DevicePluginManager, name: str, **labels: str) -> float | None:
     return manager.metrics.registry.get_sample_value(name, labels)
 
@@ -144,7 +156,7 @@ def test_registers_with_the_kubelet_fields_it_checks(plugin: DevicePluginManager
     assert os.path.exists(os.path.join(peer.socket_dir, request.endpoint))
     ep = peer.next_endpoint()
     assert ep.options.get_preferred_allocation_available is True
-    assert metric(plugin, "accelsched_device_plugin_registrations_total", resource=RESOURCE) == 1
+    assert until(lambda: metric(plugin, "accelsched_device_plugin_registrations_total", resource=RESOURCE) == 1)
 
 
 def test_list_and_watch_sends_the_full_list_with_numa_topology(plugin: DevicePluginManager, peer: KubeletPeer) -> None:
@@ -294,7 +306,7 @@ def test_registers_again_after_the_kubelet_restarts(plugin: DevicePluginManager,
     ep = peer.next_endpoint()
     assert ep.next_list() == dict.fromkeys(QAIC, "Healthy")
     assert allocate(ep, ["qaic-4"]).container_responses[0].envs["QAIC_VISIBLE_DEVICES"] == "qaic-4"
-    assert metric(plugin, "accelsched_device_plugin_registrations_total", resource=RESOURCE) == 2
+    assert until(lambda: metric(plugin, "accelsched_device_plugin_registrations_total", resource=RESOURCE) == 2)
     assert http_get(plugin, "/healthz") == (200, "ok\n")
 
 
@@ -327,7 +339,7 @@ def test_waits_for_the_kubelet_and_healthz_says_why(socket_dir: str, clock: Cloc
         kubelet.start()  # the watch loop sees kubelet.sock appear and registers
         assert kubelet.next_registration().resource_name == RESOURCE
         kubelet.next_endpoint()
-        assert http_get(manager, "/healthz") == (200, "ok\n")
+        assert until(lambda: http_get(manager, "/healthz") == (200, "ok\n"))
         code, body = http_get(manager, "/metrics")
         assert code == 200
         assert f'accelsched_device_plugin_devices{{health="Healthy",resource="{RESOURCE}"}} 8.0' in body
