@@ -100,11 +100,15 @@ class DefaultPreemption:
         potential = np.flatnonzero(has_lower & ~self._still_short(pod, handle, has_lower, statuses))
         wanted = min(max(cluster.n * self.min_percentage // 100, self.min_absolute), cluster.n)
         candidates: list[Candidate] = []
+        by_fit = _fit_decides(pod, handle)
         if potential.size:
             offset = handle.rng.randrange(potential.size)
             for i in range(potential.size):
                 node = int(potential[(offset + i) % potential.size])
-                victims, reasons = self.select_victims(pod, node, handle, exclude, allowed)
+                if by_fit is not None:
+                    victims, reasons = self.select_victims_by_fit(pod, node, handle, exclude, by_fit)
+                else:
+                    victims, reasons = self.select_victims(pod, node, handle, exclude, allowed)
                 if victims is None:
                     statuses.update(reasons)
                     continue
@@ -161,6 +165,80 @@ class DefaultPreemption:
                 for v in unit:
                     if v.key not in handle.cluster.pod_node:
                         handle.restore(v, home[v.key])
+
+
+    @staticmethod
+    def select_victims_by_fit(
+        pod: Pod, node: int, handle: Scheduler, exclude: frozenset[str], checks: list[tuple[int, int, str]]
+    ) -> tuple[list[Pod] | None, list[str]]:
+        """SelectVictimsOnNode in arithmetic, for a pod only NodeResourcesFit can reject once static filters
+        passed (``_fit_decides``): the same removal and reprieve, on the node's free amounts, with no dry run."""
+        cluster = handle.cluster
+        units = eviction_units(pod, node, handle, exclude)
+        if not units:
+            return None, [NO_VICTIMS]
+        rows = {row for row, _, _ in checks}
+        free = {row: int(cluster.free[row, node]) for row in rows}
+
+        def held_here(unit: list[Pod]) -> dict[int, int]:
+            out: dict[int, int] = {}
+            for v in unit:
+                if cluster.pod_node.get(v.key) == node:
+                    for row, amount in cluster.request_vector(v):
+                        if row in rows:
+                            out[row] = out.get(row, 0) + amount
+            return out
+
+        held = [held_here(unit) for unit in units]
+        for give in held:
+            for row, amount in give.items():
+                free[row] += amount
+        short = [reason for row, amount, reason in checks if free[row] < amount]
+        if short:
+            return None, short
+        victims: list[Pod] = []
+        order = sorted(range(len(units)), key=lambda k: -max(v.priority for v in units[k]))
+        for k in order:
+            if all(free[row] - held[k].get(row, 0) >= amount for row, amount, _ in checks):
+                for row, amount in held[k].items():  # reprieved: it stays
+                    free[row] -= amount
+            else:
+                victims.extend(units[k])
+        return victims, []
+
+
+def _fit_decides(pod: Pod, handle: Scheduler) -> list[tuple[int, int, str]] | None:
+    """NodeResourcesFit's checks when they alone decide whether ``pod`` fits a node after evictions: every
+    filter is a stock one, the pod has no pod (anti-)affinity or hard spreading, no bound pod has required
+    anti-affinity, and no node has topology or split devices. Otherwise None: use full dry runs."""
+    cluster = handle.cluster
+    profile = handle.profile_for(pod)
+    if profile is None or cluster.has_topology or cluster.has_partitions or cluster.term_groups["required_anti"]:
+        return None
+    if pod.has_pod_affinity or any(c.when_unsatisfiable == "DoNotSchedule" for c in pod.topology_spread_constraints):
+        return None
+    filters = profile.at("filter")
+    if any(f.name not in _STATIC_FILTERS for f in filters):
+        return None
+    fit = next((f for f in filters if hasattr(f, "rejected_after_freeing")), None)
+    return fit.checks(pod, cluster) if fit is not None else None
+
+
+# Filters whose verdict on a node cannot change by evicting pods from it, or (the last three) that pass every
+# node for a pod without affinity, hard spreading or devices to place, on nodes without topology or splits.
+_STATIC_FILTERS = frozenset(
+    {
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodeResourcesFit",
+        "NodeResourceTopologyMatch",
+        "DevicePartition",
+        "PodTopologySpread",
+        "InterPodAffinity",
+    }
+)
 
 
 def eviction_units(pod: Pod, node: int, handle: Scheduler, exclude: frozenset[str]) -> list[list[Pod]]:

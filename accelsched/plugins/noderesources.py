@@ -218,7 +218,7 @@ class NodeResourcesFit(_ResourceScore):
         return resource not in self.ignored and resource.split("/", 1)[0] not in self.ignored_groups
 
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
-        checks = self._checks(pod, cluster)  # may add a zero row for a resource no node has: read free after it
+        checks = self.checks(pod, cluster)  # may add a zero row for a resource no node has: read free after it
         free = cluster.free
 
         def fits(nodes: np.ndarray) -> np.ndarray:
@@ -241,13 +241,12 @@ class NodeResourcesFit(_ResourceScore):
     def rejected_after_freeing(self, pod: Pod, cluster: ClusterState, freed: np.ndarray) -> FilterResult:
         """The filter as if ``freed`` (resource x node) were free too: nodes that would still lack room even
         with every lower-priority pod evicted, which DefaultPreemption then need not try."""
-        checks = self._checks(pod, cluster)
         result = FilterResult()
-        for row, amount, reason in checks:
+        for row, amount, reason in self.checks(pod, cluster):
             result.reject(reason, cluster.free[row] + freed[row] < amount)
         return result
 
-    def _checks(self, pod: Pod, cluster: ClusterState) -> list[tuple[int, int, str]]:
+    def checks(self, pod: Pod, cluster: ClusterState) -> list[tuple[int, int, str]]:
         """(row, amount, reason) per checked resource in fitsRequest order; memoized per request shape."""
         return cluster.memoized(
             (FIT_NAME, self.ignored, self.ignored_groups, cluster.epoch, pod.shape),
