@@ -140,9 +140,9 @@ class ControlPlane:
 
     def start(self, timeout: float = 120.0) -> ControlPlane:
         """Start etcd, then the API server; return when ``/readyz`` says ok and the kubeconfig is written."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
         if self.bin_dir is None:
             self.bin_dir = build_controlplane(self.workdir / "build.log")
-        self.workdir.mkdir(parents=True, exist_ok=True)
         self._write_credentials()
         self.etcd_port, self.etcd_peer_port, self.apiserver_port = _free_port(), _free_port(), _free_port()
         try:
@@ -360,7 +360,18 @@ def make_node(
             "addresses": [{"type": "Hostname", "address": name}],
         }
     }
-    return core.patch_node_status(name, status)
+    core.patch_node_status(name, status)
+    # The node lifecycle controller's part (TaintNodesByCondition): admission gave the new Node the
+    # node.kubernetes.io/not-ready:NoSchedule taint; once the node reports Ready the controller removes it.
+    # Without this every test node would repel every pod that does not tolerate not-ready.
+    node = core.read_node(name)
+    kept = [
+        core.api_client.sanitize_for_serialization(t)
+        for t in node.spec.taints or []
+        if t.key != "node.kubernetes.io/not-ready"
+    ]
+    core.patch_node(name, {"spec": {"taints": kept}})
+    return core.read_node(name)
 
 
 def ensure_namespace(api: Any, name: str) -> None:
