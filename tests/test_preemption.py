@@ -334,3 +334,37 @@ def test_preemption_never_evicts_equal_or_higher_priority_and_never_overcommits(
             fresh[i] = sum(p.requests.get(ACCEL, 0) for p in on.values() if p.priority < level)
         assert [int(kept[row, i]) for i in range(cluster.n)] == [fresh[i] for i in range(cluster.n)]
     assert priority  # every pending pod got a result
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    nodes=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    bound=st.lists(st.tuples(st.integers(0, 2), st.integers(1, 3), st.integers(0, 3), st.booleans()), max_size=8),
+    want=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+)
+def test_victims_by_fit_arithmetic_equal_victims_by_dry_runs(nodes, bound, want) -> None:
+    """The arithmetic shortcut and full filter dry runs pick the same victims on every node."""
+    from accelsched.api.objects import parse_pod
+    from accelsched.plugins.defaultpreemption import DefaultPreemption, _fit_decides
+
+    node_docs = [node(f"n{i}", **{ACCEL: c}) for i, c in enumerate(nodes)]
+    free = dict(enumerate(nodes))
+    existing = []
+    for j, (where, count, prio, in_gang) in enumerate(bound):
+        where %= len(nodes)
+        if count <= free[where]:
+            free[where] -= count
+            labels = {GANG_LABEL: "running"} if in_gang else None
+            existing.append(accel_pod(f"b{j}", count, prio * 10, f"n{where}", labels=labels))
+    s = session(node_docs, existing)
+    pod_obj = parse_pod(accel_pod("p", want[0], want[1] * 10))
+    checks = _fit_decides(pod_obj, s.scheduler)
+    assert checks is not None
+    plugin = DefaultPreemption()
+    before = s.cluster.requested.copy()
+    for i in range(len(nodes)):
+        fast, fast_reasons = plugin.select_victims_by_fit(pod_obj, i, s.scheduler, frozenset(), checks)
+        slow, slow_reasons = plugin.select_victims(pod_obj, i, s.scheduler, frozenset(), None)
+        assert (None if fast is None else [v.key for v in fast]) == (None if slow is None else [v.key for v in slow])
+        assert fast_reasons == slow_reasons
+    assert (s.cluster.requested == before).all()  # dry runs leave the state as it was
