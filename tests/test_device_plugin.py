@@ -77,7 +77,7 @@ def fake_config(socket_dir: str, **extra: Any) -> plugin_config.PluginConfig:
             "mounts": [{"hostPath": "/opt/qti-aic", "containerPath": "/opt/qti-aic", "readOnly": True}],
             "cdiKind": "qualcomm.com/accel",
         },
-        "metrics": {"address": "127.0.0.1", "port": 0},
+        "metrics": {"enabled": False},  # the HTTP tests turn it on
     }
     doc.update(extra)
     return plugin_config.parse(doc, "test-config.yaml")
@@ -119,7 +119,7 @@ def rpc_error(call: Any) -> grpc.RpcError:
 
 
 def http_get(manager: DevicePluginManager, path: str) -> tuple[int, str]:
-    url = f"http://127.0.0.1:{manager.http.server_port}{path}"  # type: ignore[union-attr]
+    url = f"http://127.0.0.1:{manager.http.port}{path}"  # type: ignore[union-attr]
     try:
         with urllib.request.urlopen(url, timeout=WAIT) as r:
             return r.status, r.read().decode()
@@ -307,7 +307,7 @@ def test_registers_again_after_the_kubelet_restarts(plugin: DevicePluginManager,
     assert ep.next_list() == dict.fromkeys(QAIC, "Healthy")
     assert allocate(ep, ["qaic-4"]).container_responses[0].envs["QAIC_VISIBLE_DEVICES"] == "qaic-4"
     assert until(lambda: metric(plugin, "accelsched_device_plugin_registrations_total", resource=RESOURCE) == 2)
-    assert http_get(plugin, "/healthz") == (200, "ok\n")
+    assert plugin.ready() == (True, "ok")
 
 
 def test_plugin_restart_while_the_kubelet_stays_up(socket_dir: str, peer: KubeletPeer, clock: Clock) -> None:
@@ -329,17 +329,19 @@ def test_plugin_restart_while_the_kubelet_stays_up(socket_dir: str, peer: Kubele
         second.stop()
 
 
-def test_waits_for_the_kubelet_and_healthz_says_why(socket_dir: str, clock: Clock) -> None:
-    manager = DevicePluginManager(fake_config(socket_dir), clock=clock)
+def test_waits_for_the_kubelet_and_readyz_says_why(socket_dir: str, clock: Clock) -> None:
+    config = fake_config(socket_dir, metrics={"address": "127.0.0.1", "port": 0})
+    manager = DevicePluginManager(config, clock=clock)
     manager.start()
     kubelet = KubeletPeer(socket_dir)
     try:
-        code, body = http_get(manager, "/healthz")
-        assert code == 503 and f"{RESOURCE}: not registered with the kubelet" in body
+        assert http_get(manager, "/healthz") == (200, "ok")  # the process serves
+        code, body = http_get(manager, "/readyz")
+        assert (code, body) == (503, f"{RESOURCE}: not registered with the kubelet")
         kubelet.start()  # the watch loop sees kubelet.sock appear and registers
         assert kubelet.next_registration().resource_name == RESOURCE
         kubelet.next_endpoint()
-        assert until(lambda: http_get(manager, "/healthz") == (200, "ok\n"))
+        assert until(lambda: http_get(manager, "/readyz") == (200, "ok"))
         code, body = http_get(manager, "/metrics")
         assert code == 200
         assert f'accelsched_device_plugin_devices{{health="Healthy",resource="{RESOURCE}"}} 8.0' in body

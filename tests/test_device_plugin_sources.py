@@ -335,6 +335,7 @@ def test_shipped_daemonset_runs_the_plugin_with_its_configmap() -> None:
     assert volumes[mounts[cfg.socket_dir]]["hostPath"]["path"] == cfg.socket_dir
     assert volumes[mounts[f"{cfg.sysfs.root}/sys"]]["hostPath"]["path"] == "/sys"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["ports"][0]["containerPort"] == cfg.metrics_port
     # The image the DaemonSet names is built from the Dockerfile at the repository root.
     assert "pip install" in (REPO / "Dockerfile").read_text()

@@ -19,7 +19,7 @@ allocate:
   mounts: [{hostPath: /opt/qti-aic, containerPath: /opt/qti-aic, readOnly: true}]
   cdiKind: qualcomm.com/accel              # CDI device names <cdiKind>=<id>; empty: none
 partitioning: {mode: timeslicing, replicas: 4}   # or mode: mig (fixed instances); the fractional ledger's syntax
-metrics: {address: 0.0.0.0, port: 8080}   # /healthz and /metrics; port 0 picks a free one
+metrics: {address: 0.0.0.0, port: 8080}   # /healthz, /readyz, /metrics; port 0: a free one; enabled: false: none
 ```
 
 Unknown fields and wrong types are errors naming the file and the field, never silent defaults.

@@ -17,9 +17,10 @@ import grpc
 from accelsched.deviceplugin import sources
 from accelsched.deviceplugin.config import PluginConfig
 from accelsched.deviceplugin.inventory import Inventory, units_by_resource
-from accelsched.deviceplugin.metrics import PluginMetrics, serve
+from accelsched.deviceplugin.metrics import PluginMetrics
 from accelsched.deviceplugin.registration import endpoint_for, kubelet_identity, register
 from accelsched.deviceplugin.server import DevicePluginService, ResourceServer
+from accelsched.live.metrics import HealthServer
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ class DevicePluginManager:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self.http = None
+        self.http: HealthServer | None = None
 
     @property
     def resources(self) -> list[str]:
@@ -58,8 +59,9 @@ class DevicePluginManager:
             s.start()
         self.check_kubelet()
         if self.config.metrics_port is not None:
-            self.http = serve(self.config.metrics_address, self.config.metrics_port, self.metrics, self.healthz)
-            log.info("/healthz and /metrics on %s:%d", self.config.metrics_address, self.http.server_port)
+            self.http = HealthServer(self.metrics, self.ready, self.config.metrics_port, self.config.metrics_address)
+            self.http.start()
+            log.info("/healthz, /readyz and /metrics on %s:%d", self.config.metrics_address, self.http.port)
         for name, step, interval in (
             ("health", self.refresh, self.config.health_interval),
             ("watch", self.check_kubelet, self.config.watch_interval),
@@ -115,8 +117,8 @@ class DevicePluginManager:
                 self.metrics.registrations.labels(resource).inc()
                 log.info("registered %s with the kubelet (endpoint %s)", resource, s.endpoint)
 
-    def healthz(self) -> tuple[bool, str]:
-        """Healthy when every resource is served on its socket and registered with the kubelet."""
+    def ready(self) -> tuple[bool, str]:
+        """/readyz: every resource is served on its socket and registered with the kubelet (else who is not)."""
         problems = [f"{s.service.resource}: socket gone" for s in self.servers if not s.serving]
         problems += [f"{r}: not registered with the kubelet" for r, ok in self.registered.items() if not ok]
         return (not problems, "; ".join(problems) or "ok")
@@ -130,8 +132,7 @@ class DevicePluginManager:
         for s in self.servers:
             s.stop()
         if self.http is not None:
-            self.http.shutdown()
-            self.http.server_close()
+            self.http.stop()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until ``stop`` (True) or ``timeout`` (False)."""
