@@ -281,6 +281,15 @@ def test_cli_bad_config_exits_2_with_one_line(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines() == [f"accelsched: error: {path}: DevicePluginConfig: fake.numa: {why}"]
 
 
+def test_cli_socket_dir_must_exist(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-kubelet-here")
+    result = CliRunner().invoke(main, ["device-plugin", "--source", "fake", "--socket-dir", missing])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f"accelsched: error: (flags): DevicePluginConfig: socketDir: {missing} is not a dir"
+    )
+
+
 @pytest.mark.integration  # a real process (about 3 s, most of it importing): SIGTERM and socket clean-up
 def test_cli_serves_registers_and_stops_on_sigterm(tmp_path: Path, socket_dir: str) -> None:
     kubelet = KubeletPeer(socket_dir).start()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from collections.abc import Mapping
@@ -10,18 +11,30 @@ from typing import Any
 
 from accelsched.deviceplugin.config import load
 from accelsched.deviceplugin.plugin import DevicePluginManager
+from accelsched.errors import InputError
 
 
 def run(config_file: str | None, overrides: Mapping[str, Any]) -> int:
     """Serve until a signal; returns the exit code. Bad config raises InputError (exit 2 in the CLI)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = load(config_file, overrides)
+    if not os.path.isdir(config.socket_dir):
+        raise InputError(
+            f"{config.socket_dir} is not a directory (mount the kubelet's device-plugins folder there)",
+            source=config.source_file,
+            obj="DevicePluginConfig",
+            field="socketDir",
+        )
     manager = DevicePluginManager(config)
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
     manager.start()
     log = logging.getLogger("accelsched.deviceplugin")
+    if not manager.inventory.devices:
+        log.warning(
+            "no devices found by the %s source: advertising 0 (check sysfs.vendors and the /sys mount)", config.source
+        )
     log.info(
         "advertising %s from %s (%d devices)",
         ", ".join(manager.resources),
