@@ -82,13 +82,18 @@ def test_committed_stubs_are_what_the_proto_generates() -> None:
     assert gen.stale() == [], "run make proto (python -m accelsched.deviceplugin.gen) and commit the stubs"
 
 
-def test_generator_notices_a_stale_stub(tmp_path: Path) -> None:
+def test_generator_check_notices_a_stub_edited_by_hand(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("grpc_tools")
-    fresh = gen.generate(tmp_path)
-    assert [p.name for p in fresh] == ["api_pb2.py", "api_pb2_grpc.py"]
-    committed = gen.PACKAGE_ROOT / gen.PROTO.parent / "api_pb2_grpc.py"
-    assert fresh[1].read_bytes() == committed.read_bytes()
-    assert "from accelsched.deviceplugin.proto import api_pb2" in fresh[1].read_text()
+    proto_dir = tmp_path / gen.PROTO.parent
+    shutil.copytree(gen.PACKAGE_ROOT / gen.PROTO.parent, proto_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(gen, "PACKAGE_ROOT", tmp_path)
+    assert gen.main(["gen", "--check"]) == 0
+    stub = proto_dir / "api_pb2_grpc.py"
+    stub.write_text(stub.read_text().replace("/v1beta1.DevicePlugin/Allocate", "/v1beta1.DevicePlugin/Alocate"))
+    assert gen.stale() == ["api_pb2_grpc.py"]
+    assert gen.main(["gen", "--check"]) == 1
+    assert gen.main(["gen"]) == 0  # make proto puts it right
+    assert gen.stale() == []
 
 
 # ---------------------------------------------------------------------------------------------- config

@@ -20,7 +20,13 @@ def generate(out_root: Path) -> list[Path]:
     from grpc_tools import protoc  # dev dependency: only generating needs it
 
     # -I at the package root makes the import in api_pb2_grpc.py absolute (accelsched.deviceplugin.proto.api_pb2).
-    args = ["protoc", f"-I{PACKAGE_ROOT}", f"--python_out={out_root}", f"--grpc_python_out={out_root}", str(PROTO)]
+    args = [
+        "protoc",
+        f"-I{PACKAGE_ROOT}",
+        f"--python_out={out_root}",
+        f"--grpc_python_out={out_root}",
+        str(PACKAGE_ROOT / PROTO),
+    ]
     if protoc.main(args) != 0:
         raise RuntimeError(f"protoc failed on {PACKAGE_ROOT / PROTO}")
     return [out_root / PROTO.parent / name for name in OUTPUTS]
