@@ -16,7 +16,8 @@ key="$(cd "$src" && cat go.mod go.sum $(find cmd -name '*.go' | LC_ALL=C sort) |
 root="${ACCELSCHED_CONTROLPLANE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/accelsched/controlplane}"
 bin="$root/$key/bin"
 
-if [ -x "$bin/kube-apiserver" ] && [ -x "$bin/etcd" ]; then
+cached() { [ -x "$bin/kube-apiserver" ] && [ -x "$bin/etcd" ]; }
+if cached; then
   echo "$bin"
   exit 0
 fi
@@ -26,6 +27,13 @@ if [ "${1:-}" = "--check" ]; then
 fi
 
 mkdir -p "$bin"
+# One build at a time per key (two test sessions starting together): the second waits, then finds it cached.
+exec 9>"$root/$key/build.lock"
+flock 9
+if cached; then
+  echo "$bin"
+  exit 0
+fi
 tmp="$(mktemp -d "$root/$key/tmp.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 # -p bounds concurrent compiles to the cores there are; GOFLAGS from the caller (e.g. -mod=mod) are kept.

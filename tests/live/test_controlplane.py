@@ -47,9 +47,7 @@ def _pod(name: str, accelerators: int = 1, scheduler: str = "accelsched") -> dic
 def _watch_first_event(core: Any, namespace: str, resource_version: str, kind: str = "config_map") -> dict[str, Any]:
     """The first event of a watch from ``resource_version``, read off the wire (no client-side reinterpretation)."""
     lister = getattr(core, f"list_namespaced_{kind}")
-    resp = lister(
-        namespace, watch=True, resource_version=resource_version, timeout_seconds=5, _preload_content=False
-    )
+    resp = lister(namespace, watch=True, resource_version=resource_version, timeout_seconds=5, _preload_content=False)
     try:
         for line in resp:
             if line.strip():
@@ -69,6 +67,15 @@ def test_node_status_advertises_the_extended_resource(kube: KubeContext) -> None
     assert node.metadata.labels["kubernetes.io/hostname"] == "node-a"
     ready = [c for c in node.status.conditions if c.type == "Ready"]
     assert len(ready) == 1 and ready[0].status == "True"
+    # TaintNodesByCondition admission tainted the new Node not-ready; make_node lifts it as the node lifecycle
+    # controller does once the node is Ready, and keeps the taints the test asked for.
+    assert not node.spec.taints
+
+
+def test_make_node_keeps_requested_taints(kube: KubeContext) -> None:
+    taint = {"key": "accelsched.io/reserved", "value": "training", "effect": "NoSchedule"}
+    node = kube.make_node("node-t", taints=[taint])
+    assert [{"key": t.key, "value": t.value, "effect": t.effect} for t in node.spec.taints] == [taint]
 
 
 def test_pod_is_admitted_and_read_back_pending(kube: KubeContext) -> None:
