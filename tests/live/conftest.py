@@ -53,7 +53,11 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
     try:
         bin_dir = build_controlplane(workdir / "build.log")
     except ControlPlaneError as e:
-        _unavailable(f"building the control plane failed: {e}")
+        failure = f"building the control plane failed: {e}"
+    else:
+        failure = ""
+    if failure:  # reported outside the except block so the report is the log tail, not a chained traceback
+        _unavailable(failure)
     cp = ControlPlane(workdir, bin_dir)
     try:
         cp.start()
@@ -63,7 +67,9 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
             apply_crds(api)
     except ControlPlaneError as e:
         cp.stop()
-        _unavailable(f"starting the control plane failed: {e}")
+        failure = f"starting the control plane failed: {e}"
+    if failure:
+        _unavailable(failure)
     try:
         yield cp
     finally:
