@@ -101,6 +101,9 @@ def measure(workload: Workload, quick: bool, heap: bool = False, profile_top: in
         tracemalloc.stop()
     scheduler.observer = None
 
+    measured_keys = {p.key for p in built.measured}
+    evicted = [r for r in results if r.pod.key not in measured_keys]  # bound pods preempted along the way
+    results_all, results = results, [r for r in results if r.pod.key in measured_keys]
     scheduled = [r for r in results if r.scheduled]
     unscheduled = [r for r in results if not r.scheduled]
     if len(results) != len(built.measured):
@@ -113,7 +116,7 @@ def measure(workload: Workload, quick: bool, heap: bool = False, profile_top: in
             f"{len(unscheduled)} measured pods unschedulable, expected {built.expect_unschedulable} ({examples})"
         )
     if built.verify is not None:
-        problems.extend(built.verify(init_results, results))
+        problems.extend(built.verify(init_results, results_all))
 
     latencies = [b - a for a, b in zip(starts, [*starts[1:], t0 + seconds], strict=True)]
     pods_per_s = len(scheduled) / seconds if seconds > 0 else 0.0
@@ -140,6 +143,7 @@ def measure(workload: Workload, quick: bool, heap: bool = False, profile_top: in
         "init_s": round(init_s, 3),
         "seconds": round(seconds, 4),
         "pods_per_s": round(pods_per_s, 1),
+        "preempted": len(evicted),
         "gangs": len(gang_keys),
         "gangs_per_s": round(len(gang_keys) / seconds, 1) if seconds > 0 else 0.0,
         "latency_ms_p50": round(_percentile(latencies, 0.50) * 1000, 3),

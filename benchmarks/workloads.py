@@ -402,6 +402,37 @@ def build_mig(s: Sizes) -> Built:
     return Built(nodes, init, measured, s.measured_pods, verify=verify)
 
 
+# -- Preemption: every measured pod must evict low-priority pods to fit
+
+
+def build_preemption(s: Sizes) -> Built:
+    """scheduler_perf's PreemptionAsync: nodes full of low-priority pods (cpu 900m, 4 per node), then
+    high-priority pods (priority 10, cpu 3) that each fit only by evicting three of them."""
+    nodes = default_nodes(s.nodes)
+    low = {"cpu": "900m", "memory": "500Mi"}
+    high = {"cpu": "3", "memory": "500Mi"}
+    init = [parse_pod(pod_doc(f"low-{i}", resources=low), "benchmarks") for i in range(s.init_pods)]
+    measured = [
+        parse_pod(pod_doc(f"high-{i}", resources=high, priority=10), "benchmarks") for i in range(s.measured_pods)
+    ]
+
+    def verify(init: list[ScheduleResult], results: list[ScheduleResult]) -> list[str]:
+        problems = []
+        per_node: dict[str, int] = {}
+        for r in results:
+            if r.pod.name.startswith("high-"):
+                if not r.scheduled:
+                    problems.append(f"{r.pod.key}: {r.message}")
+                    continue
+                per_node[r.node or ""] = per_node.get(r.node or "", 0) + 1
+                if len(r.preempted) != 3 or any(v.priority >= r.pod.priority for v in r.preempted):
+                    problems.append(f"{r.pod.key} evicted {[v.key for v in r.preempted]}: not 3 lower-priority pods")
+        problems += [f"{node} got {n} cpu-3 pods" for node, n in per_node.items() if n > 1]
+        return problems
+
+    return Built(nodes, init, measured, s.measured_pods, verify=verify)
+
+
 # -- Gangs: training jobs of 8 to 256 workers among single pods, on 8-GPU nodes
 
 
@@ -542,6 +573,19 @@ WORKLOADS += (
 )
 
 WORKLOADS += (
+    Workload(
+        "PreemptionAsync",
+        "5000Nodes",
+        570,
+        Sizes(5000, 20000, 5000),
+        Sizes(500, 2000, 500),
+        build_preemption,
+        "4 low-priority pods (cpu 900m) per node; measured pods have priority 10 and cpu 3: each evicts three",
+        (
+            "kube-scheduler evaluates candidate nodes in 16 goroutines and deletes victims asynchronously; here one"
+            " Python thread, victims evicted in the cycle",
+        ),
+    ),
     Workload(
         "Gangs",
         "5000Nodes_60Gangs8to256_5000Pods",

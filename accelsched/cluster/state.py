@@ -155,6 +155,8 @@ class ClusterState:
         # priority hold no victim for it, which DefaultPreemption reads without visiting any pod.
         self.min_priority = np.full(self.n, NO_PODS_PRIORITY, dtype=np.int64)
         self._below: dict[int, np.ndarray] = {}  # requested_below, per priority asked for, kept up to date
+        # Bumped whenever anything of a node changes (pods, devices): per-node memos compare it to stay exact.
+        self.node_version = np.zeros(self.n, dtype=np.int64)
         self._label_columns: dict[str, LabelColumn] = {}
         self._requirement_masks: dict[Requirement, np.ndarray] = {}
         self._taints = sorted({t for n in self.nodes for t in n.taints}, key=str)
@@ -406,6 +408,7 @@ class ClusterState:
     def touch(self, node: int) -> None:
         """Record that something of ``node`` changed outside assume/forget (its devices), for the caches."""
         self.changes.append(node)
+        self.node_version[node] += 1
 
     def assume(self, pod: Pod, node: int) -> None:
         """Account ``pod`` on ``node``: capacity, selector counts and term groups. Devices are separate."""
@@ -425,6 +428,7 @@ class ClusterState:
         self._count(pod, node, +1)
         self.generation += 1
         self.changes.append(node)
+        self.node_version[node] += 1
 
     def forget(self, pod: Pod) -> None:
         node = self.pod_node.pop(pod.key)
@@ -441,6 +445,7 @@ class ClusterState:
         self._count(pod, node, -1)
         self.generation += 1
         self.changes.append(node)
+        self.node_version[node] += 1
 
     def _count_below(self, pod: Pod, node: int, delta: int) -> None:
         for priority, below in self._below.items():

@@ -24,6 +24,7 @@ the whole gang then fits (framework.scheduler.schedule_gang).
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,28 @@ PREEMPT_NEVER = "Never"
 _PRIORITY_OFFSET = 2**31
 
 
+class _Memo:
+    """Per node: the node version a result holds for (-2: none yet, -1: depends on other nodes), whether it is a
+    candidate, its rank (highest victim priority, priority sum, victims) and the candidate or the reasons."""
+
+    def __init__(self, n: int) -> None:
+        self.version = np.full(n, -2, dtype=np.int64)
+        self.ok = np.zeros(n, dtype=bool)
+        self.highest = np.zeros(n, dtype=np.int64)
+        self.total = np.zeros(n, dtype=np.int64)
+        self.count = np.zeros(n, dtype=np.int64)
+        self.candidates: list[Candidate | None] = [None] * n
+        self.reasons: list[list[str]] = [[] for _ in range(n)]
+
+    def store(self, node: int, version: int, candidate: Candidate | None, reasons: list[str]) -> None:
+        self.version[node] = version
+        self.candidates[node] = candidate
+        self.reasons[node] = reasons
+        self.ok[node] = candidate is not None
+        if candidate is not None:
+            self.highest[node], self.total[node], self.count[node], _ = candidate.rank
+
+
 @dataclass
 class Candidate:
     """A node and the pods to evict there (a gang's members on other nodes included)."""
@@ -54,6 +77,7 @@ class Candidate:
     node: int
     victims: list[Pod]
 
+    @functools.cached_property
     def rank(self) -> tuple[int, int, int, int]:
         highest = max(v.priority for v in self.victims)
         total = sum(v.priority + _PRIORITY_OFFSET for v in self.victims)
@@ -99,26 +123,54 @@ class DefaultPreemption:
         statuses[NO_VICTIMS] += int(np.count_nonzero(helpful & ~has_lower))
         potential = np.flatnonzero(has_lower & ~self._still_short(pod, handle, has_lower, statuses))
         wanted = min(max(cluster.n * self.min_percentage // 100, self.min_absolute), cluster.n)
-        candidates: list[Candidate] = []
         by_fit = _fit_decides(pod, handle)
+        # By Fit, a node's victims depend on its own pods only (unless a gang spans nodes): kept per node and
+        # request shape, valid while the node's version is unchanged, so a stream of preemptors re-evaluates only
+        # the nodes the previous ones changed.
+        if by_fit is not None and not exclude:
+            key = (NAME, pod.scheduler_name, pod.shape, pod.priority, cluster.epoch)
+            memo = cluster.memoized(key, lambda: _Memo(cluster.n))
+        else:
+            memo = _Memo(cluster.n)
+        chosen: list[np.ndarray] = []
+        found = 0
         if potential.size:
-            offset = handle.rng.randrange(potential.size)
-            for i in range(potential.size):
-                node = int(potential[(offset + i) % potential.size])
-                if by_fit is not None:
-                    victims, reasons = self.select_victims_by_fit(pod, node, handle, exclude, by_fit)
-                else:
-                    victims, reasons = self.select_victims(pod, node, handle, exclude, allowed)
-                if victims is None:
-                    statuses.update(reasons)
-                    continue
-                candidates.append(Candidate(node, victims))
-                if len(candidates) >= wanted:
-                    break
+            order = np.roll(potential, -handle.rng.randrange(potential.size))
+            start = 0
+            while found < wanted and start < order.size:  # kube-scheduler stops once it holds ``wanted``
+                chunk = order[start : start + wanted - found]
+                start += chunk.size
+                for node in chunk[memo.version[chunk] != cluster.node_version[chunk]].tolist():
+                    memo.store(node, *self._evaluate(pod, node, handle, exclude, allowed, by_fit))
+                ok = memo.ok[chunk]
+                for node in chunk[~ok].tolist():
+                    statuses.update(memo.reasons[node])
+                chosen.append(chunk[ok])
+                found += int(np.count_nonzero(ok))
         statuses = Counter({reason: count for reason, count in statuses.items() if count})
-        if not candidates:
+        if not found:
             return None, statuses
-        return min(candidates, key=Candidate.rank), statuses
+        nodes = np.concatenate(chosen)
+        best = np.lexsort((nodes, memo.count[nodes], memo.total[nodes], memo.highest[nodes]))[0]
+        return memo.candidates[int(nodes[best])], statuses
+
+    def _evaluate(
+        self,
+        pod: Pod,
+        node: int,
+        handle: Scheduler,
+        exclude: frozenset[str],
+        allowed: np.ndarray | None,
+        by_fit: list[tuple[int, int, str]] | None,
+    ) -> tuple[int, Candidate | None, list[str]]:
+        """(the node's version it holds for, or -1 when it depends on other nodes; the candidate; the reasons)."""
+        if by_fit is not None:
+            victims, reasons = self.select_victims_by_fit(pod, node, handle, exclude, by_fit)
+        else:
+            victims, reasons = self.select_victims(pod, node, handle, exclude, allowed)
+        spans = any(gang.group_key(v) is not None for v in handle.cluster.pods_on[node].values())
+        version = -1 if spans else int(handle.cluster.node_version[node])
+        return version, (Candidate(node, victims) if victims is not None else None), reasons
 
     @staticmethod
     def _still_short(pod: Pod, handle: Scheduler, nodes: np.ndarray, statuses: Counter[str]) -> np.ndarray:
