@@ -8,6 +8,7 @@ missing components would do it: a kubelet's Node status (``make_node``), the ser
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -63,10 +64,13 @@ def find_binaries() -> Path | None:
     return Path(proc.stdout.decode().strip()) if proc.returncode == 0 else None
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(count: int) -> list[int]:
+    """Distinct loopback ports free right now; all are held open until all are picked, so none repeats."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
 
 
 def _tail(path: Path | None, lines: int = 40) -> str:
@@ -144,7 +148,7 @@ class ControlPlane:
         if self.bin_dir is None:
             self.bin_dir = build_controlplane(self.workdir / "build.log")
         self._write_credentials()
-        self.etcd_port, self.etcd_peer_port, self.apiserver_port = _free_port(), _free_port(), _free_port()
+        self.etcd_port, self.etcd_peer_port, self.apiserver_port = _free_ports(3)
         try:
             self._start_etcd(timeout)
             self.start_apiserver(timeout)
