@@ -18,6 +18,7 @@ from accelsched.api.loader import load
 from accelsched.engine import Session, config_from
 from accelsched.errors import InputError
 from accelsched.explain import Explainer, Explanation, find_pod
+from accelsched.sim.command import simulate
 
 EXIT_BAD_INPUT = 2
 
@@ -327,6 +328,8 @@ def run(
     )
     sys.exit(run_scheduler(options))
 
+
+main.add_command(simulate)  # accelsched simulate: policy comparison on GPU traces (accelsched/sim/command.py)
 
 if __name__ == "__main__":
     main()

@@ -17,10 +17,11 @@ def write_trace(directory: Path, seed: int, nodes: int = 24, pods: int = 260) ->
     whole and multi-GPU, some restricted to GPU models), with creation and deletion times."""
     rng = random.Random(seed)
     node_lines = [NODE_HEADER]
+    names = rng.sample(range(1000), nodes)  # name order is not file order: tie-breaking by name must use names
     for i in range(nodes):
         gpus = rng.choice((1, 2, 4, 8, 8))
         cpu = rng.choice((16000, 32000, 64000, 96000))
-        node_lines.append(f"node-{i:03d},{cpu},{rng.choice((65536, 262144))},{gpus},{rng.choice(MODELS)}")
+        node_lines.append(f"node-{names[i]:03d},{cpu},{rng.choice((65536, 262144))},{gpus},{rng.choice(MODELS)}")
     pod_lines = [POD_HEADER]
     t = 0
     for i in range(pods):

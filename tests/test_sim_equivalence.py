@@ -14,13 +14,15 @@ from accelsched.sim.trace import load_nodes, load_pods
 
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
-@pytest.mark.parametrize("seed", [3, pytest.param(11, marks=pytest.mark.integration)])
-def test_fast_path_places_like_the_scheduler(tmp_path, policy, seed):
+@pytest.mark.parametrize(
+    ("seed", "tie_break"), [(3, "name"), (5, "random"), pytest.param(11, "random", marks=pytest.mark.integration)]
+)
+def test_fast_path_places_like_the_scheduler(tmp_path, policy, seed, tie_break):
     node_path, pod_path = write_trace(tmp_path, seed, nodes=16, pods=180)
     nodes, pods = load_nodes(node_path), load_pods(pod_path)
     typical = trace_typical_pods(pods, nodes.models)
-    fast = FastEngine(nodes, typical, pods.specs, policy, seed)
-    slow = generic.GenericEngine(nodes, generic.policy_config(policy, typical, nodes.models, seed), seed)
+    fast = FastEngine(nodes, typical, pods.specs, policy, seed, tie_break)
+    slow = generic.GenericEngine(nodes, generic.policy_config(policy, typical, nodes.models, seed), seed, tie_break)
     shapes = shapes_of(pods)
     placed = failed = shared = 0
     for i, shape in enumerate(shapes):

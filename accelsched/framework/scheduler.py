@@ -26,6 +26,7 @@ from accelsched.plugins.podtopologyspread import DEFAULTED_OWNERS
 
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 GANG_DOMAIN_REASON = "node(s) were outside the gang's topology domain"
+TIE_BREAKS = ("random", "name")
 
 
 FilterLog = list[tuple[str, FilterResult, np.ndarray]]  # (plugin, its result, the nodes it was first to reject)
@@ -125,11 +126,18 @@ class ScheduleResult:
 class Scheduler:
     """Schedules pods onto a ClusterState with the profiles of a SchedulerConfig."""
 
-    def __init__(self, cluster: ClusterState, config: SchedulerConfig, seed: int = 0) -> None:
+    def __init__(
+        self, cluster: ClusterState, config: SchedulerConfig, seed: int = 0, tie_break: str = "random"
+    ) -> None:
         self.cluster = cluster
         self.config = config
         # Ties among the best nodes are broken by this seeded generator (Python's: far cheaper per call than numpy's).
         self.rng = random.Random(seed)
+        # "random": kube-scheduler's choice among the best nodes. "name": the smallest node name, as the FGD paper's
+        # simulator patches selectHost for reproducible experiments (accelsched simulate replays either).
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(f"unknown tie break {tie_break!r} ({', '.join(TIE_BREAKS)})")
+        self.tie_break = tie_break
         self.groups: dict[str, gang.PodGroup] = {}  # gangs by namespace/name (framework.gang)
         self.node_names = [node.name for node in cluster.nodes]
         self.all_nodes = np.arange(cluster.n)
@@ -410,8 +418,12 @@ class Scheduler:
         """The highest total; ties broken by the seeded generator, as kube-scheduler picks among the best."""
         total, _ = self.score(profile, state, pod, feasible)
         if state.best_nodes is not None:  # every node feasible: the cached total knows its best nodes
+            if self.tie_break == "name":
+                return min(state.best_nodes, key=self.node_names.__getitem__)
             return state.best_nodes[self.rng.randrange(len(state.best_nodes))]
         best = np.flatnonzero(total == total.max())
+        if best.size > 1 and self.tie_break == "name":
+            return min(feasible[best].tolist(), key=self.node_names.__getitem__)
         pick = best[0] if best.size == 1 else best[self.rng.randrange(best.size)]
         return int(feasible[pick])
 

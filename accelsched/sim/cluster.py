@@ -43,6 +43,7 @@ class SimCluster:
         ]
         self.tags: dict[tuple[int, int], np.ndarray] = defaultdict(lambda: np.zeros(n, dtype=np.int64))
         self.tag_kinds = np.zeros(n, dtype=np.int64)
+        self.changes: list[int] = []  # nodes in the order they changed: per-shape score caches catch up on these
 
     # ------------------------------------------------------------------------------------ filter and view
 
@@ -124,6 +125,7 @@ class SimCluster:
                 self.typical,
             )[0]
         )
+        self.changes.append(node)
         self.frag_total += frag - int(self.frag[node])
         self.frag[node] = frag
         self.widest[node] = row.max()

@@ -100,9 +100,10 @@ def fragmentation(
     typical: TypicalPods,
 ) -> np.ndarray:
     """Expected fragmentation of each node from its free GPU milli, free CPU, GPU model and the ``gpu_terms`` of
-    its GPUs, in milli x ``typical.covered`` (an exact integer; divide by ``covered`` for milli)."""
+    its GPUs, in milli x ``typical.covered`` (an exact whole number; divide by ``covered`` for milli)."""
     ok = typical.access[model] & (fits >= typical.num_gpu) & (cpu_free[:, None] >= typical.cpu) & (typical.num_gpu > 0)
-    return typical.covered * free - (ok * usable) @ typical.weight
+    # In float64 every product and partial sum here is an integer below 2**53, so BLAS's sum is exact in any order.
+    return typical.covered * free - np.where(ok, usable, 0).astype(np.float64) @ typical.weight.astype(np.float64)
 
 
 def node_fragmentation(

@@ -101,10 +101,10 @@ def typical_args(typical: frag.TypicalPods, models: list[str]) -> list[dict]:
 class GenericEngine:
     """Replays pods one at a time through Scheduler.schedule_one (no retries: a pod that fits nowhere fails)."""
 
-    def __init__(self, nodes: Nodes, config: SchedulerConfig, seed: int) -> None:
+    def __init__(self, nodes: Nodes, config: SchedulerConfig, seed: int, tie_break: str = "name") -> None:
         self.nodes = nodes
         self.cluster = ClusterState(trace_nodes(nodes))
-        self.scheduler = Scheduler(self.cluster, config, seed)
+        self.scheduler = Scheduler(self.cluster, config, seed, tie_break)
         self.allocated = 0
 
     def schedule(self, pod: Pod, gpu_request: int) -> tuple[int, tuple[int, ...]] | None:

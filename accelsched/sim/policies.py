@@ -6,9 +6,9 @@ GPU-sharing pod, picks which GPU of the chosen node it lands on. The framework's
 same thing in a KubeSchedulerConfiguration, in live mode and in a trace replay.
 
 Scores follow the paper's simulator (hkust-adsl/kubernetes-scheduler-simulator): integers, higher is better,
-the node with the highest score wins and ties are broken at random. GPU choice for a sharing pod: FGD keeps
-the GPU whose use adds the least fragmentation; the others take the tightest GPU that fits (lowest index among
-equals); whole-GPU pods take the lowest-indexed fully free GPUs.
+the node with the highest score wins. GPU choice for a sharing pod, as the paper's runs configure it: FGD keeps
+the GPU whose use adds the least fragmentation, Random takes a random GPU that fits, the others the tightest GPU
+that fits (lowest index among equals); whole-GPU pods take the lowest-indexed fully free GPUs.
 """
 
 from __future__ import annotations
@@ -47,6 +47,11 @@ class PodShape:
     @property
     def gpu_request(self) -> int:
         return self.milli if self.sharing else self.num_gpu * MILLI
+
+    @property
+    def score_key(self) -> tuple[int, int, int]:
+        """What a policy's score depends on (memory only filters)."""
+        return (self.cpu, self.num_gpu, self.milli)
 
     @property
     def tag(self) -> tuple[int, int]:
@@ -94,6 +99,7 @@ class Policy:
     key = ""  # the simulate --policy name
     needs_fragmentation = False
     needs_tags = False
+    node_local = True  # a node's score depends only on that node's state and the pod's shape
 
     def scores(self, view: NodeView, pod: PodShape) -> np.ndarray:
         raise NotImplementedError
@@ -173,20 +179,14 @@ class BestFit(Policy):
 
 
 class DotProd(Policy):
-    """Tetris's alignment as the paper's simulator scores it: the smaller the dot product of the pod's request and
-    the node's free (cpu, gpu) vector, each normalized by the node's capacity, the higher the score. A sharing pod
-    is matched against each GPU that fits; the tightest one gives the smallest product."""
+    """Tetris's alignment as the paper runs it (GPU dimensions merged, normalized by the largest node): the smaller
+    the dot product of the pod's (cpu, gpu) request and the node's free (cpu, gpu), the higher the score."""
 
     name, key = "DotProductScore", "dotprod"
 
     def scores(self, view: NodeView, pod: PodShape) -> np.ndarray:
-        cpu_cap = np.maximum(view.cpu_cap, 1)
-        cpu = (view.cpu_free / cpu_cap) * (pod.cpu / cpu_cap)
-        if pod.sharing:
-            gpu = (tightest_fit(view.gpu_free, pod.milli) / MILLI) * (pod.milli / MILLI)
-        else:
-            gpu_cap = np.maximum(view.gpus * MILLI, 1)
-            gpu = (view.free / gpu_cap) * (pod.gpu_request / gpu_cap)
+        cpu = (view.cpu_free / MAX_SPEC_CPU) * (pod.cpu / MAX_SPEC_CPU)
+        gpu = (view.free / MAX_SPEC_GPU) * (pod.gpu_request / MAX_SPEC_GPU)
         return ((1.0 - (cpu + gpu) / 2) * MAX_NODE_SCORE).astype(np.int64)
 
 
@@ -229,15 +229,22 @@ class GpuClustering(Policy):
 
 
 class RandomScore(Policy):
-    """A random score per node from a seeded generator: the baseline every policy must beat."""
+    """The baseline every policy must beat: one feasible node drawn at random scores 100, the rest 0, and a
+    sharing pod takes a random GPU that fits (seeded)."""
 
-    name, key = "RandomScore", "random"
+    name, key, node_local = "RandomScore", "random", False
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)
 
     def scores(self, view: NodeView, pod: PodShape) -> np.ndarray:
-        return self.rng.integers(0, MAX_NODE_SCORE, size=len(view.gpus), dtype=np.int64)
+        out = np.zeros(len(view.gpus), dtype=np.int64)
+        out[self.rng.integers(len(out))] = MAX_NODE_SCORE
+        return out
+
+    def choose_gpu(self, view: NodeView, pod: PodShape) -> int:
+        fit = np.flatnonzero(view.gpu_free[0] >= pod.milli)
+        return int(fit[self.rng.integers(fit.size)])
 
 
 POLICIES: dict[str, type[Policy]] = {p.key: p for p in (FGD, BestFit, DotProd, GpuPacking, GpuClustering, RandomScore)}

@@ -2,8 +2,9 @@
 in order with nothing leaving, and record allocation and fragmentation as the arrived demand grows.
 
 ``run_experiment`` is one policy and one seed on the fast path (``SimCluster``); ``run_matrix`` spreads policies
-x seeds over processes. Ties between the best nodes are broken by ``random.Random(seed)``, exactly as the
-framework's Scheduler breaks them, so the fast path and the generic path place every pod alike.
+x seeds over processes. Ties between the best nodes go to the smallest node name by default, as in the paper's
+simulator (its selectHost is patched so); ``tie_break="random"`` is stock kube-scheduler's seeded random choice.
+Either way the fast path breaks them exactly as the framework's Scheduler does.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ class Experiment:
     frag: np.ndarray
     failed: np.ndarray  # bool per pod
     gpu_failed: int
-    seconds: float
+    seconds: float  # wall clock
+    cpu_seconds: float = 0.0  # this process's CPU time (what the wall clock would be on an idle core)
 
     def at(self, share: float) -> int:
         """Index of the last pod that arrived within ``share`` of GPU capacity (-1: none yet)."""
@@ -96,23 +98,56 @@ def shapes_of(pods: Pods) -> list[PodShape]:
 
 class FastEngine:
     """The Scheduler's decision on the fast path: the same filters, the policy's score, and (when more than one
-    node fits) the highest score with ties broken by ``random.Random(seed)`` exactly as Scheduler.select_host;
-    one node fitting is taken without scoring, as there."""
+    node fits) the highest score with ties broken as Scheduler.select_host breaks them: the smallest node name
+    (``name``, the paper's simulator) or ``random.Random(seed)`` (``random``, kube-scheduler); one node fitting
+    is taken without scoring, as there."""
 
-    def __init__(self, nodes: Nodes, typical: TypicalPods, specs: list[frozenset[str]], policy: str, seed: int) -> None:
+    def __init__(
+        self,
+        nodes: Nodes,
+        typical: TypicalPods,
+        specs: list[frozenset[str]],
+        policy: str,
+        seed: int,
+        tie_break: str = "name",
+    ) -> None:
         self.cluster = SimCluster(nodes, typical, specs)
         self.policy = make(policy, typical, seed)
         self.rng = random.Random(seed)
+        self.tie_break = tie_break
+        self.name_rank = np.argsort(np.argsort(np.array(nodes.names)))  # "name": the smallest node name wins a tie
+        self.cache: dict[tuple[int, int, int], list] = {}
 
     def choose_node(self, pod: PodShape, spec: int) -> int | None:
         cluster, policy = self.cluster, self.policy
         idx = cluster.feasible(pod, spec)
         if idx.size <= 1:
             return int(idx[0]) if idx.size else None
-        scores = policy.scores(cluster.view(idx, pod, policy), pod)
+        scores = self.scores(pod)[idx] if policy.node_local else policy.scores(cluster.view(idx, pod, policy), pod)
         best = np.flatnonzero(scores == scores.max())
-        pick = best[0] if best.size == 1 else best[self.rng.randrange(best.size)]
+        if best.size > 1 and self.tie_break == "name":
+            pick = best[np.argmin(self.name_rank[idx[best]])]
+        else:
+            pick = best[0] if best.size == 1 else best[self.rng.randrange(best.size)]
         return int(idx[pick])
+
+    def scores(self, pod: PodShape) -> np.ndarray:
+        """The policy's scores over all nodes for this pod shape, kept per shape and recomputed only at the nodes
+        that changed since (a node's score depends on that node alone): most pods cost a lookup."""
+        cluster = self.cluster
+        cached = self.cache.get(pod.score_key)
+        if cached is None:
+            everything = np.arange(cluster.nodes.n)
+            cached = self.cache[pod.score_key] = [
+                self.policy.scores(cluster.view(everything, pod, self.policy), pod),
+                0,
+            ]
+        values, seen = cached
+        if seen < len(cluster.changes):
+            dirty = np.unique(np.array(cluster.changes[seen:], dtype=np.int64))
+            values[dirty] = self.policy.scores(cluster.view(dirty, pod, self.policy), pod)
+            cached[1] = len(cluster.changes)
+        return values
 
     def schedule(self, pod: PodShape, spec: int) -> tuple[int, tuple[int, ...]] | None:
         """(node, GPU indices taken) where the pod was bound, or None when it fits nowhere."""
@@ -126,14 +161,20 @@ class FastEngine:
 
 
 def run_experiment(
-    nodes: Nodes, pods: Pods, policy_key: str, seed: int, inflation: float = 1.3, typical: TypicalPods | None = None
+    nodes: Nodes,
+    pods: Pods,
+    policy_key: str,
+    seed: int,
+    inflation: float = 1.3,
+    typical: TypicalPods | None = None,
+    tie_break: str = "name",
 ) -> Experiment:
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     typical = typical or trace_typical_pods(pods, nodes.models)
     order = inflate(pods, nodes.gpu_milli_capacity, inflation, seed)
     workload = pods.take(order)
     shapes = shapes_of(workload)
-    engine = FastEngine(nodes, typical, pods.specs, policy_key, seed)
+    engine = FastEngine(nodes, typical, pods.specs, policy_key, seed, tie_break)
     cluster = engine.cluster
     n = workload.n
     arrived = np.cumsum(workload.gpu_request)
@@ -157,6 +198,7 @@ def run_experiment(
         failed,
         gpu_failed,
         time.perf_counter() - start,
+        time.process_time() - cpu_start,
     )
 
 
@@ -170,9 +212,17 @@ def _init(node_path: str, pod_path: str) -> None:
     _WORKER.update(nodes=nodes, pods=pods, typical=trace_typical_pods(pods, nodes.models))
 
 
-def _one(task: tuple[str, int, float]) -> Experiment:
-    policy, seed, inflation = task
-    return run_experiment(_WORKER["nodes"], _WORKER["pods"], policy, seed, inflation, _WORKER["typical"])  # type: ignore[arg-type]
+def _one(task: tuple[str, int, float, str]) -> Experiment:
+    policy, seed, inflation, tie_break = task
+    return run_experiment(
+        _WORKER["nodes"],
+        _WORKER["pods"],
+        policy,
+        seed,
+        inflation,
+        _WORKER["typical"],
+        tie_break,  # type: ignore[arg-type]
+    )
 
 
 def run_matrix(
@@ -183,9 +233,10 @@ def run_matrix(
     inflation: float = 1.3,
     processes: int | None = None,
     progress: Callable[[Experiment], None] | None = None,
+    tie_break: str = "name",
 ) -> list[Experiment]:
     """Every policy x seed, over ``processes`` worker processes (default: one per CPU); results in task order."""
-    tasks = [(p, s, inflation) for p in policies for s in seeds]
+    tasks = [(p, s, inflation, tie_break) for p in policies for s in seeds]
     processes = processes or min(len(tasks), multiprocessing.cpu_count())
     results: dict[tuple[str, int], Experiment] = {}
 
@@ -201,4 +252,4 @@ def run_matrix(
     else:
         with multiprocessing.get_context("fork").Pool(processes, _init, (node_path, pod_path)) as pool:
             collect(pool.imap_unordered(_one, tasks))
-    return [results[(p, s)] for p, s, _ in tasks]
+    return [results[(p, s)] for p, s, _, _ in tasks]

@@ -99,7 +99,7 @@ def _rows(path: Path, required: tuple[str, ...]) -> tuple[list[str], list[tuple[
     with handle:
         reader = csv.reader(handle)
         header = next(reader, None)
-        if header is None:
+        if not header:
             raise InputError("is empty; expected a CSV header", source=f"{path}:1")
         header = [h.strip() for h in header]
         missing = [c for c in required if c not in header]

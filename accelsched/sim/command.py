@@ -1,0 +1,422 @@
+"""``accelsched simulate``: the FGD paper's policy comparison on a real trace, and a time-based replay."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from accelsched.errors import InputError
+from accelsched.framework.profile import load_config
+from accelsched.framework.scheduler import TIE_BREAKS
+from accelsched.sim import generic, report, timeline
+from accelsched.sim.fragmentation import trace_typical_pods
+from accelsched.sim.policies import PLUGIN_KEYS, POLICIES
+from accelsched.sim.replay import Experiment, inflate, run_matrix
+from accelsched.sim.trace import load_nodes, load_pods, trace_paths
+from accelsched.topology.model import parse_cpulist
+
+DEFAULT_POLICIES = ("fgd", "bestfit", "dotprod", "packing", "clustering", "random")
+
+
+def parse_policies(values: tuple[str, ...]) -> list[str]:
+    """``fgd,bestfit`` (or repeated), plugin names (FGDScore), ``all``, or a KubeSchedulerConfiguration file."""
+    out: list[str] = []
+    for value in values or ("all",):
+        for item in value.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            if item == "all":
+                out.extend(p for p in DEFAULT_POLICIES if p not in out)
+            elif item.lower() in POLICIES:
+                out.append(item.lower())
+            elif item in PLUGIN_KEYS:
+                out.append(PLUGIN_KEYS[item])
+            elif item.endswith((".yaml", ".yml")) or Path(item).is_file():
+                if not Path(item).is_file():
+                    raise InputError(f"no such KubeSchedulerConfiguration file {item!r}", field="--policy")
+                out.append(item)
+            else:
+                known = ", ".join(DEFAULT_POLICIES)
+                raise InputError(
+                    f"unknown policy {item!r} (known: {known}, all, or a KubeSchedulerConfiguration file)",
+                    field="--policy",
+                )
+    return out
+
+
+def parse_seeds(text: str) -> list[int]:
+    try:
+        seeds = list(parse_cpulist(text))
+    except ValueError:
+        seeds = []
+    if not seeds:
+        raise InputError(f"{text!r} is not a seed list like 42-51 or 42,43", field="--seeds")
+    return seeds
+
+
+def _profile_experiment(nodes, pods, path: str, seed: int, inflation: float, tie_break: str) -> Experiment:
+    """A whole KubeSchedulerConfiguration profile, pod by pod through the framework's Scheduler (slower)."""
+    start, cpu_start = time.perf_counter(), time.process_time()
+    config = load_config(path)
+    typical = trace_typical_pods(pods, nodes.models)
+    order = inflate(pods, nodes.gpu_milli_capacity, inflation, seed)
+    workload = pods.take(order)
+    engine = generic.GenericEngine(nodes, config, seed, tie_break)
+    # The trace's pods name no scheduler: they go to the config's first profile.
+    profile = next(iter(config.profiles))
+    n = workload.n
+    allocated, frag = np.zeros(n, np.int64), np.zeros(n)
+    failed = np.zeros(n, dtype=bool)
+    for i in range(n):
+        pod = generic.trace_pod(workload, i, f"{workload.names[i]}-{i}")
+        pod.scheduler_name = profile
+        failed[i] = engine.schedule(pod, int(workload.gpu_request[i])) is None
+        allocated[i] = engine.allocated
+        if i % 50 == 49 or i == n - 1:  # fragmentation from scratch is costly: sample it
+            frag[i] = engine.fragmentation(typical)
+        else:
+            frag[i] = np.nan
+    idx = np.arange(n)
+    known = ~np.isnan(frag)
+    frag = np.interp(idx, idx[known], frag[known])
+    gpu_failed = int((failed & (workload.gpu_request > 0)).sum())
+    return Experiment(
+        Path(path).stem,
+        seed,
+        nodes.gpu_milli_capacity,
+        np.cumsum(workload.gpu_request),
+        allocated,
+        frag,
+        failed,
+        gpu_failed,
+        time.perf_counter() - start,
+        time.process_time() - cpu_start,
+    )
+
+
+@click.command()
+@click.option("--trace", default="openb", show_default=True, help="The trace (the Alibaba GPU trace 2023: openb).")
+@click.option(
+    "--pods",
+    "pod_list",
+    default="default",
+    show_default=True,
+    help="Pod list: default, gpushare40, multigpu50, gpuspec33, cpu050, ... or a path to a pod CSV.",
+)
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Folder holding the trace CSVs [default: ../shared/data/alibaba-gpu-v2023 beside the repo].",
+)
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    help="fgd, bestfit, dotprod, packing, clustering, random (comma list or repeated; default all), a "
+    "plugin name (FGDScore), or a KubeSchedulerConfiguration file (run through the full Scheduler).",
+)
+@click.option("--seeds", default="42-51", show_default=True, help="Seeds: shuffle, inflation copies, random choices.")
+@click.option(
+    "--inflation",
+    type=float,
+    default=1.3,
+    show_default=True,
+    help="Tune the workload to this share of GPU capacity (the paper: 1.3).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["inflation", "timeline"]),
+    default="inflation",
+    show_default=True,
+    help="inflation: the paper's protocol, nothing leaves; timeline: pods arrive and leave on the trace's "
+    "clock and wait when they do not fit.",
+)
+@click.option(
+    "--compress",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="timeline: divide creation times by this (denser arrivals, same run times).",
+)
+@click.option(
+    "--tie-break",
+    type=click.Choice(TIE_BREAKS),
+    default="name",
+    show_default=True,
+    help="Among equally scored nodes: the smallest name (the paper's simulator) or a seeded random "
+    "one (stock kube-scheduler).",
+)
+@click.option("--jobs", type=int, default=0, help="Worker processes [default: one per CPU].")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write curves.csv, summary.csv, PNG plots and index.html here.",
+)
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def simulate(
+    trace: str,
+    pod_list: str,
+    data_dir: str | None,
+    policies: tuple[str, ...],
+    seeds: str,
+    inflation: float,
+    mode: str,
+    compress: float,
+    tie_break: str,
+    jobs: int,
+    out_dir: str | None,
+    output: str,
+) -> None:
+    """Compare placement policies on a GPU cluster trace (the FGD paper's experiment, in seconds)."""
+    from accelsched.cli import bad_input_exits, console
+
+    @bad_input_exits
+    def run() -> None:
+        chosen = parse_policies(policies)
+        seed_list = parse_seeds(seeds)
+        if inflation <= 0:
+            raise InputError(f"must be > 0, got {inflation}", field="--inflation")
+        node_path, pod_path = trace_paths(trace, pod_list, data_dir)
+        nodes, pods = load_nodes(node_path), load_pods(pod_path)  # errors name file:line before any work starts
+        command = "accelsched simulate " + shlex.join(sys.argv[2:]) if len(sys.argv) > 1 else "accelsched simulate"
+        out = Path(out_dir) if out_dir else None
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+        con = console() if output == "table" else Console(stderr=True)
+        if mode == "timeline":
+            _timeline(con, nodes, pods, chosen, seed_list, tie_break, compress, out, command, output)
+        else:
+            _inflation(
+                con,
+                nodes,
+                pods,
+                node_path,
+                pod_path,
+                chosen,
+                seed_list,
+                inflation,
+                tie_break,
+                jobs,
+                out,
+                command,
+                output,
+            )
+
+    run()
+
+
+def _progress(con: Console) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+
+
+def _inflation(
+    con, nodes, pods, node_path, pod_path, chosen, seeds, inflation, tie_break, jobs, out, command, output
+) -> None:
+    fast = [p for p in chosen if p in POLICIES]
+    profiles = [p for p in chosen if p not in POLICIES]
+    started = time.perf_counter()
+    experiments: list[Experiment] = []
+    with _progress(con) as progress:
+        task = progress.add_task("replaying", total=len(chosen) * len(seeds))
+        if fast:
+            experiments += run_matrix(
+                str(node_path),
+                str(pod_path),
+                fast,
+                seeds,
+                inflation,
+                jobs or None,
+                lambda _: progress.advance(task),
+                tie_break,
+            )
+        for path in profiles:
+            for seed in seeds:
+                experiments.append(_profile_experiment(nodes, pods, path, seed, inflation, tie_break))
+                progress.advance(task)
+    wall = time.perf_counter() - started
+    summaries = report.summarize(experiments)
+    line = report.headline(summaries)
+    timing = (
+        f"{len(experiments)} experiments in {wall:.1f} s wall; "
+        f"{np.mean([e.seconds for e in experiments]):.2f} s wall and "
+        f"{np.mean([e.cpu_seconds for e in experiments]):.2f} s CPU per experiment on average"
+    )
+    if output == "json":
+        click.echo(
+            json.dumps(
+                {
+                    "command": command,
+                    "trace": {"nodes": str(node_path), "pods": str(pod_path), "gpus": int(nodes.gpus.sum())},
+                    "policies": [
+                        s.__dict__ | {"alloc": {f"{round(k * 100)}": v for k, v in s.alloc.items()}} for s in summaries
+                    ],
+                    "headline": line,
+                    "wall_seconds": wall,
+                },
+                indent=2,
+            )
+        )
+    else:
+        _print_inflation(con, summaries, nodes, pods, inflation, len(seeds), tie_break)
+        if line:
+            con.print(line)
+        con.print(timing)
+        con.print(f"[dim]{command}[/]")
+    if out is not None:
+        report.write_curves(out / "curves.csv", experiments)
+        report.write_summary(out / "summary.csv", summaries)
+        images = report.plot_inflation(out, experiments)
+        header, rows = _rows(summaries)
+        notes = [
+            f"{pods.n} pods of {Path(pods.source).name} on {nodes.n} nodes ({int(nodes.gpus.sum())} GPUs), "
+            f"inflated to {inflation:.0%} of GPU capacity; medians over seeds {seeds[0]}..{seeds[-1]}; "
+            f"ties broken by {tie_break}.",
+            *([line] if line else []),
+            timing,
+        ]
+        report.write_html(
+            out / "index.html", "accelsched simulate: policies on a GPU trace", command, header, rows, images, notes
+        )
+        if output == "table":
+            con.print(f"wrote {out}/index.html, curves.csv, summary.csv and {len(images)} plots")
+
+
+def _rows(summaries: list[report.PolicySummary]) -> tuple[list[str], list[list[str]]]:
+    points = [c for c in report.CHECKPOINTS if all(c in s.alloc for s in summaries)]
+    header = [
+        "policy",
+        *[f"{round(c * 100)}%" for c in points],
+        "unallocated GPUs",
+        "frag GPUs",
+        "frag ratio",
+        "failed pods",
+        "s/run",
+    ]
+    rows = [
+        [
+            s.policy,
+            *[f"{100 * s.alloc[c]:.1f}" for c in points],
+            f"{s.unallocated_gpus:.0f}",
+            f"{s.frag_gpus:.0f}",
+            f"{s.frag_ratio:.0%}",
+            f"{s.failed_pods:.0f}",
+            f"{s.seconds:.1f}",
+        ]
+        for s in summaries
+    ]
+    return header, rows
+
+
+def _print_inflation(con, summaries, nodes, pods, inflation, n_seeds, tie_break) -> None:
+    header, rows = _rows(summaries)
+    table = Table(
+        title=(
+            f"GPU allocation ratio (%) as arrived demand grows, median of {n_seeds} seed(s): "
+            f"{pods.n} pods on {nodes.n} nodes / {int(nodes.gpus.sum())} GPUs, ties by {tie_break}"
+        ),
+        title_justify="left",
+    )
+    for h in header:
+        table.add_column(h, justify="left" if h == "policy" else "right")
+    for row in rows:
+        table.add_row(*row)
+    con.print(table)
+
+
+def _percentile(delays: np.ndarray, q: float) -> str:
+    return f"{np.percentile(delays, q):.0f}" if delays.size else "-"
+
+
+def _timeline(con, nodes, pods, chosen, seeds, tie_break, compress, out, command, output) -> None:
+    if any(p not in POLICIES for p in chosen):
+        raise InputError("the time-based replay runs the built-in policies only", field="--policy")
+    runs: list[timeline.Timeline] = []
+    typical = trace_typical_pods(pods, nodes.models)
+    started = time.perf_counter()
+    with _progress(con) as progress:
+        task = progress.add_task("replaying on the trace's clock", total=len(chosen) * len(seeds))
+        for policy in chosen:
+            for seed in seeds:
+                runs.append(timeline.replay(nodes, pods, policy, seed, typical, tie_break, compress))
+                progress.advance(task)
+    wall = time.perf_counter() - started
+    header = [
+        "policy",
+        "mean alloc",
+        "peak alloc",
+        "mean frag ratio",
+        "pods that waited",
+        "median wait s",
+        "p95 wait s",
+        "max wait s",
+        "never ran",
+        "s/run",
+    ]
+    rows = []
+    for policy in chosen:
+        mine = [t for t in runs if t.policy == policy]
+        delays = np.concatenate([t.delays for t in mine]) if mine else np.zeros(0)
+        rows.append(
+            [
+                policy,
+                f"{np.median([t.mean_allocation() for t in mine]):.1%}",
+                f"{np.median([t.allocated.max() / t.capacity for t in mine]):.1%}",
+                f"{np.median([t.mean_fragmentation() for t in mine]):.0%}",
+                f"{np.median([len(t.delays) for t in mine]):.0f}",
+                _percentile(delays, 50),
+                _percentile(delays, 95),
+                _percentile(delays, 100),
+                f"{np.median([t.never for t in mine]):.0f}",
+                f"{np.mean([t.seconds for t in mine]):.1f}",
+            ]
+        )
+    if output == "json":
+        click.echo(json.dumps({"command": command, "header": header, "rows": rows, "wall_seconds": wall}, indent=2))
+    else:
+        table = Table(
+            title=(
+                f"Time-based replay of {pods.n} pods (arrivals compressed x{compress:g}), "
+                f"median of {len(seeds)} seed(s)"
+            ),
+            title_justify="left",
+        )
+        for h in header:
+            table.add_column(h, justify="left" if h == "policy" else "right")
+        for row in rows:
+            table.add_row(*row)
+        con.print(table)
+        con.print(f"{len(runs)} replays in {wall:.1f} s")
+        con.print(f"[dim]{command}[/]")
+    if out is not None:
+        report.write_timeline_csv(out / "timeline.csv", runs)
+        images = report.plot_timeline(out, runs)
+        report.write_html(
+            out / "index.html",
+            "accelsched simulate --mode timeline",
+            command,
+            header,
+            rows,
+            images,
+            [f"{pods.n} pods of {Path(pods.source).name}, arrivals compressed x{compress:g}."],
+        )
