@@ -8,6 +8,7 @@ missing components would do it: a kubelet's Node status (``make_node``), the ser
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -149,6 +150,9 @@ class ControlPlane:
             self.bin_dir = build_controlplane(self.workdir / "build.log")
         self._write_credentials()
         self.etcd_port, self.etcd_peer_port, self.apiserver_port = _free_ports(3)
+        # The children run in sessions of their own (Ctrl-C must not kill them before stop()), so a caller that
+        # exits without stop() would leave them running on a shared machine: stop at interpreter exit too.
+        atexit.register(self.stop)
         try:
             self._start_etcd(timeout)
             self.start_apiserver(timeout)
