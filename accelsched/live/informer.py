@@ -82,6 +82,8 @@ class Informer:
                 while not self._stop.is_set() and self._watch():
                     pass  # the watch timed out normally: resume from the last version seen
             except ApiError as exc:
+                if self._stop.is_set():
+                    return
                 if exc.status == 410:  # the version we asked for is compacted away: relist at once
                     continue
                 delay = self.backoff.next()

@@ -137,7 +137,12 @@ class Kube:
         return out
 
     def watch(
-        self, resource: Resource, resource_version: str, timeout_seconds: int = 300, **query: Any
+        self,
+        resource: Resource,
+        resource_version: str,
+        timeout_seconds: int = 300,
+        namespace: str | None = None,
+        **query: Any,
     ) -> Iterator[JSON]:
         """Watch events (``{"type": ..., "object": ...}``) from ``resource_version`` until the server ends it.
 
@@ -150,7 +155,9 @@ class Kube:
             "timeoutSeconds": timeout_seconds,
             **_camel(query),
         }
-        response = self.request("GET", resource.path(), params, timeout=(10.0, timeout_seconds + 30.0), stream=True)
+        response = self.request(
+            "GET", resource.path(namespace), params, timeout=(10.0, timeout_seconds + 30.0), stream=True
+        )
         try:
             for line in iter_resp_lines(response):
                 if line:

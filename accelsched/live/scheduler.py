@@ -382,18 +382,19 @@ class LiveScheduler:
     def _dispatch(self, results: list[ScheduleResult]) -> None:
         """Bindings (a gang as one unit) to the pool; Pending pods get their event and condition."""
         ended = time.monotonic()
+        bind, victims = self._preemption(results)
         units: dict[str, list[Decision]] = {}
-        for d in self._decided:
+        for d in bind:
             units.setdefault(gang.group_key(d.pod) or d.pod.key, []).append(d)
         with self.lock:
-            for d in self._decided:
+            for d in bind:
                 self.assumed[d.pod.key] = d
                 self.in_flight.add(d.pod.key)
         for unit in units.values():
             self._pool.submit(self._bind_unit, unit)
-        self._wake_hinted([d.pod for d in self._decided])
+        self._wake_hinted([d.pod for d in bind])
         for r in results:
-            if r.scheduled:
+            if r.scheduled or r.pod.key in victims:
                 continue
             obj = self.pods.store.get(r.pod.key)
             started = self._attempt_started.get(r.pod.key, ended)
@@ -409,6 +410,66 @@ class LiveScheduler:
                         self.hinted[r.pod.key] = (r.pod, plugins)
             if obj is not None:
                 self._pool.submit(self._record_failure, obj, r.message)
+
+    def _preemption(self, results: list[ScheduleResult]) -> tuple[list[Decision], set[str]]:
+        """Preemption as kube-scheduler does it live: the victims are deleted through the API and the preemptor
+        is *not* bound yet; it gets ``status.nominatedNodeName`` and is retried when the victims are gone (their
+        deletion is a cluster event). Offline the engine evicts in memory and places the preemptor at once, so
+        every decision from the first preemptor's on rested on room that is still taken: those are not bound
+        (a gang as a whole) and go back to the queue. Returns the decisions to bind and the victims' keys."""
+        preemptors = {r.pod.key: r for r in results if r.preempted}
+        if not preemptors:
+            return self._decided, set()
+        victims = {v.key: v for r in preemptors.values() for v in r.preempted}
+        cut = next((i for i, d in enumerate(self._decided) if d.pod.key in preemptors), len(self._decided))
+        unit = gang.group_key(self._decided[cut].pod) if cut < len(self._decided) else None
+        while unit is not None and cut > 0 and gang.group_key(self._decided[cut - 1].pod) == unit:
+            cut -= 1
+        keep, later = self._decided[:cut], self._decided[cut:]
+        for victim in victims.values():
+            self._pool.submit(self._evict, victim, preemptors)
+        now = time.monotonic()
+        with self.lock:
+            self.dirty = True  # the session evicted in memory what still runs
+            for d in later:
+                obj = self.pods.store.get(d.pod.key)
+                if obj is None:
+                    continue
+                result = preemptors.get(d.pod.key)
+                if result is not None:
+                    self.backoff.failed(d.pod.uid, now)
+                    self.unschedulable[d.pod.key] = obj
+                    self._pool.submit(self._nominate, obj, d.node)
+                else:
+                    self.new_pending[d.pod.key] = obj
+            self.wake.set()
+        log.info(
+            "preemption: victims deleted, preemptors nominated",
+            extra={"victims": sorted(victims), "preemptors": sorted(preemptors), "deferred": len(later)},
+        )
+        return keep, set(victims)
+
+    def _evict(self, victim: Pod, preemptors: dict[str, ScheduleResult]) -> None:
+        """DELETE the victim (its graceful termination is the kubelet's), only if it is still the same pod."""
+        by = next((key for key, r in preemptors.items() if any(v.key == victim.key for v in r.preempted)), "")
+        try:
+            body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": victim.uid}}
+            self.kube.request("DELETE", k.PODS.path(victim.namespace, victim.name), body=body)
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                log.warning("cannot delete victim", extra={"pod": victim.key, "error": exc.message})
+            return
+        obj = self.pods.store.get(victim.key) or victim.raw
+        self.recorder.event(obj, "Preempted", f"Preempted by {by}")
+
+    def _nominate(self, obj: JSON, node: str) -> None:
+        meta = obj.get("metadata") or {}
+        try:
+            self.kube.patch(
+                k.PODS, meta["name"], {"status": {"nominatedNodeName": node}}, meta.get("namespace"), "status"
+            )
+        except ApiError as exc:
+            log.warning("cannot set nominatedNodeName", extra={"pod": meta.get("name"), "error": exc.message})
 
     def _wake_hinted(self, bound: list[Pod]) -> None:
         """kube-scheduler's AssignedPodAdd: a pod we just placed may let a waiting pod in (required pod

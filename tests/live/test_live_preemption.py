@@ -1,0 +1,42 @@
+"""Preemption live: the victim is deleted through the API, the preemptor is nominated (status.nominatedNodeName)
+and bound only once the victim is gone, never onto room that is still taken."""
+
+from __future__ import annotations
+
+import time
+
+from conftest import KubeContext
+from livekit import accel_pod, kube_for, node_of, pod_json, running_scheduler, wait_for
+
+from accelsched.live import kube as k
+from accelsched.live.kube import ApiError
+
+PRIORITY_CLASSES = k.Resource("/apis/scheduling.k8s.io/v1", "priorityclasses", namespaced=False)
+
+
+def test_preemptor_waits_for_its_victim_to_be_gone(kube: KubeContext) -> None:
+    api = kube_for(kube.kubeconfig)
+    try:
+        api.create(PRIORITY_CLASSES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                      "metadata": {"name": "live-high"}, "value": 1000})  # fmt: skip
+    except ApiError as exc:
+        assert exc.status == 409
+    kube.make_node("only", capacity={"qualcomm.com/ai-accelerator": 1})
+    with running_scheduler(kube.kubeconfig):
+        api.create(k.PODS, accel_pod("low", kube.namespace), kube.namespace)
+        wait_for("low bound", lambda: node_of(api, kube.namespace, "low"))
+        high = accel_pod("high", kube.namespace)
+        high["spec"]["priorityClassName"] = "live-high"
+        api.create(k.PODS, high, kube.namespace)
+        # No kubelet here: the victim's graceful deletion starts and stays, so the room is still taken.
+        wait_for(
+            "the victim deleting", lambda: pod_json(api, kube.namespace, "low")["metadata"].get("deletionTimestamp")
+        )
+        wait_for(
+            "high nominated",
+            lambda: pod_json(api, kube.namespace, "high").get("status", {}).get("nominatedNodeName") == "only",
+        )
+        time.sleep(1.5)
+        assert node_of(api, kube.namespace, "high") == ""  # not bound while the victim holds the card
+        api.request("DELETE", k.PODS.path(kube.namespace, "low"), {"gracePeriodSeconds": 0})  # the kubelet's part
+        assert wait_for("high bound", lambda: node_of(api, kube.namespace, "high"), timeout=30) == "only"
