@@ -176,6 +176,9 @@ def print_explanation(console: Console, explanation: Explanation) -> None:
             aligned = explanation.alignment
             nic = f", beside {aligned['nic']}" if "nic" in aligned else ""
             console.print(f"aligned to NUMA node(s) {aligned.get('numaNodes', '?')}{nic}")
+    elif r.preempted_by:
+        console.print(f"[yellow]{pod.key} was preempted[/]")
+        console.print(f"Normal  Preempted  {r.message}", soft_wrap=True)
     else:
         console.print(f"[red]{pod.key} stays Pending[/]")
         console.print(f"Warning  FailedScheduling  {r.message}", soft_wrap=True)

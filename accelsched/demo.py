@@ -40,6 +40,7 @@ class Step:
     compare_default: bool = False  # also show where the stock kube-scheduler would bind, and if the kubelet admits
     sharing_summary: bool = False  # also compare the ways of sharing devices (whole, MIG, time-slicing)
     compare_naive: bool = False  # also schedule each gang member on its own, as a per-pod scheduler would
+    compare_preemption: bool = False  # also show whom a preemption blind to gangs would evict
 
 
 LAB_STEPS = (
@@ -105,6 +106,15 @@ LAB_STEPS = (
         ("examples/lab/09-gangs.yaml",),
         compare_naive=True,
     ),
+    Step(
+        "Priority and preemption: an urgent inference pod on a full pool",
+        "The burst pool is full: two batch jobs (priority 200) on node-l, the two workers of the sweep gang "
+        "(priority 100) on node-m and node-n. An inference pod of priority 100000 needs two cards. Preemption "
+        "evicts the least important pods; kube-scheduler, blind to gangs, would evict one sweep worker and leave "
+        "the other holding two cards for a job that cannot run. accelsched evicts the sweep gang whole.",
+        ("examples/lab/10-preemption.yaml",),
+        compare_preemption=True,
+    ),
 )
 
 ISOLATION = {"whole": "whole device", "mig": "hardware (own memory and compute slices)", "timeslicing": "none (shared)"}
@@ -159,6 +169,7 @@ class StepOutcome:
     verdicts: dict[str, list[NodeVerdict]]
     default: dict[str, DefaultChoice] = field(default_factory=dict)
     naive: dict[str, str | None] = field(default_factory=dict)  # pod -> node under per-pod scheduling
+    blind: dict[str, list[str]] = field(default_factory=dict)  # preemptor -> victims when gangs are ignored
 
     @property
     def shown(self) -> list[ScheduleResult]:
@@ -177,11 +188,12 @@ def play(steps: tuple[Step, ...] = LAB_STEPS, root: Path = ROOT, seed: int = 0) 
         inputs = build_inputs(docs, base=inputs)
         default = stock_scheduler_choices(inputs, seed) if step.compare_default else {}
         naive = per_pod_placements(inputs, seed) if step.compare_naive else {}
+        blind = gang_blind_victims(inputs, seed) if step.compare_preemption else {}
         session = Session.start(inputs, seed=seed)
         explainer = Explainer(session.scheduler)
         results = session.rejected + session.schedule()
         new = {p.key for p in inputs.pods} - before
-        yield StepOutcome(step, session, results, new, explainer.verdicts, default, naive)
+        yield StepOutcome(step, session, results, new, explainer.verdicts, default, naive, blind)
 
 
 def per_pod_placements(inputs: Inputs, seed: int) -> dict[str, str | None]:
@@ -189,6 +201,16 @@ def per_pod_placements(inputs: Inputs, seed: int) -> dict[str, str | None]:
     session = Session.start(copy.deepcopy(inputs), seed=seed)
     session.scheduler.groups = {}
     return {r.pod.key: r.node for r in session.schedule()}
+
+
+def gang_blind_victims(inputs: Inputs, seed: int) -> dict[str, list[str]]:
+    """Whom preemption evicts when no pod is known to belong to a gang, as in kube-scheduler."""
+    blind = copy.deepcopy(inputs)
+    for pod in blind.pods:
+        pod.labels.pop(gang.POD_GROUP_LABEL, None)
+    session = Session.start(blind, seed=seed)
+    session.scheduler.groups = {}
+    return {r.pod.key: [v.key for v in r.preempted] for r in session.schedule() if r.preempted}
 
 
 def _can_start(minimum: int, bound: int) -> str:
@@ -251,6 +273,13 @@ def _events(console: Console, outcome: StepOutcome) -> None:
             console.print(
                 f"  Normal   Scheduled         Successfully assigned {r.pod.key} to {r.node}{devices}", soft_wrap=True
             )
+            if r.preempted:
+                console.print(f"  (evicted {', '.join(v.key for v in r.preempted)} to make room)", soft_wrap=True)
+            if r.pod.key in outcome.blind:
+                console.print(f"  {preemption_line(r, outcome.blind[r.pod.key])}", soft_wrap=True, highlight=False)
+            continue
+        if r.preempted_by:
+            console.print(f"  Normal   Preempted         {r.message}", soft_wrap=True)
             continue
         console.print(f"  Warning  FailedScheduling  [red]{r.message}[/]", soft_wrap=True)
         for v in outcome.verdicts.get(r.pod.key, []):
@@ -261,6 +290,24 @@ def _events(console: Console, outcome: StepOutcome) -> None:
                 console.print(f"      - {d}", soft_wrap=True, highlight=False)
             for fix in v.remedies:
                 console.print(f"      [cyan]→ {fix}[/]", soft_wrap=True, highlight=False)
+
+
+def preemption_line(r: ScheduleResult, blind: list[str]) -> str:
+    """E.g. ``default kube-scheduler evicts default/sweep-0 (leaving default/sweep-1 of gang default/sweep
+    running, useless); accelsched evicts default/sweep-0, default/sweep-1``."""
+    line = f"default kube-scheduler evicts {', '.join(blind)}"
+    evicted = set(blind)
+    split = sorted(
+        {
+            (gang.group_key(p), p.key)
+            for p in r.preempted
+            if gang.group_key(p) and p.key not in evicted and any(gang.group_key(v) for v in r.preempted)
+        }
+    )
+    if split:
+        left = ", ".join(key for _, key in split)
+        line += f" (leaving {left} of gang {split[0][0]} running, useless)"
+    return line + f"; accelsched evicts {', '.join(v.key for v in r.preempted)}"
 
 
 def compare_line(r: ScheduleResult, choice: DefaultChoice) -> str:

@@ -51,11 +51,17 @@ def to_objects(results: list[ScheduleResult]) -> dict[str, Any]:
         pod = dict(r.pod.raw)
         status = dict(pod.get("status") or {})
         condition = {"type": "PodScheduled", "status": "True" if r.scheduled else "False"}
-        if not r.scheduled:
+        if r.preempted_by:  # kube-scheduler marks a victim before deleting it
+            condition = {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "PreemptionByScheduler",
+                "message": f"{r.pod.scheduler_name}: {r.message}",
+            }
+        elif not r.scheduled:
             condition.update(reason="Unschedulable", message=r.message)
-        status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"] + [
-            condition
-        ]
+        kept = [c for c in status.get("conditions") or [] if c.get("type") != condition["type"]]
+        status["conditions"] = [*kept, condition]
         status.setdefault("phase", "Pending")
         pod["status"] = status
         items.append(pod)
@@ -72,7 +78,8 @@ def pods_table(results: list[ScheduleResult], title: str = "Pods", why: bool = T
         table.add_column("why not", overflow="fold")
     for r in results:
         devices = "; ".join(f"{res}: {compact_ids(ids)}" for res, ids in r.devices.items())
-        cells = [r.pod.key, str(r.pod.priority), f"[green]{r.node}[/]" if r.node else "[red]Pending[/]", devices]
+        where = f"[green]{r.node}[/]" if r.node else "[yellow]Preempted[/]" if r.preempted_by else "[red]Pending[/]"
+        cells = [r.pod.key, str(r.pod.priority), where, devices]
         table.add_row(*cells, *([r.message] if why else []))
     return table
 

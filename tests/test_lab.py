@@ -121,3 +121,16 @@ def test_gang_step_beats_the_per_pod_deadlock(outcomes):
     ours = {g: sum(1 for r in workers if r.pod.name.startswith(g) and r.node) for g in ("train-a", "train-b")}
     assert per_pod == {"train-a": 2, "train-b": 2}  # each job half placed: neither can start
     assert ours == {"train-a": 4, "train-b": 0}
+
+
+def test_preemption_step_evicts_the_running_gang_whole(outcomes):
+    step = outcomes[9]
+    by = {r.pod.name: r for r in step.shown}
+    assert by["infer-urgent"].node in ("node-m", "node-n")
+    assert sorted(v.name for v in by["infer-urgent"].preempted) == ["sweep-0", "sweep-1"]
+    assert by["sweep-1"].message.startswith("Preempted by default/infer-urgent on node ")
+    assert "batch-0" not in by and "batch-1" not in by  # bound before this step and untouched: no result
+    cluster = step.session.cluster
+    assert set(cluster.pods_on[cluster.index["node-l"]]) == {"default/batch-0", "default/batch-1"}
+    # Blind to gangs (kube-scheduler), one worker goes and its partner keeps two cards for nothing.
+    assert step.blind == {"default/infer-urgent": ["default/sweep-0"]}

@@ -190,7 +190,12 @@ class Coscheduler:
             if group.required_topology and domain is None and fitted < 0:
                 message += f"; no node has the {key} label"
         if preempting:
-            message += "; preemption: evicting lower-priority pods would not make the whole gang fit"
+            lower = bool((cluster.min_priority < min(p.priority for p in members)).any())
+            message += (
+                "; preemption: evicting lower-priority pods would not make the whole gang fit"
+                if lower
+                else "; preemption: no running pod has a lower priority"
+            )
         if failure is not None and failure.message:
             message += f"; first member that did not fit: {failure.message}"
         diagnosis = Diagnosis(plugins={gang.GANG})

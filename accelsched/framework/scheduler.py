@@ -107,6 +107,7 @@ class ScheduleResult:
     feasible: int = 0
     node_names: list[str] | None = field(default=None, repr=False)
     preempted: list[Pod] = field(default_factory=list)  # the pods evicted to make room for this one
+    preempted_by: str = ""  # set on an evicted pod: the preemptor's namespace/name
     nominated: int | None = field(default=None, repr=False)  # the node DefaultPreemption made room on
 
     @property
@@ -323,7 +324,8 @@ class Scheduler:
             if victim.key in self.cluster.pod_node:
                 self.evict(victim)
             victim.node_name = ""
-            self.preempted.append(ScheduleResult(victim, message=f"Preempted by {by.key} on node {where}"))
+            message = f"Preempted by {by.key} on node {where}"
+            self.preempted.append(ScheduleResult(victim, message=message, preempted_by=by.key))
         self.queue.requeue_unschedulable()
 
     def histogram_message(self, counts: Counter[str]) -> str:
