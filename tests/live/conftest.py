@@ -115,8 +115,9 @@ def kube(control_plane: ControlPlane) -> Iterator[KubeContext]:
     try:
         yield KubeContext(control_plane, api, namespace)
     finally:
-        if control_plane.apiserver_pid is not None:
-            _clean(api, namespace)
+        if control_plane.apiserver_pid is None:  # a test that killed the API server and failed before restarting it
+            control_plane.start_apiserver()
+        _clean(api, namespace)
         api.close()
 
 
