@@ -368,3 +368,139 @@ def test_victims_by_fit_arithmetic_equal_victims_by_dry_runs(nodes, bound, want)
         assert (None if fast is None else [v.key for v in fast]) == (None if slow is None else [v.key for v in slow])
         assert fast_reasons == slow_reasons
     assert (s.cluster.requested == before).all()  # dry runs leave the state as it was
+
+
+# ---------------------------------------------------------------------------------------- review regressions
+
+
+def test_an_evicted_pod_gives_back_its_exclusive_cpus_on_its_numa_node() -> None:
+    """Exclusive CPUs are taken at Reserve per NUMA node; eviction must return them, dry runs and for good."""
+    from test_topology_scheduling import node_doc, pod_doc, session_of, two_numa
+
+    from accelsched.api.objects import parse_pod
+    from accelsched.topology.alignment import TopologyIndex
+
+    def prio(doc: dict, value: int) -> dict:
+        doc["spec"]["priority"] = value
+        return doc
+
+    s = session_of(
+        node_doc("n1", 8, two_numa("single-numa-node")),
+        prio(pod_doc("low0", 4, cpu="30"), 0),
+        prio(pod_doc("low1", 4, cpu="30"), 0),
+    )
+    assert all(r.node == "n1" for r in s.schedule())
+    index = TopologyIndex.of(s.cluster)
+    assert index.cpu_free.tolist() == [[2, 2]]
+    (victim, high) = s.schedule([parse_pod(prio(pod_doc("high", 4, cpu="2"), 100))])
+    assert high.node == "n1" and victim.preempted_by == "default/high"
+    # The victim's 30 CPUs came back to its NUMA node (32 free there), and high took 2 of them.
+    assert sorted(index.cpu_free.tolist()[0]) == [2, 30]
+    (nxt,) = s.schedule([parse_pod(prio(pod_doc("next", 0, cpu="20"), 0))])
+    assert nxt.node == "n1"
+
+
+def test_hard_default_spreading_makes_preemption_use_full_dry_runs() -> None:
+    """PodTopologySpread defaultConstraints with DoNotSchedule bind a ReplicaSet's pods: evicting on node a
+    would not help (skew), so the dry run must say so and node b's pod is the victim."""
+    cfg = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "pluginConfig": [
+                        {
+                            "name": "PodTopologySpread",
+                            "args": {
+                                "defaultingType": "List",
+                                "defaultConstraints": [
+                                    {
+                                        "maxSkew": 1,
+                                        "topologyKey": "kubernetes.io/hostname",
+                                        "whenUnsatisfiable": "DoNotSchedule",
+                                    }
+                                ],
+                            },
+                        }
+                    ]
+                }
+            ],
+        }
+    )
+
+    def replica(doc: dict) -> dict:
+        doc["metadata"]["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "x", "uid": "u", "controller": True}
+        ]
+        return doc
+
+    pods = [
+        replica(accel_pod("x-old", 1, 100, "a", labels={"app": "x"})),
+        accel_pod("low-a", 1, 0, "a"),
+        accel_pod("low-b", 2, 0, "b"),
+        replica(accel_pod("x-new", 1, 50, labels={"app": "x"})),
+    ]
+    results = run([node("a", **{ACCEL: 2}), node("b", **{ACCEL: 2})], pods, config=cfg)
+    assert results["x-new"].node == "b"
+    assert [v.name for v in results["x-new"].preempted] == ["low-b"]
+    assert "low-a" not in results  # untouched
+
+
+def test_a_gang_preemption_that_is_undone_leaves_every_victim_exactly_where_it_was() -> None:
+    docs = [
+        node("a", **{ACCEL: 4}),
+        node("b", **{ACCEL: 4}),
+        accel_pod("low-a1", 2, 0, "a"),
+        accel_pod("low-a2", 2, 0, "a"),
+        accel_pod("vip-b", 4, 100, "b"),
+        pod_group("train", 2),
+        member("w-0", "train", 4, 50),
+        member("w-1", "train", 4, 50),
+    ]
+    inputs = build_inputs([Document(d, "t.yaml", d["kind"]) for d in docs], base=Inputs())
+    s = Session.start(inputs)
+    cluster = s.cluster
+    before = (
+        cluster.requested.copy(),
+        {k: dict(p.devices) for on in cluster.pods_on for k, p in on.items()},
+        dict(cluster.pod_node),
+        dict(cluster.bound_seq),
+        cluster.min_priority.copy(),
+    )
+    results = {r.pod.name: r for r in s.schedule()}
+    assert results["w-0"].node is None and evicted(results) == {}
+    after = (
+        cluster.requested,
+        {k: dict(p.devices) for on in cluster.pods_on for k, p in on.items()},
+        dict(cluster.pod_node),
+        dict(cluster.bound_seq),
+        cluster.min_priority,
+    )
+    assert (before[0] == after[0]).all() and before[1:4] == after[1:4] and (before[4] == after[4]).all()
+    free = {d.pools[ACCEL].free_count for d in cluster.devices}
+    assert free == {0}
+
+
+def test_candidate_count_limits_the_nodes_dry_run() -> None:
+    """minCandidateNodesAbsolute 1 (percentage 0): the first candidate from the random offset wins, so the seed
+    decides; with the defaults every node is a candidate and the least important victims always win."""
+    nodes = [node(f"n{i}", **{ACCEL: 1}) for i in range(4)]
+    existing = [accel_pod(f"low{i}", 1, 10 * (i + 1), f"n{i}") for i in range(4)]
+
+    def chosen(config: dict | None, seed: int) -> str:
+        cfg = None
+        if config is not None:
+            cfg = parse_config(
+                {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "KubeSchedulerConfiguration",
+                    "profiles": [{"pluginConfig": [{"name": "DefaultPreemption", "args": config}]}],
+                }
+            )
+        results = run(nodes, [*existing, accel_pod("high", 1, 100)], config=cfg, seed=seed)
+        return results["high"].node
+
+    assert {chosen(None, seed) for seed in range(8)} == {"n0"}
+    one = {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 1}
+    assert len({chosen(one, seed) for seed in range(8)}) > 1

@@ -267,6 +267,8 @@ class Pod:
     owner_kind: str = ""
     owner_name: str = ""
     devices: dict[str, list[str]] = field(default_factory=dict)
+    # Exclusive CPUs DeviceAllocation took per NUMA zone index (static CPU manager): given back on eviction.
+    exclusive_cpus: dict[int, int] = field(default_factory=dict)
     # Per app container requests (Topology Manager's container scope aligns each container on its own).
     container_requests: tuple[dict[str, int], ...] = ()
     # QoS class Guaranteed: only such pods with whole CPUs get exclusive, NUMA-aligned CPUs (static CPU manager).

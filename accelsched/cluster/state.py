@@ -157,6 +157,10 @@ class ClusterState:
         self._below: dict[int, np.ndarray] = {}  # requested_below, per priority asked for, kept up to date
         # Bumped whenever anything of a node changes (pods, devices): per-node memos compare it to stay exact.
         self.node_version = np.zeros(self.n, dtype=np.int64)
+        # The order pods were first bound (kept across an eviction that is undone): "started earlier" for
+        # preemption, which reprieves the earlier of two equally important victims.
+        self.bound_seq: dict[str, int] = {}
+        self._next_seq = 0
         self._label_columns: dict[str, LabelColumn] = {}
         self._requirement_masks: dict[Requirement, np.ndarray] = {}
         self._taints = sorted({t for n in self.nodes for t in n.taints}, key=str)
@@ -422,6 +426,9 @@ class ClusterState:
         self.nonzero_requested[1, node] += mem
         self.pods_on[node][pod.key] = pod
         self.pod_node[pod.key] = node
+        if pod.key not in self.bound_seq:
+            self.bound_seq[pod.key] = self._next_seq
+            self._next_seq += 1
         if pod.priority < self.min_priority[node]:
             self.min_priority[node] = pod.priority
         self._count_below(pod, node, +1)
@@ -430,8 +437,11 @@ class ClusterState:
         self.changes.append(node)
         self.node_version[node] += 1
 
-    def forget(self, pod: Pod) -> None:
+    def forget(self, pod: Pod, evicted: bool = False) -> None:
+        """Take a pod off its node. ``evicted``: preemption, which may put it back, so it keeps its bind order."""
         node = self.pod_node.pop(pod.key)
+        if not evicted:
+            self.bound_seq.pop(pod.key, None)
         for row, amount in self.request_vector(pod):
             self.requested[row, node] -= amount
             self.free[row, node] += amount

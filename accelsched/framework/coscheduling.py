@@ -54,12 +54,13 @@ class Coscheduler:
                     best = (len(held), None if domain is None else domain[0], first_failure)
                 for h in reversed(held):
                     self.scheduler.release(h)
-        if preemptor is not None and not any(f + evictable < a for _, a, f, evictable in short):
+        tried = preemptor is not None and not any(f + evictable < a for _, a, f, evictable in short)
+        if tried:
             for domain in domains:
                 outcome = self.preempting(group, members, domain, preemptor)
                 if outcome is not None:
                     return outcome
-        return self.failed(group, members, key, best, preemptor is not None and best[0] >= 0, short)
+        return self.failed(group, members, key, best, tried, short)
 
     def attempt(self, members: list[Pod], domain: Domain) -> tuple[dict[str, ScheduleResult], list[Held]]:
         """Every member through a cycle up to Permit inside ``domain``; the held ones are returned undecided."""
@@ -118,8 +119,13 @@ class Coscheduler:
             if not result.scheduled and result.diagnosis is not None and result.diagnosis.log:
                 found, _ = preemptor.find_candidate(pod, sched, result.diagnosis, exclude, allowed)
                 if found is not None:
-                    evicted.extend((v, sched.evict(v), pod, found.node) for v in found.victims)
+                    mine = [(v, sched.evict(v), pod, found.node) for v in found.victims]
                     result = sched.schedule_one(pod, hold=held, allowed=sched.only(found.node))
+                    if result.scheduled:
+                        evicted.extend(mine)
+                    else:  # no use evicting for a member that still does not fit
+                        for victim, node, _, _ in reversed(mine):
+                            sched.restore(victim, node)
             results[pod.key] = result
         if len(held) >= group.min_member:
             for victim, _, by, node in evicted:

@@ -227,7 +227,7 @@ class Scheduler:
         return self.config.profiles.get(pod.scheduler_name)
 
     def schedule_one(
-        self, pod: Pod, hold: list[Held] | None = None, allowed: np.ndarray | None = None
+        self, pod: Pod, hold: list[Held] | None = None, allowed: np.ndarray | None = None, post_filter: bool = True
     ) -> ScheduleResult:
         """One scheduling cycle. With ``hold``, stop after Reserve and Permit and append the decision there,
         so a gang is bound together (``complete``) or rolled back together (``release``)."""
@@ -243,16 +243,20 @@ class Scheduler:
         rejected = self._pre_filter(profile, state, pod)
         if rejected is not None:
             diagnosis = Diagnosis(pre_filter_msg=rejected.message, plugins={rejected.plugin})
-            return self._unschedulable(pod, profile, state, diagnosis, post_filter=hold is None)
+            return self._unschedulable(pod, profile, state, diagnosis, post_filter=post_filter and hold is None)
 
         feasible, log = self.find_feasible(profile, state, pod)
         chosen = np.flatnonzero(feasible) if log else self.all_nodes
         if chosen.size == 0:
-            result = self._unschedulable(pod, profile, state, self.diagnose(log), post_filter=hold is None)
+            result = self._unschedulable(
+                pod, profile, state, self.diagnose(log), post_filter=post_filter and hold is None
+            )
             if result.nominated is None:
                 return result
-            # Victims evicted: the pod goes to its nominated node in the next cycle, which offline is now.
-            retry = self.schedule_one(pod, allowed=self.only(result.nominated))
+            # Victims evicted: the next cycle (offline: now) tries the nominated node first, then every node.
+            retry = self.schedule_one(pod, allowed=self.only(result.nominated), post_filter=False)
+            if not retry.scheduled:
+                retry = self.schedule_one(pod)
             retry.preempted = result.preempted + retry.preempted
             return retry
 
@@ -305,16 +309,25 @@ class Scheduler:
         ]
 
     def evict(self, pod: Pod) -> int:
-        """Take a bound pod off its node (devices included); returns the node, for ``restore``."""
-        node = self.cluster.pod_node[pod.key]
-        self.cluster.devices[node].release(pod.devices)
-        self.cluster.forget(pod)
+        """Take a bound pod off its node (devices and exclusive CPUs included); returns the node, for ``restore``."""
+        cluster = self.cluster
+        node = cluster.pod_node[pod.key]
+        cluster.devices[node].release(pod.devices)
+        self._exclusive_cpus(pod, node, +1)
+        cluster.forget(pod, evicted=True)
         return node
 
     def restore(self, pod: Pod, node: int) -> None:
-        """Put an evicted pod back where it was, on the same devices."""
+        """Put an evicted pod back where it was, on the same devices and CPUs."""
         self.cluster.devices[node].claim(pod.devices, owner=pod.key)
+        self._exclusive_cpus(pod, node, -1)
         self.cluster.assume(pod, node)
+
+    def _exclusive_cpus(self, pod: Pod, node: int, sign: int) -> None:
+        index = self.cluster.topology_index
+        if pod.exclusive_cpus and index is not None:
+            for zone, count in pod.exclusive_cpus.items():
+                index.cpu_free[node, zone] += sign * count  # type: ignore[attr-defined]
 
     def preempt(self, victims: list[Pod], by: Pod, node: int) -> None:
         """Evict ``victims`` for good (those not evicted yet), record each one's result, and give every waiting

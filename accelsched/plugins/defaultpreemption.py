@@ -25,7 +25,7 @@ the whole gang then fits (framework.scheduler.schedule_gang).
 from __future__ import annotations
 
 import functools
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,7 @@ NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 PREEMPT_NEVER = "Never"
 # pickOneNodeForPreemption adds MaxInt32 + 1 to every priority before summing, so negative priorities count too.
 _PRIORITY_OFFSET = 2**31
+MEMO_SHAPES = 32  # per-node victim memos kept, by (profile, request shape, priority), least recently used out
 
 
 class _Memo:
@@ -121,21 +122,32 @@ class DefaultPreemption:
         statuses[NOT_HELPFUL] += int(cluster.n - np.count_nonzero(helpful))
         has_lower = helpful & (cluster.min_priority < pod.priority)
         statuses[NO_VICTIMS] += int(np.count_nonzero(helpful & ~has_lower))
-        potential = np.flatnonzero(has_lower & ~self._still_short(pod, handle, has_lower, statuses))
-        wanted = min(max(cluster.n * self.min_percentage // 100, self.min_absolute), cluster.n)
+        potential = has_lower & ~self._still_short(pod, handle, has_lower, statuses)
+        # GetOffsetAndNumCandidates over the nodes where preemption might help: a random offset into them, and
+        # max(minCandidateNodesPercentage% of them, minCandidateNodesAbsolute) candidates at most. Nodes already
+        # known to hold no candidate keep their place in that order but are not visited.
+        helpful_nodes = np.flatnonzero(helpful)
+        wanted = min(max(helpful_nodes.size * self.min_percentage // 100, self.min_absolute), helpful_nodes.size)
         by_fit = _fit_decides(pod, handle)
         # By Fit, a node's victims depend on its own pods only (unless a gang spans nodes): kept per node and
         # request shape, valid while the node's version is unchanged, so a stream of preemptors re-evaluates only
         # the nodes the previous ones changed.
         if by_fit is not None and not exclude:
-            key = (NAME, pod.scheduler_name, pod.shape, pod.priority, cluster.epoch)
-            memo = cluster.memoized(key, lambda: _Memo(cluster.n))
+            key = (pod.scheduler_name, pod.shape, pod.priority, cluster.epoch)
+            memos = cluster.memoized((NAME, "memos"), OrderedDict)
+            memo = memos.get(key)
+            if memo is None:
+                memo = memos[key] = _Memo(cluster.n)
+                if len(memos) > MEMO_SHAPES:
+                    memos.popitem(last=False)
+            memos.move_to_end(key)
         else:
             memo = _Memo(cluster.n)
         chosen: list[np.ndarray] = []
         found = 0
-        if potential.size:
-            order = np.roll(potential, -handle.rng.randrange(potential.size))
+        if potential.any():
+            order = np.roll(helpful_nodes, -handle.rng.randrange(helpful_nodes.size))
+            order = order[potential[order]]
             start = 0
             while found < wanted and start < order.size:  # kube-scheduler stops once it holds ``wanted``
                 chunk = order[start : start + wanted - found]
@@ -151,7 +163,9 @@ class DefaultPreemption:
         if not found:
             return None, statuses
         nodes = np.concatenate(chosen)
-        best = np.lexsort((nodes, memo.count[nodes], memo.total[nodes], memo.highest[nodes]))[0]
+        # Ties after the three criteria go to the first candidate in visiting order (random offset), as
+        # pickOneNodeForPreemption returns the first of the candidates left.
+        best = np.lexsort((np.arange(nodes.size), memo.count[nodes], memo.total[nodes], memo.highest[nodes]))[0]
         return memo.candidates[int(nodes[best])], statuses
 
     def _evaluate(
@@ -204,7 +218,7 @@ class DefaultPreemption:
             victims: list[Pod] = []
             # Most important first (higher priority; stable, so the earlier bound first): each one the pod can
             # live beside is reprieved, the others stay evicted.
-            for unit in sorted(units, key=lambda u: -max(v.priority for v in u)):
+            for unit in sorted(units, key=functools.partial(_importance, handle.cluster)):
                 for v in unit:
                     handle.restore(v, home[v.key])
                 if handle.dry_run(pod, node, allowed) is not None:
@@ -249,7 +263,7 @@ class DefaultPreemption:
         if short:
             return None, short
         victims: list[Pod] = []
-        order = sorted(range(len(units)), key=lambda k: -max(v.priority for v in units[k]))
+        order = sorted(range(len(units)), key=lambda k: _importance(cluster, units[k]))
         for k in order:
             if all(free[row] - held[k].get(row, 0) >= amount for row, amount, _ in checks):
                 for row, amount in held[k].items():  # reprieved: it stays
@@ -259,38 +273,26 @@ class DefaultPreemption:
         return victims, []
 
 
+def _importance(cluster: Any, unit: list[Pod]) -> tuple[int, int]:
+    """MoreImportantPod, most important first: higher priority, then started earlier (bound first)."""
+    return (-max(v.priority for v in unit), min(cluster.bound_seq.get(v.key, 0) for v in unit))
+
+
 def _fit_decides(pod: Pod, handle: Scheduler) -> list[tuple[int, int, str]] | None:
-    """NodeResourcesFit's checks when they alone decide whether ``pod`` fits a node after evictions: every
-    filter is a stock one, the pod has no pod (anti-)affinity or hard spreading, no bound pod has required
-    anti-affinity, and no node has topology or split devices. Otherwise None: use full dry runs."""
+    """NodeResourcesFit's checks when they alone decide whether ``pod`` fits a node after evictions: every other
+    filter of the profile says its verdict does not depend on the pods there (``pod_independent``). Otherwise
+    None: use full dry runs."""
     cluster = handle.cluster
     profile = handle.profile_for(pod)
-    if profile is None or cluster.has_topology or cluster.has_partitions or cluster.term_groups["required_anti"]:
+    if profile is None:
         return None
-    if pod.has_pod_affinity or any(c.when_unsatisfiable == "DoNotSchedule" for c in pod.topology_spread_constraints):
-        return None
-    filters = profile.at("filter")
-    if any(f.name not in _STATIC_FILTERS for f in filters):
-        return None
-    fit = next((f for f in filters if hasattr(f, "rejected_after_freeing")), None)
+    fit = None
+    for plugin in profile.at("filter"):
+        if hasattr(plugin, "rejected_after_freeing"):
+            fit = plugin
+        elif not (hasattr(plugin, "pod_independent") and plugin.pod_independent(pod, cluster)):
+            return None
     return fit.checks(pod, cluster) if fit is not None else None
-
-
-# Filters whose verdict on a node cannot change by evicting pods from it, or (the last three) that pass every
-# node for a pod without affinity, hard spreading or devices to place, on nodes without topology or splits.
-_STATIC_FILTERS = frozenset(
-    {
-        "NodeUnschedulable",
-        "NodeName",
-        "TaintToleration",
-        "NodeAffinity",
-        "NodeResourcesFit",
-        "NodeResourceTopologyMatch",
-        "DevicePartition",
-        "PodTopologySpread",
-        "InterPodAffinity",
-    }
-)
 
 
 def eviction_units(pod: Pod, node: int, handle: Scheduler, exclude: frozenset[str]) -> list[list[Pod]]:

@@ -42,6 +42,7 @@ class DeviceAllocation:
                 allocated = devices.allocate(split, owner=pod.key, policy=self.partition_policy) if split else {}
                 allocator.take(cluster, node, placement)
                 state[NAME] = placement
+                pod.exclusive_cpus = dict(placement.cpus)
                 pod.devices = {**placement.devices, **allocated}
                 if placement.devices or placement.cpus:
                     annotations[allocator.NUMA_ANNOTATION] = ",".join(map(str, placement.numa_nodes))
@@ -68,6 +69,7 @@ class DeviceAllocation:
             cluster.devices[node].release(pod.devices)
             cluster.touch(node)
         pod.devices = {}
+        pod.exclusive_cpus = {}
         annotations = pod.raw.get("metadata", {}).get("annotations") or {}
         for key in (DEVICES_ANNOTATION, allocator.NUMA_ANNOTATION, allocator.NIC_ANNOTATION):
             annotations.pop(key, None)

@@ -49,6 +49,10 @@ class DevicePartition:
         managed = cluster.memoized((NAME, "managed", pod.shape), lambda: self._managed(pod, cluster))
         return SUCCESS if managed else SKIP
 
+    def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
+        """Without split devices on any node this filter passes every node (DefaultPreemption's shortcut)."""
+        return not cluster.has_partitions
+
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         # Per node a reason code (-1: fits), kept per request shape and updated only where a pod was bound.
         reasons: list[str] = cluster.memoized((NAME, "reasons", pod.shape), list)

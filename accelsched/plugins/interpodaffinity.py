@@ -77,6 +77,11 @@ class InterPodAffinity:
         state[NAME] = st
         return SUCCESS
 
+    def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
+        """Without required terms of its own or of any bound pod, this filter passes every node whatever pods
+        run there (DefaultPreemption's shortcut)."""
+        return not (pod.required_affinity or pod.required_anti_affinity or cluster.term_groups["required_anti"])
+
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         st: _FilterState = state[NAME]
         result = FilterResult()

@@ -39,6 +39,10 @@ class NodeAffinity:
             return SKIP
         return SUCCESS
 
+    def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
+        """Evicting pods never changes this filter's verdict on a node (DefaultPreemption's shortcut)."""
+        return True
+
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         result = FilterResult()
         result.reject(ERR_REASON_POD, ~required_mask(pod, cluster), resolvable=False)

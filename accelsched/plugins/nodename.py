@@ -15,6 +15,10 @@ ERR_REASON = "node(s) didn't match the requested node name"
 class NodeName:
     name = NAME
 
+    def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
+        """Evicting pods never changes this filter's verdict on a node (DefaultPreemption's shortcut)."""
+        return True
+
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         if not pod.node_name:
             return PASS

@@ -43,9 +43,14 @@ class NodeResourceTopologyMatch:
             return SKIP
         return SUCCESS
 
+    def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
+        """Without topology on any node this filter passes every node (DefaultPreemption's shortcut)."""
+        return not cluster.has_topology
+
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         result = FilterResult()
-        result.reject(ERR_REASON_TOPOLOGY, ~pod_admitted(pod, TopologyIndex.of(cluster), cluster), resolvable=False)
+        # scheduler-plugins answers Unschedulable (not Unresolvable): evicting pods can free a NUMA node.
+        result.reject(ERR_REASON_TOPOLOGY, ~pod_admitted(pod, TopologyIndex.of(cluster), cluster))
         return result
 
     def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation:

@@ -15,6 +15,10 @@ UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", NO_SCHEDULE)
 class NodeUnschedulable:
     name = NAME
 
+    def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
+        """Evicting pods never changes this filter's verdict on a node (DefaultPreemption's shortcut)."""
+        return True
+
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         if not cluster.any_unschedulable or tolerates_all(pod.tolerations, UNSCHEDULABLE_TAINT):
             return PASS

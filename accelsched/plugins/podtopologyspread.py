@@ -137,6 +137,11 @@ class PodTopologySpread:
             out.append((in_domain, col.present, minimum))
         return out
 
+    def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
+        """Without a hard (DoNotSchedule) constraint, own or defaulted, this filter passes every node whatever
+        pods run there (DefaultPreemption's shortcut)."""
+        return not self._constraints(pod, cluster, "DoNotSchedule")
+
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         constraints: list[_Constraint] = state[NAME]
         result = FilterResult()

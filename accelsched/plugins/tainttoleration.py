@@ -16,6 +16,10 @@ ERR_REASON_NOT_MATCH = "node(s) had untolerated taint(s)"
 class TaintToleration:
     name = NAME
 
+    def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
+        """Evicting pods never changes this filter's verdict on a node (DefaultPreemption's shortcut)."""
+        return True
+
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         if not cluster.has_hard_taints:
             return PASS
