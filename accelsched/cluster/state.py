@@ -418,7 +418,8 @@ class ClusterState:
         """Account ``pod`` on ``node``: capacity, selector counts and term groups. Devices are separate."""
         if pod.key in self.pod_node:
             raise ValueError(f"pod {pod.key} is already on node {self.nodes[self.pod_node[pod.key]].name}")
-        for row, amount in self.request_vector(pod):
+        vector = self.request_vector(pod)
+        for row, amount in vector:
             self.requested[row, node] += amount
             self.free[row, node] -= amount
         cpu, mem = nonzero_requests(pod.requests)
@@ -431,7 +432,8 @@ class ClusterState:
             self._next_seq += 1
         if pod.priority < self.min_priority[node]:
             self.min_priority[node] = pod.priority
-        self._count_below(pod, node, +1)
+        if self._below:
+            self._count_below(pod, vector, node, +1)
         self._count(pod, node, +1)
         self.generation += 1
         self.changes.append(node)
@@ -442,7 +444,8 @@ class ClusterState:
         node = self.pod_node.pop(pod.key)
         if not evicted:
             self.bound_seq.pop(pod.key, None)
-        for row, amount in self.request_vector(pod):
+        vector = self.request_vector(pod)
+        for row, amount in vector:
             self.requested[row, node] -= amount
             self.free[row, node] += amount
         cpu, mem = nonzero_requests(pod.requests)
@@ -451,16 +454,17 @@ class ClusterState:
         del self.pods_on[node][pod.key]
         if pod.priority == self.min_priority[node]:
             self.min_priority[node] = min((p.priority for p in self.pods_on[node].values()), default=NO_PODS_PRIORITY)
-        self._count_below(pod, node, -1)
+        if self._below:
+            self._count_below(pod, vector, node, -1)
         self._count(pod, node, -1)
         self.generation += 1
         self.changes.append(node)
         self.node_version[node] += 1
 
-    def _count_below(self, pod: Pod, node: int, delta: int) -> None:
+    def _count_below(self, pod: Pod, vector: list[tuple[int, int]], node: int, delta: int) -> None:
         for priority, below in self._below.items():
             if pod.priority < priority:
-                for row, amount in self.request_vector(pod):
+                for row, amount in vector:
                     below[row, node] += delta * amount
 
     def _count(self, pod: Pod, node: int, delta: int) -> None:
