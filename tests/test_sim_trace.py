@@ -145,3 +145,12 @@ def test_cli_timeline_mode(tmp_path):
     doc = json.loads(result.output)
     assert doc["rows"][0][0] == "fgd" and doc["header"][4] == "pods that waited"
     assert int(doc["rows"][0][4]) > 0  # compressed, the little cluster makes pods wait
+
+
+def test_cli_timeline_needs_time_columns(tmp_path):
+    node_path, _ = write_trace(tmp_path, 7)
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text(node_path.read_text())
+    pods = write(tmp_path, "multigpu.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli", "p0,1000,1024,2,1000")
+    args = ["simulate", "--mode", "timeline", "--data", str(tmp_path), "--pods", str(pods), "--seeds", "1"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "has no creation_time/deletion_time columns" in result.output

@@ -119,6 +119,8 @@ class FGD(Policy):
         self.typical = typical
 
     def _score(self, delta: np.ndarray) -> np.ndarray:
+        if not self.typical.covered:  # no typical pods known yet: nothing can be told apart
+            return np.full(np.shape(delta), MAX_NODE_SCORE // 2, dtype=np.int64)
         x = delta / self.typical.covered / MILLI
         return (MAX_NODE_SCORE / (1.0 + np.exp(-x))).astype(np.int64)
 

@@ -78,10 +78,12 @@ def headline(summaries: Sequence[PolicySummary]) -> str | None:
         return None
     parts = []
     for other in others:
-        fewer = 1 - fgd.unallocated_gpus / other.unallocated_gpus if other.unallocated_gpus else 0.0
-        parts.append(f"{other.policy} {fewer:.0%} ({other.unallocated_gpus - fgd.unallocated_gpus:+.0f} GPUs in use)")
+        gained = other.unallocated_gpus - fgd.unallocated_gpus
+        change = abs(gained) / other.unallocated_gpus if other.unallocated_gpus else 0.0
+        side = "fewer" if gained >= 0 else "more"
+        parts.append(f"{change:.0%} {side} than {other.policy} ({gained:+.0f} GPUs in use)")
     return (
-        f"FGD leaves {fgd.unallocated_gpus:.0f} GPUs unallocated, fewer than " + ", ".join(parts) + ". "
+        f"FGD leaves {fgd.unallocated_gpus:.0f} GPUs unallocated: " + ", ".join(parts) + ". "
         f"Paper: up to {PAPER_FEWER_UNALLOCATED:.0%} fewer unallocated GPUs, about {PAPER_MORE_GPUS} more GPUs in use."
     )
 

@@ -35,21 +35,27 @@ class Timeline:
     never: int  # pods still waiting at the end of the trace
     pods: int
     seconds: float
+    window: tuple[int, int] = (0, 0)  # from the 1st to the 99th percentile of arrivals: when the trace is busy
+
+    def _weights(self) -> tuple[np.ndarray, np.ndarray]:
+        """Which samples fall in the window, and how long each one lasted there."""
+        lo, hi = self.window
+        ends = np.minimum(np.append(self.times[1:], hi), hi)
+        starts = np.maximum(self.times, lo)
+        span = np.clip(ends - starts, 0, None).astype(np.float64)
+        return span, span > 0
 
     def mean_allocation(self) -> float:
-        """Time-weighted mean share of GPU milli in use over the trace."""
-        if len(self.times) < 2:
-            return 0.0
-        span = np.diff(self.times)
-        return float((self.allocated[:-1] * span).sum() / span.sum() / self.capacity)
+        """Time-weighted mean share of GPU milli in use while the pods arrive (a few very long pods would
+        otherwise make the idle tail of the trace dominate)."""
+        span, inside = self._weights()
+        return float((self.allocated * span).sum() / span.sum() / self.capacity) if inside.any() else 0.0
 
     def mean_fragmentation(self) -> float:
-        """Time-weighted mean fragmented share of the free GPU milli."""
-        if len(self.times) < 2:
-            return 0.0
-        span = np.diff(self.times)
-        free = np.maximum(self.capacity - self.allocated[:-1], 1)
-        return float((self.frag[:-1] / free * span).sum() / span.sum())
+        """Time-weighted mean fragmented share of the free GPU milli, over the same window."""
+        span, inside = self._weights()
+        free = np.maximum(self.capacity - self.allocated, 1)
+        return float((self.frag / free * span).sum() / span.sum()) if inside.any() else 0.0
 
 
 def replay(
@@ -80,6 +86,7 @@ def replay(
     created = (pods.creation / compress).astype(np.int64).tolist()
     duration = np.where(pods.deletion >= 0, pods.deletion - pods.creation, -1).tolist()
     order = sorted(range(pods.n), key=lambda i: (created[i], i))
+    window = (int(np.percentile(created, 1)), int(np.percentile(created, 99)))
     leaving: list[tuple[int, int, int, tuple[int, ...]]] = []  # (time, pod, node, GPUs)
     waiting: list[int] = []
     delays: list[int] = []
@@ -138,4 +145,5 @@ def replay(
         len(waiting),
         pods.n,
         time.perf_counter() - start,
+        window,
     )
