@@ -44,3 +44,10 @@ def write_trace(directory: Path, seed: int, nodes: int = 24, pods: int = 260) ->
     node_path.write_text("\n".join(node_lines) + "\n")
     pod_path.write_text("\n".join(pod_lines) + "\n")
     return node_path, pod_path
+
+
+def trace_folder(directory: Path, seed: int, nodes: int = 24, pods: int = 260) -> Path:
+    """A data folder as ``simulate --data`` expects it (the node list under its openb name); returns the pod list."""
+    node_path, pod_path = write_trace(directory, seed, nodes, pods)
+    (directory / "openb_node_list_gpu_node.csv").write_text(node_path.read_text())
+    return pod_path

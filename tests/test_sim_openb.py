@@ -25,3 +25,20 @@ def test_fgd_beats_bestfit_beats_dotprod_on_the_default_trace():
     assert abs(alloc["fgd"] - 0.953) < 0.01, alloc
     unallocated = {p: statistics.median(e.unallocated_gpus for e in runs if e.policy == p) for p in alloc}
     assert unallocated["fgd"] < unallocated["bestfit"] < unallocated["dotprod"]
+
+
+def test_every_pod_list_of_the_folder_loads_and_replays():
+    from accelsched.sim.replay import run_experiment
+    from accelsched.sim.trace import load_nodes, load_pods
+
+    nodes = load_nodes(DATA_DIR / "openb_node_list_gpu_node.csv")
+    assert nodes.n == 1213 and int(nodes.gpus.sum()) == 6212
+    assert load_nodes(DATA_DIR / "openb_node_list_all_node.csv").n == 1523
+    lists = sorted(DATA_DIR.glob("openb_pod_list_*.csv"))
+    assert len(lists) >= 20
+    for path in lists:
+        pods = load_pods(path)
+        assert pods.n > 7000 and (pods.creation is None) == ("multigpu" in path.name), path
+    for variant in ("gpuspec33", "multigpu50"):  # GPU-model constraints; a list already above 130% of capacity
+        exp = run_experiment(nodes, load_pods(DATA_DIR / f"openb_pod_list_{variant}.csv"), "fgd", 42, 1.3)
+        assert 0.8 < exp.alloc_ratio(exp.arrived_share) <= 1.0

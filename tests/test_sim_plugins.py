@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 from click.testing import CliRunner
-from sim_traces import write_trace
+from sim_traces import trace_folder
 
 from accelsched.api.loader import Document, Inputs, build_inputs
 from accelsched.cli import main
@@ -122,8 +122,7 @@ def test_bad_plugin_args_name_the_field(args, field):
 
 
 def test_simulate_replays_any_scoring_profile_through_the_scheduler(tmp_path):
-    node_path, pod_path = write_trace(tmp_path, 6, nodes=8, pods=60)
-    (tmp_path / "openb_node_list_gpu_node.csv").write_text(node_path.read_text())
+    pod_path = trace_folder(tmp_path, 6, nodes=8, pods=60)
     config = tmp_path / "mostallocated.yaml"
     config.write_text(
         yaml.safe_dump(

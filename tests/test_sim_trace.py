@@ -6,7 +6,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from sim_traces import NODE_HEADER, POD_HEADER, write_trace
+from sim_traces import NODE_HEADER, POD_HEADER, trace_folder, write_trace
 
 from accelsched.cli import main
 from accelsched.errors import InputError
@@ -68,8 +68,7 @@ def test_unknown_pod_list_names_the_known_ones(tmp_path):
 
 
 def test_cli_bad_row_exits_2_with_file_and_line(tmp_path):
-    node_path, _ = write_trace(tmp_path, 2)
-    (tmp_path / "openb_node_list_gpu_node.csv").write_text(node_path.read_text())
+    trace_folder(tmp_path, 2)
     bad = write(tmp_path, "bad.csv", POD_HEADER, GOOD_POD, "p1,4000,8192,1,abc,,LS,Running,10,99,10")
     result = CliRunner().invoke(main, ["simulate", "--data", str(tmp_path), "--pods", str(bad), "--seeds", "1"])
     assert result.exit_code == 2
@@ -83,8 +82,7 @@ def test_cli_rejects_unknown_policy_and_bad_seeds(tmp_path):
 
 
 def test_cli_inflation_run_writes_table_csv_plots_and_html(tmp_path):
-    node_path, pod_path = write_trace(tmp_path, 4, nodes=12, pods=120)
-    (tmp_path / "openb_node_list_gpu_node.csv").write_text(node_path.read_text())
+    pod_path = trace_folder(tmp_path, 4, nodes=12, pods=120)
     out = tmp_path / "out"
     args = [
         "simulate",
@@ -121,8 +119,7 @@ def test_cli_inflation_run_writes_table_csv_plots_and_html(tmp_path):
 
 
 def test_cli_timeline_mode(tmp_path):
-    node_path, pod_path = write_trace(tmp_path, 5, nodes=6, pods=150)
-    (tmp_path / "openb_node_list_gpu_node.csv").write_text(node_path.read_text())
+    pod_path = trace_folder(tmp_path, 5, nodes=6, pods=150)
     args = [
         "simulate",
         "--mode",
@@ -148,8 +145,7 @@ def test_cli_timeline_mode(tmp_path):
 
 
 def test_cli_timeline_needs_time_columns(tmp_path):
-    node_path, _ = write_trace(tmp_path, 7)
-    (tmp_path / "openb_node_list_gpu_node.csv").write_text(node_path.read_text())
+    trace_folder(tmp_path, 7)
     pods = write(tmp_path, "multigpu.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli", "p0,1000,1024,2,1000")
     args = ["simulate", "--mode", "timeline", "--data", str(tmp_path), "--pods", str(pods), "--seeds", "1"]
     result = CliRunner().invoke(main, args)

@@ -330,13 +330,15 @@ def _rows(summaries: list[report.PolicySummary]) -> tuple[list[str], list[list[s
 
 def _print_inflation(con, summaries, nodes, pods, inflation, n_seeds, tie_break) -> None:
     header, rows = _rows(summaries)
-    table = Table(
-        title=(
-            f"GPU allocation ratio (%) as arrived demand grows, median of {n_seeds} seed(s): "
-            f"{pods.n} pods on {nodes.n} nodes / {int(nodes.gpus.sum())} GPUs, ties by {tie_break}"
-        ),
-        title_justify="left",
+    title = (
+        f"GPU allocation ratio (%) as arrived demand grows, median of {n_seeds} seed(s): "
+        f"{pods.n} pods on {nodes.n} nodes / {int(nodes.gpus.sum())} GPUs, ties by {tie_break}"
     )
+    _print_table(con, title, header, rows)
+
+
+def _print_table(con: Console, title: str, header: list[str], rows: list[list[str]]) -> None:
+    table = Table(title=title, title_justify="left")
     for h in header:
         table.add_column(h, justify="left" if h == "policy" else "right")
     for row in rows:
@@ -394,18 +396,10 @@ def _timeline(con, nodes, pods, chosen, seeds, tie_break, compress, out, command
     if output == "json":
         click.echo(json.dumps({"command": command, "header": header, "rows": rows, "wall_seconds": wall}, indent=2))
     else:
-        table = Table(
-            title=(
-                f"Time-based replay of {pods.n} pods (arrivals compressed x{compress:g}), "
-                f"median of {len(seeds)} seed(s)"
-            ),
-            title_justify="left",
+        title = (
+            f"Time-based replay of {pods.n} pods (arrivals compressed x{compress:g}), median of {len(seeds)} seed(s)"
         )
-        for h in header:
-            table.add_column(h, justify="left" if h == "policy" else "right")
-        for row in rows:
-            table.add_row(*row)
-        con.print(table)
+        _print_table(con, title, header, rows)
         con.print(f"{len(runs)} replays in {wall:.1f} s")
         con.print(f"[dim]{command}[/]")
     if out is not None:

@@ -174,26 +174,32 @@ def plot_inflation(out: Path, experiments: Sequence[Experiment]) -> list[Path]:
     for e in experiments:
         by.setdefault(e.policy, []).append(e)
     paths = []
-    for name, ylabel, value in (
-        ("allocation.png", "GPU allocation ratio (%)", lambda e, x: 100 * e.alloc_ratio(x)),
-        ("fragmentation.png", "fragmented GPUs", lambda e, x: e.frag_at(x)[0] / 1000),
-        ("fragmentation_ratio.png", "fragmented share of free GPU milli (%)", lambda e, x: 100 * e.frag_at(x)[1]),
+    for name, ylabel, value, start in (
+        ("allocation.png", "GPU allocation ratio (%)", lambda e, x: 100 * e.alloc_ratio(x), 0.0),
+        # Where the policies part ways: the paper's figure zooms the same way.
+        ("allocation_zoom.png", "GPU allocation ratio (%)", lambda e, x: 100 * e.alloc_ratio(x), 0.7),
+        ("fragmentation.png", "fragmented GPUs", lambda e, x: e.frag_at(x)[0] / 1000, 0.0),
+        ("fragmentation_ratio.png", "fragmented share of free GPU milli (%)", lambda e, x: 100 * e.frag_at(x)[1], 0.0),
     ):
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for policy, runs in by.items():
             top = min(e.arrived_share for e in runs)
-            xs = [x for x in grid if x <= top + 1e-9]
+            xs = [x for x in grid if start - 1e-9 <= x <= top + 1e-9]
             ys = [float(np.median([value(e, x) for e in runs])) for x in xs]
             ax.plot([100 * x for x in xs], ys, label=policy)
-        ax.set_xlabel("arrived workload (% of GPU capacity)")
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out / name, dpi=110)
-        plt.close(fig)
-        paths.append(out / name)
+        paths.append(_save(plt, fig, ax, out / name, "arrived workload (% of GPU capacity)", ylabel))
     return paths
+
+
+def _save(plt, fig, ax, path: Path, xlabel: str, ylabel: str) -> Path:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def plot_timeline(out: Path, timelines: Sequence[Timeline]) -> list[Path]:
@@ -208,14 +214,7 @@ def plot_timeline(out: Path, timelines: Sequence[Timeline]) -> list[Path]:
         for t in timelines:
             if t.seed == timelines[0].seed:  # one seed per policy: the lines are time series, not medians
                 ax.step((t.times - t.times[0]) / 3600, value(t), where="post", label=t.policy, linewidth=0.8)
-        ax.set_xlabel("hours since the first arrival")
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out / name, dpi=110)
-        plt.close(fig)
-        paths.append(out / name)
+        paths.append(_save(plt, fig, ax, out / name, "hours since the first arrival", ylabel))
     return paths
 
 
