@@ -1,14 +1,20 @@
 """A kubelet-side peer for device plugin tests, written from the proto: it plays the kubelet's device manager.
 
-It serves Registration on ``<dir>/kubelet.sock``; on every Register it dials the plugin's endpoint in the same
-folder, asks for its options and opens ListAndWatch, recording every device list streamed. ``restart`` does what a
-restarting kubelet does to the folder: stop, delete every socket in it, serve a new kubelet.sock.
+It serves Registration on ``<dir>/kubelet.sock`` and answers Register as the kubelet's v1beta1 server does
+(pkg/kubelet/cm/devicemanager/plugin/v1beta1: ``Register`` -> ``connectClient`` -> ``client.Connect``): it checks
+the version, dials the plugin's endpoint in the same folder (blocking, 10 s) and calls GetDevicePluginOptions
+before Register returns, failing Register if it cannot; only then it opens ListAndWatch (``runClient``), recording
+every device list streamed. The newest registration for a resource replaces the one before.
+
+``restart`` does what a restarting kubelet does to the folder: stop, delete every socket in it, serve a new
+kubelet.sock. ``replace_socket`` puts a new kubelet.sock in place in one step and leaves every other socket alone.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import secrets
 import stat
 import threading
 from concurrent import futures
@@ -20,6 +26,8 @@ from accelsched.deviceplugin.proto import api_pb2 as pb
 from accelsched.deviceplugin.proto import api_pb2_grpc as pb_grpc
 
 WAIT = 10.0  # upper bound on any wait: tests wait for events, never sleep
+DIAL_TIMEOUT = 10.0  # the kubelet's dial of a registering plugin (connectionTimeout in its client.go)
+SUPPORTED_VERSIONS = ("v1beta1",)
 
 
 @dataclass
@@ -32,6 +40,7 @@ class Endpoint:
     options: pb.DevicePluginOptions
     lists: queue.Queue = field(default_factory=queue.Queue)  # every ListAndWatchResponse, in order
     stream: object = None
+    ended: threading.Event = field(default_factory=threading.Event)  # ListAndWatch is over (every list is in lists)
 
     def next_list(self, timeout: float = WAIT) -> dict[str, str]:
         """The next device list streamed: ID -> health."""
@@ -40,9 +49,11 @@ class Endpoint:
 
 
 class KubeletPeer(pb_grpc.RegistrationServicer):
-    def __init__(self, socket_dir: str) -> None:
+    def __init__(self, socket_dir: str, dial_timeout: float = DIAL_TIMEOUT) -> None:
         self.socket_dir = socket_dir
-        self.registrations: queue.Queue[pb.RegisterRequest] = queue.Queue()
+        self.dial_timeout = dial_timeout
+        self.refuse: str | None = None  # set: every Register is refused with this message (after it is recorded)
+        self.registrations: queue.Queue[pb.RegisterRequest] = queue.Queue()  # every Register, refused ones too
         self.endpoints: dict[str, Endpoint] = {}  # resource -> the latest registration's endpoint
         self._connected: queue.Queue[Endpoint] = queue.Queue()
         self._server: grpc.Server | None = None
@@ -52,19 +63,30 @@ class KubeletPeer(pb_grpc.RegistrationServicer):
     def path(self) -> str:
         return os.path.join(self.socket_dir, "kubelet.sock")
 
-    def start(self) -> KubeletPeer:
+    def _serve(self) -> grpc.Server:
+        """A Registration server whose socket is renamed onto kubelet.sock: it appears in one step, and stopping
+        the server later (gRPC unlinks the path it bound) never removes a newer kubelet.sock."""
+        private = os.path.join(self.socket_dir, f".kubelet-{secrets.token_hex(4)}.sock")
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         pb_grpc.add_RegistrationServicer_to_server(self, server)
-        server.add_insecure_port(f"unix://{self.path}")
+        server.add_insecure_port(f"unix://{private}")
         server.start()
-        self._server = server
+        os.replace(private, self.path)
+        return server
+
+    def start(self) -> KubeletPeer:
+        self._server = self._serve()
         return self
 
-    def stop(self) -> None:
+    def _drop_endpoints(self) -> None:
         with self._lock:
             for ep in self.endpoints.values():
                 ep.channel.close()
             self.endpoints.clear()
+
+    def stop(self) -> None:
+        """The kubelet dies: its connections close; its kubelet.sock stays behind, as a dead process leaves it."""
+        self._drop_endpoints()
         if self._server is not None:
             self._server.stop(0).wait()
             self._server = None
@@ -78,16 +100,44 @@ class KubeletPeer(pb_grpc.RegistrationServicer):
                 os.unlink(path)
         self.start()
 
+    def replace_socket(self) -> None:
+        """A new kubelet whose start left the plugins' sockets alone: only kubelet.sock is new, and it never goes
+        missing in between, so a plugin can tell only by kubelet.sock's identity."""
+        old = self._server
+        self._drop_endpoints()
+        self._server = self._serve()
+        if old is not None:
+            old.stop(0).wait()
+
     def Register(self, request: pb.RegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
         self.registrations.put(request)
-        # Like the kubelet, dial back after answering, so the plugin's Register call is not held up.
-        threading.Thread(target=self._connect, args=(request,), daemon=True).start()
+        if self.refuse is not None:
+            context.abort(grpc.StatusCode.UNKNOWN, self.refuse)
+        if request.version not in SUPPORTED_VERSIONS:
+            context.abort(
+                grpc.StatusCode.UNKNOWN,
+                f"requested API version {request.version!r} is not supported by kubelet."
+                f" Supported versions are {list(SUPPORTED_VERSIONS)}",
+            )
+        ep = self._connect(request)
+        if isinstance(ep, str):
+            context.abort(grpc.StatusCode.UNKNOWN, ep)
         return pb.Empty()
 
-    def _connect(self, request: pb.RegisterRequest) -> None:
+    def _connect(self, request: pb.RegisterRequest) -> Endpoint | str:
+        """The kubelet's connectClient: dial (blocking), GetDevicePluginOptions, then ListAndWatch in the
+        background. Returns the endpoint, or why it failed (Register then fails with it)."""
         channel = grpc.insecure_channel(f"unix://{os.path.join(self.socket_dir, request.endpoint)}")
         stub = pb_grpc.DevicePluginStub(channel)
-        options = stub.GetDevicePluginOptions(pb.Empty(), timeout=WAIT, wait_for_ready=True)
+        try:
+            grpc.channel_ready_future(channel).result(timeout=self.dial_timeout)
+            options = stub.GetDevicePluginOptions(pb.Empty(), timeout=WAIT)
+        except grpc.FutureTimeoutError:
+            channel.close()
+            return f"failed to dial device plugin: context deadline exceeded ({request.endpoint})"
+        except grpc.RpcError as exc:
+            channel.close()
+            return f"failed to get device plugin options: {exc.code().name}: {exc.details()}"
         ep = Endpoint(request, channel, stub, options)
         ep.stream = stub.ListAndWatch(pb.Empty())
 
@@ -97,6 +147,8 @@ class KubeletPeer(pb_grpc.RegistrationServicer):
                     ep.lists.put(response)
             except grpc.RpcError:
                 pass  # the plugin went away or we closed the channel
+            finally:
+                ep.ended.set()
 
         threading.Thread(target=pump, daemon=True).start()
         with self._lock:
@@ -105,6 +157,7 @@ class KubeletPeer(pb_grpc.RegistrationServicer):
         if old is not None:
             old.channel.close()
         self._connected.put(ep)
+        return ep
 
     def next_registration(self, timeout: float = WAIT) -> pb.RegisterRequest:
         return self.registrations.get(timeout=timeout)

@@ -110,6 +110,12 @@ class SysfsBuilder:
         (self.created[bdf] / "driver").unlink()
         return self
 
+    def device_node(self, bdf: str, subsystem: str, name: str, dev: str = "0:0") -> SysfsBuilder:
+        """What a bound driver registers: ``<dev>/accel/accelN`` or ``<dev>/drm/renderDN``/``cardN``, each a
+        directory whose ``dev`` file holds major:minor (/dev/accel/accelN, /dev/dri/renderDN)."""
+        self._write(self.created[bdf] / subsystem / name / "dev", dev)
+        return self
+
     def unplug(self, bdf: str) -> SysfsBuilder:
         """The device leaves the bus: its bus entry and its directory are gone."""
         (self.sys / "bus" / "pci" / "devices" / bdf).unlink()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -23,8 +25,11 @@ import sysfs_builder as sb
 from kubelet_peer import WAIT, Endpoint, KubeletPeer
 
 from accelsched.deviceplugin import config as plugin_config
+from accelsched.deviceplugin import registration
 from accelsched.deviceplugin.plugin import DevicePluginManager
 from accelsched.deviceplugin.proto import api_pb2 as pb
+from accelsched.deviceplugin.proto import api_pb2_grpc as pb_grpc
+from accelsched.errors import InputError
 
 RESOURCE = "qualcomm.com/ai-accelerator"
 QAIC = [f"qaic-{i}" for i in range(8)]
@@ -182,7 +187,9 @@ def test_list_and_watch_reports_both_edges_of_a_health_flap(
     down, up = ep.next_list(), ep.next_list()
     assert down == {**dict.fromkeys(QAIC, "Healthy"), "qaic-1": "Unhealthy"}
     assert up == dict.fromkeys(QAIC, "Healthy")
-    assert ep.lists.empty()
+    plugin.stop()  # ends the stream: once the kubelet side saw it end, every list the plugin sent is in ep.lists
+    assert ep.ended.wait(WAIT)
+    assert ep.lists.empty()  # nothing for the unchanged step
 
 
 def test_unhealthy_device_is_refused_by_allocate_and_counted(
@@ -268,6 +275,19 @@ def test_preferred_allocation_keeps_a_pair_behind_one_switch(plugin: DevicePlugi
     assert preferred(ep, ["qaic-1", "qaic-4", "qaic-5"], 1) == ["qaic-1"]
 
 
+def test_preferred_allocation_does_not_pack_beside_an_unhealthy_device(
+    plugin: DevicePluginManager, peer: KubeletPeer, clock: Clock
+) -> None:
+    ep = peer.next_endpoint()
+    # qaic-1 and qaic-4 are missing from available: both in use, so qaic-0 and qaic-5 tie; the first wins.
+    available = ["qaic-0", "qaic-2", "qaic-3", "qaic-5", "qaic-6", "qaic-7"]
+    assert preferred(ep, available, 1) == ["qaic-0"]
+    clock.now = 10
+    assert plugin.refresh() == ["qaic-1"]
+    # Now qaic-1 is missing because it is unhealthy, not because a container uses it: pack beside qaic-4 instead.
+    assert preferred(ep, available, 1) == ["qaic-5"]
+
+
 @pytest.mark.parametrize(
     ("available", "size", "must", "code", "words"),
     [
@@ -349,6 +369,160 @@ def test_waits_for_the_kubelet_and_readyz_says_why(socket_dir: str, clock: Clock
     finally:
         manager.stop()
         kubelet.stop()
+
+
+def test_registers_again_when_only_kubelet_sock_is_new(plugin: DevicePluginManager, peer: KubeletPeer) -> None:
+    """A kubelet that restarts without deleting the plugins' sockets: only kubelet.sock's identity tells."""
+    first = peer.next_registration()
+    peer.next_endpoint()
+    ours = os.stat(os.path.join(peer.socket_dir, first.endpoint)).st_ino
+    peer.replace_socket()  # kubelet.sock is new and never missing; our socket is untouched
+    assert peer.next_registration().resource_name == RESOURCE
+    ep = peer.next_endpoint()
+    assert ep.next_list() == dict.fromkeys(QAIC, "Healthy")
+    assert os.stat(os.path.join(peer.socket_dir, first.endpoint)).st_ino == ours  # registered, not re-served
+    assert until(lambda: metric(plugin, "accelsched_device_plugin_registrations_total", resource=RESOURCE) == 2)
+
+
+def test_the_kubelet_peer_fails_register_when_it_cannot_dial_the_plugin(socket_dir: str) -> None:
+    """As the kubelet's connectClient: Register answers only after dialling back, and fails if it cannot."""
+    kubelet = KubeletPeer(socket_dir, dial_timeout=0.2).start()
+    try:
+        err = rpc_error(lambda: registration.register(socket_dir, "nobody-serves-this.sock", RESOURCE))
+        assert err.code() == grpc.StatusCode.UNKNOWN
+        assert "failed to dial device plugin" in err.details()
+        assert kubelet.next_registration().endpoint == "nobody-serves-this.sock"
+    finally:
+        kubelet.stop()
+
+
+def test_two_instances_on_one_folder_settle_and_the_newest_serves(
+    socket_dir: str, peer: KubeletPeer, clock: Clock
+) -> None:
+    """A second instance (a surge rollout, a stray process) takes the socket over; the first stands down instead
+    of taking it back, so the two never trade the socket and registrations stop at one each."""
+    old = DevicePluginManager(fake_config(socket_dir), clock=clock)
+    old.start()
+    new = DevicePluginManager(fake_config(socket_dir), clock=clock)
+    try:
+        peer.next_endpoint()
+        new.start()
+        ep = peer.next_endpoint()
+        path = new.servers[0].path
+        inode = os.stat(path).st_ino
+        assert until(lambda: old.servers[0].superseded)
+        for _ in range(5):  # beside both watch loops, explicit steps: none may serve or register again
+            old.check_kubelet()
+            new.check_kubelet()
+        assert peer.registrations.qsize() == 2
+        assert os.stat(path).st_ino == inode
+        assert new.ready() == (True, "ok")
+        assert old.ready() == (False, f"{RESOURCE}: another instance took over its socket {path}")
+        assert ep.next_list() == dict.fromkeys(QAIC, "Healthy")
+        assert allocate(ep, ["qaic-2"]).container_responses[0].envs["QAIC_VISIBLE_DEVICES"] == "qaic-2"
+        old.stop()
+        assert os.stat(path).st_ino == inode  # stopping the old one leaves the new one's socket in place
+        assert allocate(ep, ["qaic-3"]).container_responses[0].envs["QAIC_VISIBLE_DEVICES"] == "qaic-3"
+    finally:
+        old.stop()
+        new.stop()
+    assert not os.path.exists(path)
+
+
+def test_a_dead_kubelets_socket_is_refused_at_once_and_readyz_says_so(socket_dir: str, clock: Clock) -> None:
+    """kubelet.sock left by a dead kubelet: Register fails with UNAVAILABLE at once (no wait_for_ready, which
+    would hold every step until its deadline and read DEADLINE_EXCEEDED)."""
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(os.path.join(socket_dir, "kubelet.sock"))  # bound, never listening
+    manager = DevicePluginManager(fake_config(socket_dir, watchIntervalSeconds=3600), clock=clock)
+    try:
+        manager.start()
+        ok, why = manager.ready()
+        assert not ok
+        assert why.startswith(f"{RESOURCE}: not registered with the kubelet (UNAVAILABLE: ")
+    finally:
+        manager.stop()
+        stale.close()
+
+
+class HungKubelet(pb_grpc.RegistrationServicer):
+    """Accepts Register and never answers (a wedged kubelet)."""
+
+    def __init__(self) -> None:
+        self.called = threading.Event()
+        self.cancelled = threading.Event()
+
+    def Register(self, request: pb.RegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
+        self.called.set()
+        while context.is_active():
+            time.sleep(0.01)
+        self.cancelled.set()
+        context.abort(grpc.StatusCode.CANCELLED, "gone")
+
+
+def test_stop_cancels_a_register_the_kubelet_never_answers(socket_dir: str, clock: Clock) -> None:
+    hung = HungKubelet()
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    pb_grpc.add_RegistrationServicer_to_server(hung, server)
+    server.add_insecure_port(f"unix://{os.path.join(socket_dir, 'kubelet.sock')}")
+    server.start()
+    manager = DevicePluginManager(fake_config(socket_dir), clock=clock)
+    starting = threading.Thread(target=manager.start, daemon=True)
+    try:
+        starting.start()
+        assert hung.called.wait(WAIT)
+        stopping = threading.Thread(target=manager.stop, daemon=True)
+        stopping.start()
+        # Generous: the call is cancelled within a poll (50 ms); holding on to it would take its whole deadline.
+        stopping.join(3)
+        assert not stopping.is_alive()
+        assert hung.cancelled.wait(WAIT)  # the kubelet saw the call cancelled, not timed out later
+        starting.join(WAIT)
+        assert manager.registered == {RESOURCE: False}
+    finally:
+        server.stop(0).wait()
+
+
+def test_a_refused_register_is_retried_with_capped_exponential_backoff(
+    socket_dir: str, peer: KubeletPeer, clock: Clock
+) -> None:
+    peer.refuse = "no thanks"
+    manager = DevicePluginManager(fake_config(socket_dir, watchIntervalSeconds=3600), clock=clock)
+    retry = Clock()
+    manager.backoff = registration.Backoff(1.0, cap=8.0, clock=retry)
+    attempts_at = []
+    try:
+        manager.start()  # attempt at t=0
+        for t in range(0, 40):
+            retry.now = t
+            manager.check_kubelet()
+            manager.check_kubelet()  # a second step at the same moment never retries early
+            while not peer.registrations.empty():
+                peer.registrations.get_nowait()
+                attempts_at.append(t)
+        # The start's attempt at t=0, then 1, 2, 4, 8 seconds apart, and 8 (the cap) from there on.
+        assert attempts_at == [0, 1, 3, 7, 15, 23, 31, 39]
+        assert manager.ready() == (False, f"{RESOURCE}: not registered with the kubelet (UNKNOWN: no thanks)")
+        peer.refuse = None
+        retry.now = 100
+        manager.check_kubelet()
+        assert manager.ready() == (True, "ok")
+        peer.replace_socket()  # a new kubelet: registered again at once, whatever the backoff said
+        assert until(lambda: metric(manager, "accelsched_device_plugin_registrations_total", resource=RESOURCE) == 1)
+    finally:
+        manager.stop()
+
+
+def test_a_socket_path_over_the_unix_limit_is_a_config_error(socket_dir: str) -> None:
+    resource = "a" * 40 + ".example.com/" + "b" * 60
+    with pytest.raises(InputError) as info:
+        DevicePluginManager(fake_config(socket_dir, resourceName=resource))
+    assert (info.value.source, info.value.field) == ("test-config.yaml", "resourceName")
+    assert "a unix socket path holds at most 107: shorten resourceName" in info.value.message
+    deep = os.path.join(socket_dir, "d" * 90)
+    with pytest.raises(InputError) as info:
+        DevicePluginManager(fake_config(deep))
+    assert info.value.field == "socketDir"
 
 
 # ---------------------------------------------------------------------------------------------- partitions
@@ -455,5 +629,44 @@ def test_sysfs_source_over_grpc_topology_aware_choice_and_driver_health(
         machine.bind(gpus[5], "nvidia")
         assert manager.refresh() == [gpus[5]]
         assert ep.next_list()[gpus[5]] == "Healthy"
+    finally:
+        manager.stop()
+
+
+def test_device_nodes_are_the_numbers_the_driver_gave_read_from_sysfs(
+    tmp_path: Path, socket_dir: str, peer: KubeletPeer
+) -> None:
+    machine = sb.with_drivers(tmp_path, sb.qaic_box, "qaic")
+    cards = sb.QAIC_CARDS
+    # The driver numbered the cards in its own probe order, not bus order; the last has no node yet.
+    for bdf, n in zip(cards, (2, 0, 1), strict=False):
+        machine.device_node(bdf, "accel", f"accel{n}", dev=f"261:{n}")
+    config = plugin_config.parse(
+        {
+            "resourceName": RESOURCE,
+            "source": "sysfs",
+            "sysfs": {"root": str(tmp_path), "vendors": ["0x17cb"]},
+            "socketDir": socket_dir,
+            "healthIntervalSeconds": 3600,
+            "allocate": {
+                "envVar": "QAIC_VISIBLE_DEVICES",
+                "deviceNodes": ["/dev/accel/accel{accel}"],
+                "sharedDeviceNodes": ["/dev/qaic_ctl"],
+            },
+            "metrics": {"enabled": False},
+        }
+    )
+    manager = DevicePluginManager(config)
+    manager.start()
+    try:
+        ep = peer.next_endpoint()
+        answer = allocate(ep, [cards[0], cards[1]]).container_responses[0]
+        assert [d.host_path for d in answer.devices] == ["/dev/accel/accel2", "/dev/accel/accel0", "/dev/qaic_ctl"]
+        err = rpc_error(lambda: allocate(ep, [cards[3]]))
+        assert err.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert f"device {cards[3]} has no accel* device node in sysfs" in err.details()
+        machine.device_node(cards[3], "accel", "accel3", dev="261:3")  # read at Allocate time, not at start
+        answer = allocate(ep, [cards[3]]).container_responses[0]
+        assert [d.host_path for d in answer.devices] == ["/dev/accel/accel3", "/dev/qaic_ctl"]
     finally:
         manager.stop()

@@ -16,6 +16,7 @@ import pytest
 import sysfs_builder as sb
 import yaml
 from click.testing import CliRunner
+from google.protobuf.descriptor import FieldDescriptor
 from kubelet_peer import KubeletPeer
 
 from accelsched.cli import main
@@ -28,38 +29,68 @@ from accelsched.errors import InputError
 
 # ---------------------------------------------------------------------------------------------- wire format
 
-# From the reference (k8s.io/kubelet deviceplugin/v1beta1 api.proto): message -> {field: number}.
+# From the reference (k8s.io/kubelet deviceplugin/v1beta1 api.proto): message -> {field: (number, type)}, the type
+# written as in the .proto ("repeated" included, maps as map<key, value>).
 UPSTREAM_FIELDS = {
-    "DevicePluginOptions": {"pre_start_required": 1, "get_preferred_allocation_available": 2},
-    "RegisterRequest": {"version": 1, "endpoint": 2, "resource_name": 3, "options": 4},
-    "Empty": {},
-    "ListAndWatchResponse": {"devices": 1},
-    "TopologyInfo": {"nodes": 1},
-    "NUMANode": {"ID": 1},
-    "Device": {"ID": 1, "health": 2, "topology": 3},
-    "PreStartContainerRequest": {"devices_ids": 1},
-    "PreStartContainerResponse": {},
-    "PreferredAllocationRequest": {"container_requests": 1},
-    "ContainerPreferredAllocationRequest": {
-        "available_deviceIDs": 1,
-        "must_include_deviceIDs": 2,
-        "allocation_size": 3,
+    "DevicePluginOptions": {"pre_start_required": (1, "bool"), "get_preferred_allocation_available": (2, "bool")},
+    "RegisterRequest": {
+        "version": (1, "string"),
+        "endpoint": (2, "string"),
+        "resource_name": (3, "string"),
+        "options": (4, "DevicePluginOptions"),
     },
-    "PreferredAllocationResponse": {"container_responses": 1},
-    "ContainerPreferredAllocationResponse": {"deviceIDs": 1},
-    "AllocateRequest": {"container_requests": 1},
-    "ContainerAllocateRequest": {"devices_ids": 1},
-    "CDIDevice": {"name": 1},
-    "AllocateResponse": {"container_responses": 1},
-    "ContainerAllocateResponse": {"envs": 1, "mounts": 2, "devices": 3, "annotations": 4, "cdi_devices": 5},
-    "Mount": {"container_path": 1, "host_path": 2, "read_only": 3},
-    "DeviceSpec": {"container_path": 1, "host_path": 2, "permissions": 3},
+    "Empty": {},
+    "ListAndWatchResponse": {"devices": (1, "repeated Device")},
+    "TopologyInfo": {"nodes": (1, "repeated NUMANode")},
+    "NUMANode": {"ID": (1, "int64")},
+    "Device": {"ID": (1, "string"), "health": (2, "string"), "topology": (3, "TopologyInfo")},
+    "PreStartContainerRequest": {"devices_ids": (1, "repeated string")},
+    "PreStartContainerResponse": {},
+    "PreferredAllocationRequest": {"container_requests": (1, "repeated ContainerPreferredAllocationRequest")},
+    "ContainerPreferredAllocationRequest": {
+        "available_deviceIDs": (1, "repeated string"),
+        "must_include_deviceIDs": (2, "repeated string"),
+        "allocation_size": (3, "int32"),
+    },
+    "PreferredAllocationResponse": {"container_responses": (1, "repeated ContainerPreferredAllocationResponse")},
+    "ContainerPreferredAllocationResponse": {"deviceIDs": (1, "repeated string")},
+    "AllocateRequest": {"container_requests": (1, "repeated ContainerAllocateRequest")},
+    "ContainerAllocateRequest": {"devices_ids": (1, "repeated string")},
+    "CDIDevice": {"name": (1, "string")},
+    "AllocateResponse": {"container_responses": (1, "repeated ContainerAllocateResponse")},
+    "ContainerAllocateResponse": {
+        "envs": (1, "map<string, string>"),
+        "mounts": (2, "repeated Mount"),
+        "devices": (3, "repeated DeviceSpec"),
+        "annotations": (4, "map<string, string>"),
+        "cdi_devices": (5, "repeated CDIDevice"),
+    },
+    "Mount": {"container_path": (1, "string"), "host_path": (2, "string"), "read_only": (3, "bool")},
+    "DeviceSpec": {"container_path": (1, "string"), "host_path": (2, "string"), "permissions": (3, "string")},
+}
+SCALARS = {
+    FieldDescriptor.TYPE_STRING: "string",
+    FieldDescriptor.TYPE_BOOL: "bool",
+    FieldDescriptor.TYPE_INT32: "int32",
+    FieldDescriptor.TYPE_INT64: "int64",
 }
 
 
-def test_proto_matches_upstream_names_numbers_and_rpc_paths() -> None:
+def proto_type(f: FieldDescriptor) -> str:
+    """A field's type as the .proto writes it; an unexpected scalar type reads as its descriptor number."""
+    if f.message_type is not None and f.message_type.GetOptions().map_entry:
+        key, value = f.message_type.fields_by_name["key"], f.message_type.fields_by_name["value"]
+        return f"map<{proto_type(key)}, {proto_type(value)}>"
+    name = f.message_type.name if f.message_type is not None else SCALARS.get(f.type, f"type {f.type}")
+    return f"repeated {name}" if f.is_repeated else name
+
+
+def test_proto_matches_upstream_names_numbers_types_and_rpc_paths() -> None:
     assert pb.DESCRIPTOR.package == "v1beta1"
-    messages = {name: {f.name: f.number for f in m.fields} for name, m in pb.DESCRIPTOR.message_types_by_name.items()}
+    messages = {
+        name: {f.name: (f.number, proto_type(f)) for f in m.fields}
+        for name, m in pb.DESCRIPTOR.message_types_by_name.items()
+    }
     assert messages == UPSTREAM_FIELDS
     services = {
         s.name: {m.name: (m.input_type.name, m.output_type.name, m.server_streaming) for m in s.methods}
@@ -75,6 +106,14 @@ def test_proto_matches_upstream_names_numbers_and_rpc_paths() -> None:
             "PreStartContainer": ("PreStartContainerRequest", "PreStartContainerResponse", False),
         },
     }
+
+
+def test_the_type_check_tells_repeated_single_and_map_apart() -> None:
+    """proto_type sees repeatedness and maps, so the comparison above fails when a field loses either."""
+    fields = pb.ContainerAllocateResponse.DESCRIPTOR.fields_by_name
+    assert (proto_type(fields["envs"]), proto_type(fields["mounts"])) == ("map<string, string>", "repeated Mount")
+    assert proto_type(pb.Device.DESCRIPTOR.fields_by_name["ID"]) == "string"
+    assert proto_type(pb.ContainerAllocateRequest.DESCRIPTOR.fields_by_name["devices_ids"]) == "repeated string"
 
 
 def test_committed_stubs_are_what_the_proto_generates() -> None:
@@ -116,7 +155,17 @@ def write(tmp_path: Path, doc: Any) -> str:
         ({"fake": {"devices": 2, "numa": [0]}}, "fake.numa", "one NUMA node (>= 0) per device (2)"),
         ({"allocate": {"envVar": "A-B"}}, "allocate.envVar", "not an environment variable name"),
         ({"allocate": {"permissions": "rwx"}}, "allocate.permissions", "letters of rwm"),
-        ({"allocate": {"deviceNodes": ["/dev/x{minor}"]}}, "allocate.deviceNodes", "{index} and {id}"),
+        ({"allocate": {"deviceNodes": ["/dev/x{minor}"]}}, "allocate.deviceNodes", "{index}, {id}, {accel}"),
+        ({"allocate": {"deviceNodes": ["dev/accel{accel}"]}}, "allocate.deviceNodes", "must be an absolute path"),
+        ({"allocate": {"sharedDeviceNodes": ["qaic_ctl"]}}, "allocate.sharedDeviceNodes", "must be an absolute"),
+        ({"allocate": {"sharedDeviceNodes": ["/dev/x{index}"]}}, "allocate.sharedDeviceNodes", "nothing is filled"),
+        ({"allocate": {"cdiKind": "1vendor.com/gpu"}}, "allocate.cdiKind", "starts with a letter"),
+        ({"allocate": {"cdiKind": "vendor.com/gpu-"}}, "allocate.cdiKind", "ends with a"),
+        (
+            {"source": "sysfs", "partitioning": {"mode": "mig", "model": "A100-40GB", "dynamic": False}},
+            "partitioning.mode",
+            "mig is advertise-only (source: fake)",
+        ),
         (
             {"allocate": {"mounts": [{"hostPath": "rel", "containerPath": "/x"}]}},
             "allocate.mounts[0].hostPath",
@@ -202,10 +251,40 @@ def test_a_replica_id_over_63_characters_is_refused() -> None:
     assert info.value.field == "partitioning" and "longer than the kubelet's 63 characters" in info.value.message
 
 
+def test_mig_instance_ids_are_not_cdi_device_names() -> None:
+    """'@' is not allowed in a CDI device name: with a cdiKind, MIG instances would be refused by the runtime."""
+    doc = {
+        "resourceName": "nvidia.com/gpu",
+        "source": "fake",
+        "fake": {"devices": 1, "idPrefix": "gpu"},
+        "partitioning": {
+            "mode": "mig",
+            "model": "A100-40GB",
+            "strategy": "mixed",
+            "dynamic": False,
+            "instances": {"gpu-0": ["1g.5gb@0"]},
+        },
+        "allocate": {"envVar": "NVIDIA_VISIBLE_DEVICES", "cdiKind": "nvidia.com/gpu"},
+    }
+    cfg = plugin_config.parse(doc, "cm.yaml")
+    with pytest.raises(InputError) as info:
+        units_by_resource(cfg, FakeSource(cfg.fake).devices())
+    assert (info.value.source, info.value.field) == ("cm.yaml", "allocate.cdiKind")
+    assert "nvidia.com/gpu=gpu-0:1g.5gb@0 is not a CDI device name" in info.value.message
+    # PCI addresses and the plugin's own IDs are CDI names, so whole devices and replicas keep theirs.
+    assert all(plugin_config.CDI_DEVICE_NAME_RE.match(n) for n in ("0000:01:00.0", "qaic-3", "gpu-0"))
+    del doc["allocate"]["cdiKind"]
+    cfg = plugin_config.parse(doc, "cm.yaml")
+    assert [u.id for u in units_by_resource(cfg, FakeSource(cfg.fake).devices())["nvidia.com/mig-1g.5gb"]] == [
+        "gpu-0:1g.5gb@0"
+    ]
+
+
 def test_mig_single_strategy_advertises_instances_as_the_gpu_resource() -> None:
     cfg = plugin_config.parse(
         {
             "resourceName": "nvidia.com/gpu",
+            "source": "fake",
             "fake": {"devices": 1, "idPrefix": "gpu"},
             "partitioning": {
                 "mode": "mig",
@@ -264,6 +343,20 @@ def test_sysfs_health_follows_driver_binding_and_unplug(tmp_path: Path) -> None:
     assert unchecked.health()["0000:02:00.0"] is True
 
 
+def test_sysfs_device_nodes_are_read_from_the_accel_and_drm_folders(tmp_path: Path) -> None:
+    b = sb.with_drivers(tmp_path, sb.dgx_like, "nvidia")
+    gpu = sb.DGX_GPUS[1]
+    b.device_node(gpu, "drm", "card3", dev="226:3").device_node(gpu, "drm", "renderD131", dev="226:131")
+    b.device_node(sb.DGX_GPUS[2], "accel", "accel5", dev="261:5")
+    source = SysfsSource(plugin_config.SysfsConfig(root=str(tmp_path)))
+    devices = {d.id: d for d in source.devices()}
+    assert source.device_nodes(devices[gpu]) == {"card": 3, "render": 131}
+    assert source.device_nodes(devices[sb.DGX_GPUS[2]]) == {"accel": 5}
+    assert source.device_nodes(devices[sb.DGX_GPUS[0]]) == {}
+    b.unplug(gpu)
+    assert source.device_nodes(devices[gpu]) == {}
+
+
 # ---------------------------------------------------------------------------------------------- CLI
 
 
@@ -293,6 +386,16 @@ def test_cli_socket_dir_must_exist(tmp_path: Path) -> None:
     assert result.stderr.startswith(
         f"accelsched: error: (flags): DevicePluginConfig: socketDir: {missing} is not a dir"
     )
+
+
+def test_cli_socket_path_too_long_exits_2_naming_the_field(socket_dir: str) -> None:
+    resource = "a" * 40 + ".example.com/" + "b" * 60
+    result = CliRunner().invoke(
+        main, ["device-plugin", "--source", "fake", "--resource-name", resource, "--socket-dir", socket_dir]
+    )
+    assert result.exit_code == 2
+    assert result.stderr.startswith("accelsched: error: (flags): DevicePluginConfig: resourceName: socket path ")
+    assert "a unix socket path holds at most 107" in result.stderr
 
 
 @pytest.mark.integration  # a real process (about 3 s, most of it importing): SIGTERM and socket clean-up

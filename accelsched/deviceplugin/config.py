@@ -13,12 +13,13 @@ fake:
   health: [{afterSeconds: 30, device: qaic-1, health: Unhealthy}, {afterSeconds: 60, device: qaic-1, health: Healthy}]
 allocate:
   envVar: QAIC_VISIBLE_DEVICES
-  deviceNodes: [/dev/accel/accel{index}]   # per allocated device; {index} and {id} are filled in
-  sharedDeviceNodes: []                    # given with every allocation (e.g. /dev/nvidiactl)
+  deviceNodes: [/dev/accel/accel{accel}]   # per allocated device: {accel}/{render}/{card} (node numbers from
+                                           # sysfs), {index} (position in the plugin's list), {id}
+  sharedDeviceNodes: []                    # absolute, given as written with every allocation (e.g. /dev/nvidiactl)
   permissions: rw
   mounts: [{hostPath: /opt/qti-aic, containerPath: /opt/qti-aic, readOnly: true}]
   cdiKind: qualcomm.com/accel              # CDI device names <cdiKind>=<id>; empty: none
-partitioning: {mode: timeslicing, replicas: 4}   # or mode: mig (fixed instances); the fractional ledger's syntax
+partitioning: {mode: timeslicing, replicas: 4}   # or mode: mig (fixed instances, fake source only); the ledger's syntax
 metrics: {address: 0.0.0.0, port: 8080}   # /healthz, /readyz, /metrics; port 0: a free one; enabled: false: none
 ```
 
@@ -45,6 +46,15 @@ OBJECT = "DevicePluginConfig"
 RESOURCE_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PERMISSIONS_RE = re.compile(r"^(?!.*(.).*\1)[rwm]{1,3}$")
+# The CDI parser's rules (container-device-interface pkg/parser): vendor and class start with a letter, the device
+# name with a letter or digit; both end with a letter or digit; inside, letters, digits and _ - . (names also :).
+_CDI_VENDOR_OR_CLASS = r"[A-Za-z](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?"
+CDI_KIND_RE = re.compile(rf"^{_CDI_VENDOR_OR_CLASS}/{_CDI_VENDOR_OR_CLASS}$")
+CDI_DEVICE_NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.:-]*[A-Za-z0-9])?$")
+# Device-node placeholders read from sysfs: {accel} is N of <device>/accel/accelN (/dev/accel/accelN), {render} of
+# <device>/drm/renderDN (/dev/dri/renderDN), {card} of <device>/drm/cardN. Value: the sysfs name's prefix.
+NODE_PLACEHOLDERS = {"accel": "accel", "render": "renderD", "card": "card"}
+PLACEHOLDERS = ("index", "id", *NODE_PLACEHOLDERS)
 
 
 @dataclass(frozen=True)
@@ -209,6 +219,15 @@ def parse(doc: Mapping[str, Any], source: str = "") -> PluginConfig:
     )
     partitioning = top.get("partitioning", dict, None)
     cfg.partitioning = dict(partitioning) if partitioning else None
+    if cfg.partitioning and cfg.partitioning.get("mode") == "mig" and cfg.source == "sysfs":
+        # What Allocate could hand a container for an instance is the parent GPU's /dev node and accelsched's own
+        # instance ID in the env var: no isolation. Real MIG needs NVML and the nvidia-caps nodes, which this
+        # plugin does not drive, so it advertises MIG instances only from the fake source (scheduling tests).
+        raise top.error(
+            "partitioning.mode",
+            "mig is advertise-only (source: fake): with source: sysfs a container would get the whole parent GPU;"
+            " use NVIDIA's device plugin for real MIG instances",
+        )
     metrics = top.sub("metrics", {"address", "port", "enabled"})
     cfg.metrics_address = metrics.get("address", str, cfg.metrics_address)
     port = metrics.get("port", int, cfg.metrics_port)
@@ -267,13 +286,25 @@ def _allocate(r: _Reader) -> AllocateConfig:
         raise r.error("envVar", f"{out.env_var!r} is not an environment variable name")
     if not PERMISSIONS_RE.match(out.permissions):
         raise r.error("permissions", f"must be letters of rwm, each at most once, got {out.permissions!r}")
-    if out.cdi_kind and not re.match(r"^[a-z0-9][-a-z0-9.]*/[a-zA-Z0-9][-a-zA-Z0-9_.]*$", out.cdi_kind):
-        raise r.error("cdiKind", f"{out.cdi_kind!r} is not a CDI kind like vendor.com/class")
-    for path in (*out.device_nodes, *out.shared_device_nodes):
+    if out.cdi_kind and not CDI_KIND_RE.match(out.cdi_kind):
+        raise r.error(
+            "cdiKind",
+            f"{out.cdi_kind!r} is not a CDI kind like vendor.com/class (each part starts with a letter, ends with a"
+            " letter or digit, and holds only letters, digits, _ - .)",
+        )
+    names = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+    for path in out.device_nodes:
+        if not path.startswith("/"):
+            raise r.error("deviceNodes", f"{path!r} must be an absolute path")
         try:
-            path.format(index=0, id="x")
+            path.format(**dict.fromkeys(PLACEHOLDERS, 0))
         except (KeyError, IndexError, ValueError):
-            raise r.error("deviceNodes", f"{path!r}: only {{index}} and {{id}} can be filled in") from None
+            raise r.error("deviceNodes", f"{path!r}: only {names} can be filled in") from None
+    for path in out.shared_device_nodes:
+        if not path.startswith("/"):
+            raise r.error("sharedDeviceNodes", f"{path!r} must be an absolute path")
+        if "{" in path or "}" in path:
+            raise r.error("sharedDeviceNodes", f"{path!r}: shared nodes are given as written, nothing is filled in")
     mounts = []
     for i, item in enumerate(r.get("mounts", list, [])):
         m = _Reader(r.source, item, f"{r.path}.mounts[{i}]", {"hostPath", "containerPath", "readOnly"})

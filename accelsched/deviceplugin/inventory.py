@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from accelsched.deviceplugin.config import PluginConfig
+from accelsched.deviceplugin.config import CDI_DEVICE_NAME_RE, PluginConfig
 from accelsched.deviceplugin.sources import MAX_DEVICE_ID, DeviceSource, PhysicalDevice
 from accelsched.devices import partition
 from accelsched.errors import InputError, Where
@@ -37,6 +37,7 @@ class Unit:
 def units_by_resource(config: PluginConfig, devices: list[PhysicalDevice]) -> dict[str, list[Unit]]:
     """Resource name -> the units advertised under it, in device order."""
     units = _units(config, devices)
+    kind = config.allocate.cdi_kind
     for resource, items in units.items():
         long = next((u.id for u in items if len(u.id) > MAX_DEVICE_ID), None)
         if long:
@@ -45,6 +46,15 @@ def units_by_resource(config: PluginConfig, devices: list[PhysicalDevice]) -> di
                 source=config.source_file,
                 obj="DevicePluginConfig",
                 field="partitioning" if config.partitioning else config.source,
+            )
+        bad = next((u.visible for u in items if kind and not CDI_DEVICE_NAME_RE.match(u.visible)), None)
+        if bad:
+            raise InputError(
+                f"{kind}={bad} is not a CDI device name (letters, digits, _ - . : between a letter or digit at each"
+                " end), so the runtime would refuse it; leave cdiKind empty for these devices",
+                source=config.source_file,
+                obj="DevicePluginConfig",
+                field="allocate.cdiKind",
             )
     return units
 

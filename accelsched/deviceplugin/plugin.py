@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -18,8 +19,16 @@ from accelsched.deviceplugin import sources
 from accelsched.deviceplugin.config import PluginConfig
 from accelsched.deviceplugin.inventory import Inventory, units_by_resource
 from accelsched.deviceplugin.metrics import PluginMetrics
-from accelsched.deviceplugin.registration import endpoint_for, kubelet_identity, register
-from accelsched.deviceplugin.server import DevicePluginService, ResourceServer
+from accelsched.deviceplugin.registration import Backoff, RegisterCancelled, endpoint_for, kubelet_identity, register
+from accelsched.deviceplugin.server import (
+    MISSING,
+    REPLACED,
+    TEMP_SOCKET_NAME_LENGTH,
+    UNIX_PATH_MAX,
+    DevicePluginService,
+    ResourceServer,
+)
+from accelsched.errors import InputError
 from accelsched.live.metrics import HealthServer
 
 log = logging.getLogger(__name__)
@@ -43,9 +52,14 @@ class DevicePluginManager:
             )
             for resource, units in sorted(units_by_resource(config, self.inventory.devices).items())
         ]
+        for s in self.servers:
+            check_socket_path(config, s.service.resource, s.endpoint)
         self.registered: dict[str, bool] = {s.service.resource: False for s in self.servers}
+        self.register_errors: dict[str, str] = {}  # resource -> why its last Register failed
+        # A refused Register is retried after watchIntervalSeconds, then twice as long each time, up to a cap.
+        self.backoff = Backoff(config.watch_interval)
         self._kubelet: tuple[int, int] | None = None
-        self._lock = threading.Lock()
+        self._step = threading.Lock()  # one watch step at a time (the loop, start, tests)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.http: HealthServer | None = None
@@ -90,44 +104,84 @@ class DevicePluginManager:
         return changed
 
     def check_kubelet(self) -> None:
-        """One watch step: serve again where our socket was removed, register where the kubelet does not know us."""
-        with self._lock:
-            if self._stop.is_set():
-                return
+        """One watch step: serve again where our socket was removed, stand down where another instance's socket
+        replaced ours, and register where the kubelet does not know us (a new kubelet.sock, or never yet)."""
+        with self._step:
             current = kubelet_identity(self.config.socket_dir)
-            restarted = current != self._kubelet
-            self._kubelet = current
+            if current != self._kubelet:
+                self._kubelet = current
+                self.registered = dict.fromkeys(self.registered, False)
+                self.register_errors.clear()
+                self.backoff.reset()  # a new kubelet: no reason to wait on the old one's refusals
             for s in self.servers:
+                if self._stop.is_set():
+                    return
+                if not self._keep_serving(s) or current is None:
+                    continue
                 resource = s.service.resource
-                if not s.serving:
-                    log.info("socket %s was removed (kubelet restart?); serving %s again", s.path, resource)
-                    s.stop(grace=0)
-                    s.start()
-                    self.registered[resource] = False
-                if restarted:
-                    self.registered[resource] = False
-                if current is None or self.registered[resource]:
-                    continue
-                try:
-                    register(self.config.socket_dir, s.endpoint, resource)
-                except grpc.RpcError as exc:
-                    log.warning("registering %s with the kubelet failed: %s", resource, exc.details() or exc.code())
-                    continue
-                self.registered[resource] = True
-                self.metrics.registrations.labels(resource).inc()
-                log.info("registered %s with the kubelet (endpoint %s)", resource, s.endpoint)
+                if not self.registered[resource] and self.backoff.due(resource):
+                    self._register(s)
+
+    def _keep_serving(self, s: ResourceServer) -> bool:
+        """True while ``s`` serves on its endpoint (serving it again if the file was removed)."""
+        resource = s.service.resource
+        if s.superseded:
+            return False
+        state = s.socket_state()
+        if state == REPLACED:
+            log.warning(
+                "%s is now another process's socket: another instance serves %s; this one stops serving it",
+                s.path,
+                resource,
+            )
+            s.give_up()
+            self.registered[resource] = False
+            return False
+        if state == MISSING:
+            log.info("socket %s was removed (kubelet restart?); serving %s again", s.path, resource)
+            s.stop(grace=0)
+            self.registered[resource] = False
+            return s.start()
+        return True
+
+    def _register(self, s: ResourceServer) -> None:
+        resource = s.service.resource
+        try:
+            register(self.config.socket_dir, s.endpoint, resource, cancel=self._stop)
+        except RegisterCancelled:
+            return
+        except grpc.RpcError as exc:
+            why = f"{exc.code().name}: {exc.details()}"
+            self.register_errors[resource] = why
+            delay = self.backoff.failed(resource)
+            log.warning("registering %s with the kubelet failed (%s); next try in %.3gs", resource, why, delay)
+            return
+        self.registered[resource] = True
+        self.register_errors.pop(resource, None)
+        self.backoff.reset(resource)
+        self.metrics.registrations.labels(resource).inc()
+        log.info("registered %s with the kubelet (endpoint %s)", resource, s.endpoint)
 
     def ready(self) -> tuple[bool, str]:
         """/readyz: every resource is served on its socket and registered with the kubelet (else who is not)."""
-        problems = [f"{s.service.resource}: socket gone" for s in self.servers if not s.serving]
-        problems += [f"{r}: not registered with the kubelet" for r, ok in self.registered.items() if not ok]
+        problems = []
+        for s in self.servers:
+            resource = s.service.resource
+            if s.superseded:
+                problems.append(f"{resource}: another instance took over its socket {s.path}")
+            elif not s.serving:
+                problems.append(f"{resource}: socket gone")
+            elif not self.registered[resource]:
+                why = self.register_errors.get(resource)
+                problems.append(f"{resource}: not registered with the kubelet" + (f" ({why})" if why else ""))
         return (not problems, "; ".join(problems) or "ok")
 
     def stop(self) -> None:
-        with self._lock:
-            self._stop.set()
+        self._stop.set()  # ends the loops and cancels a Register in flight
         for t in self._threads:
             t.join()
+        with self._step:  # a step another thread is taking (start, a test) has seen _stop and finished
+            pass
         self.inventory.close()
         for s in self.servers:
             s.stop()
@@ -137,3 +191,20 @@ class DevicePluginManager:
     def wait(self, timeout: float | None = None) -> bool:
         """Block until ``stop`` (True) or ``timeout`` (False)."""
         return self._stop.wait(timeout)
+
+
+def check_socket_path(config: PluginConfig, resource: str, endpoint: str) -> None:
+    """The socket paths must fit a unix socket address; else a config error rather than gRPC failing to bind."""
+    # Where it is bound before the rename (a short name: if that does not fit, the folder is at fault), then the
+    # endpoint (named after the resource).
+    for name, at_fault in (("x" * TEMP_SOCKET_NAME_LENGTH, "socketDir"), (endpoint, "resourceName")):
+        path = os.path.join(config.socket_dir, name)
+        size = len(os.fsencode(path))
+        if size > UNIX_PATH_MAX:
+            what = f"socket path {path} for {resource}" if name == endpoint else f"a socket path in {config.socket_dir}"
+            raise InputError(
+                f"{what} is {size} bytes; a unix socket path holds at most {UNIX_PATH_MAX}: shorten {at_fault}",
+                source=config.source_file,
+                obj="DevicePluginConfig",
+                field=at_fault,
+            )

@@ -12,6 +12,7 @@ import functools
 import logging
 import os
 import queue
+import secrets
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
@@ -19,11 +20,12 @@ from typing import Any
 
 import grpc
 
-from accelsched.deviceplugin.config import AllocateConfig
+from accelsched.deviceplugin.config import NODE_PLACEHOLDERS, AllocateConfig
 from accelsched.deviceplugin.inventory import Inventory, Unit
 from accelsched.deviceplugin.metrics import PluginMetrics
 from accelsched.deviceplugin.proto import api_pb2 as pb
 from accelsched.deviceplugin.proto import api_pb2_grpc as pb_grpc
+from accelsched.deviceplugin.sources import PhysicalDevice
 from accelsched.topology.alignment import Links
 from accelsched.topology.allocator import best_set
 
@@ -33,6 +35,10 @@ VERSION = "v1beta1"
 HEALTHY, UNHEALTHY = "Healthy", "Unhealthy"
 KUBELET_SOCKET = "kubelet.sock"
 STREAM_POLL_SECONDS = 0.5  # how soon a ListAndWatch stream notices its client left
+TEMP_SOCKET_PREFIX = ".accelsched-"  # + 8 hex digits + .sock: where a socket is bound before it is renamed
+TEMP_SOCKET_NAME_LENGTH = len(TEMP_SOCKET_PREFIX) + 8 + len(".sock")
+UNIX_PATH_MAX = 107  # bytes in a unix socket path (sun_path is 108, with the terminating NUL)
+OURS, MISSING, REPLACED = "ours", "missing", "replaced"
 
 
 class RequestError(Exception):
@@ -159,7 +165,10 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"{len(required)} must_include_deviceIDs do not fit in allocation_size {size}",
             )
-        in_use = sorted(set(range(len(self.units))) - set(available))  # packing: prefer the switch already busy
+        # Packing: prefer the switch already busy. An unhealthy device is missing from available_deviceIDs too, but
+        # the kubelet leaves it out for its health, not because a container uses it: it must not draw work beside it.
+        healthy, free = self.inventory.healthy, set(available)
+        in_use = [i for i, u in enumerate(self.units) if i not in free and healthy.get(u.device.id)]
         chosen, _ = best_set(sorted(available), size, self.links, in_use, False, required=required)
         return [self.units[i].id for i in sorted(chosen)]
 
@@ -185,8 +194,7 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         specs = [
             pb.DeviceSpec(container_path=p, host_path=p, permissions=cfg.permissions)
             for p in dict.fromkeys(
-                [path.format(index=d.index, id=d.id) for d in physical for path in cfg.device_nodes]
-                + list(cfg.shared_device_nodes)
+                [p for d in physical for p in self.device_node_paths(d)] + list(cfg.shared_device_nodes)
             )
         ]
         return pb.ContainerAllocateResponse(
@@ -199,6 +207,25 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
             cdi_devices=[pb.CDIDevice(name=f"{cfg.cdi_kind}={v}") for v in visible] if cfg.cdi_kind else [],
         )
 
+    def device_node_paths(self, device: PhysicalDevice) -> list[str]:
+        """``allocate.deviceNodes`` filled in for one device. ``{accel}``, ``{render}`` and ``{card}`` are the node
+        numbers the driver gave it, read from sysfs now (a rebound driver may number it anew); a device without
+        the node asked for is refused rather than given some other device's node."""
+        templates = self.allocate_config.device_nodes
+        if not templates:
+            return []
+        fields: dict[str, object] = {"index": device.index, "id": device.id}
+        if any(f"{{{name}}}" in t for t in templates for name in NODE_PLACEHOLDERS):
+            fields.update(self.inventory.source.device_nodes(device))
+        try:
+            return [t.format(**fields) for t in templates]
+        except KeyError as exc:
+            name = exc.args[0]
+            raise RequestError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"device {device.id} has no {NODE_PLACEHOLDERS[name]}* device node in sysfs (is its driver bound?)",
+            ) from None
+
     def PreStartContainer(
         self, request: pb.PreStartContainerRequest, context: grpc.ServicerContext
     ) -> pb.PreStartContainerResponse:
@@ -206,13 +233,20 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
 
 
 class ResourceServer:
-    """A gRPC server for one DevicePluginService on ``<socket_dir>/<endpoint>``; restartable on the same path."""
+    """A gRPC server for one DevicePluginService on ``<socket_dir>/<endpoint>``; restartable on the same path.
+
+    The socket is bound under a private temporary name and renamed onto the endpoint. Two reasons: the endpoint
+    appears whole (a stale file or an older instance's socket is replaced in one step), and gRPC unlinks the path it
+    bound when it stops, whatever file is there by then; bound privately, stopping never removes a socket that
+    another instance has since put at the endpoint.
+    """
 
     def __init__(self, service: DevicePluginService, socket_dir: str, endpoint: str, max_workers: int = 32) -> None:
         self.service = service
         self.socket_dir = socket_dir
         self.endpoint = endpoint
         self.max_workers = max_workers
+        self.superseded = False  # another instance's socket replaced ours: it serves this resource now
         self._server: grpc.Server | None = None
         self._inode: int | None = None
 
@@ -220,26 +254,43 @@ class ResourceServer:
     def path(self) -> str:
         return os.path.join(self.socket_dir, self.endpoint)
 
-    def start(self) -> None:
-        if os.path.lexists(self.path):
-            os.unlink(self.path)  # a stale socket from a previous run
+    def start(self) -> bool:
+        """Serve on the endpoint (replacing whatever file is there); False when the folder lost our socket before
+        it was in place (a kubelet restart emptying it): nothing is served and the next watch step tries again."""
         self.service.stopping.clear()
+        self.superseded = False
+        private = os.path.join(self.socket_dir, f"{TEMP_SOCKET_PREFIX}{secrets.token_hex(4)}.sock")
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="dp-grpc"))
         pb_grpc.add_DevicePluginServicer_to_server(self.service, server)
-        server.add_insecure_port(f"unix://{self.path}")
+        server.add_insecure_port(f"unix://{private}")
         server.start()
-        self._server = server
-        self._inode = os.stat(self.path).st_ino
+        try:
+            inode = os.stat(private).st_ino
+            os.replace(private, self.path)
+        except FileNotFoundError:
+            server.stop(0).wait()
+            log.warning("socket for %s vanished before it was in place (kubelet restart?)", self.service.resource)
+            return False
+        self._server, self._inode = server, inode
         log.info("serving %s on %s", self.service.resource, self.path)
+        return True
+
+    def socket_state(self) -> str:
+        """OURS; MISSING (removed: a kubelet restart, we must serve and register again); REPLACED (another
+        instance's socket is at our path: it took the resource over, and re-serving would take it back)."""
+        if self._inode is None:
+            return MISSING  # not serving at all
+        try:
+            inode = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            return MISSING
+        return OURS if inode == self._inode else REPLACED
 
     def socket_intact(self) -> bool:
-        """False once the kubelet (or anyone) removed or replaced our socket: we must serve and register again."""
-        try:
-            return os.stat(self.path).st_ino == self._inode
-        except FileNotFoundError:
-            return False
+        return self.socket_state() == OURS
 
     def stop(self, grace: float | None = 1.0) -> None:
+        """Stop serving; the endpoint is removed only while it is still our socket."""
         self.service.stopping.set()
         if self._server is not None:
             self._server.stop(grace).wait()
@@ -247,6 +298,11 @@ class ResourceServer:
         if self.socket_intact():
             os.unlink(self.path)
         self._inode = None
+
+    def give_up(self) -> None:
+        """Another instance took the endpoint: stop serving without touching its socket, and stay stopped."""
+        self.stop(grace=0)
+        self.superseded = True
 
     @property
     def serving(self) -> bool:

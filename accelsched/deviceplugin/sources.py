@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from accelsched.deviceplugin.config import FakeConfig, PluginConfig, SysfsConfig
+from accelsched.deviceplugin.config import NODE_PLACEHOLDERS, FakeConfig, PluginConfig, SysfsConfig
 from accelsched.errors import InputError
 from accelsched.topology.model import PciDevice
 from accelsched.topology.sysfs import discover
@@ -26,7 +27,7 @@ MAX_DEVICE_ID = 63  # the kubelet's limit on Device.ID
 
 @dataclass(frozen=True)
 class PhysicalDevice:
-    """One accelerator the node has: its plugin ID, its position (for /dev paths) and where it sits."""
+    """One accelerator the node has: its plugin ID, its position in the plugin's list (``{index}``), where it is."""
 
     id: str
     index: int
@@ -44,9 +45,35 @@ class DeviceSource(Protocol):
         """Device ID -> healthy, read now."""
         ...
 
+    def device_nodes(self, device: PhysicalDevice) -> dict[str, int]:
+        """The device's node numbers now, by placeholder (``accel``, ``render``, ``card``); absent: no such node."""
+        ...
+
+
+_NODE_RE = re.compile(rf"^({'|'.join(NODE_PLACEHOLDERS.values())})(\d+)$")
+_PLACEHOLDER_OF = {prefix: name for name, prefix in NODE_PLACEHOLDERS.items()}
+
+
+def sysfs_device_nodes(device_dir: Path) -> dict[str, int]:
+    """What the driver registered for a PCI device: ``accel/accelN`` (DRM accel: /dev/accel/accelN) and
+    ``drm/renderDN``, ``drm/cardN`` (/dev/dri/...). The kernel numbers these per driver and in probe order, so they
+    differ from a device's position in any list we make."""
+    out: dict[str, int] = {}
+    for sub in ("accel", "drm"):
+        try:
+            names = os.listdir(device_dir / sub)
+        except OSError:
+            continue
+        for name in sorted(names):
+            m = _NODE_RE.match(name)
+            if m:
+                out.setdefault(_PLACEHOLDER_OF[m.group(1)], int(m.group(2)))
+    return out
+
 
 class SysfsSource:
-    """Accelerators found by topology discovery (PCI class 0x0302/0x0300/0x1200, optionally by vendor).
+    """Accelerators found by topology discovery (PCI class 0x0302, 0x0380, 0x1200, and 0x0300 from GPU vendors;
+    optionally only some vendors).
 
     A device is unhealthy when its sysfs entry is gone (hot-unplug, fallen off the bus) or, with ``requireDriver``,
     when no driver is bound to it (unbound, or the driver crashed and released it): the kubelet must not hand it out.
@@ -73,6 +100,9 @@ class SysfsSource:
             bound = os.path.isdir(entry / "driver") if self.require_driver else True
             out[dev.id] = present and bound
         return out
+
+    def device_nodes(self, device: PhysicalDevice) -> dict[str, int]:
+        return sysfs_device_nodes(self.root / "sys" / "bus" / "pci" / "devices" / device.id)
 
 
 class FakeSource:
@@ -123,6 +153,10 @@ class FakeSource:
 
     def devices(self) -> list[PhysicalDevice]:
         return list(self._devices)
+
+    def device_nodes(self, device: PhysicalDevice) -> dict[str, int]:
+        """Made up like the devices: node numbers follow the position (render nodes start at 128, as DRM's)."""
+        return {"accel": device.index, "render": 128 + device.index, "card": device.index}
 
     def health(self) -> dict[str, bool]:
         elapsed = self.clock() - self.start
