@@ -441,6 +441,8 @@ def test_shipped_daemonset_runs_the_plugin_with_its_configmap() -> None:
         "sysfs",
         plugin_config.KUBELET_DEVICE_PLUGIN_DIR,
     )
+    # The node the qaic driver made for each card, read from sysfs, not the card's place in the plugin's list.
+    assert cfg.allocate.device_nodes == ("/dev/accel/accel{accel}",)
     pod = ds["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["command"][:2] == ["accelsched", "device-plugin"]

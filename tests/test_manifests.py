@@ -154,9 +154,19 @@ def test_device_plugin_tolerates_every_taint(daemonset: dict[str, Any]) -> None:
     )
 
 
-def test_device_plugin_is_privileged(daemonset: dict[str, Any]) -> None:
-    c = _container(daemonset["spec"]["template"]["spec"], "device-plugin")
-    assert (c.get("securityContext") or {}).get("privileged") is True
+def test_device_plugin_runs_unprivileged_with_a_read_only_root(daemonset: dict[str, Any]) -> None:
+    # It reads sysfs and serves unix sockets in a hostPath: no privilege, no capability, nothing to write but those.
+    pod = daemonset["spec"]["template"]["spec"]
+    c = _container(pod, "device-plugin")
+    sc = c.get("securityContext") or {}
+    assert not sc.get("privileged")
+    assert sc.get("allowPrivilegeEscalation") is False
+    assert sc.get("readOnlyRootFilesystem") is True
+    assert (sc.get("capabilities") or {}).get("drop") == ["ALL"]
+    assert not (sc.get("capabilities") or {}).get("add")
+    sys_mounts = [m for m in c.get("volumeMounts", []) if m.get("mountPath") == "/host/sys"]
+    assert len(sys_mounts) == 1 and sys_mounts[0].get("readOnly") is True
+    assert "env" not in c  # nothing the plugin reads
 
 
 def test_device_plugin_mounts_kubelet_socket_dir_from_host(daemonset: dict[str, Any]) -> None:
