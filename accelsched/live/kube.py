@@ -189,12 +189,23 @@ class Kube:
     def delete(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
         return self.request("DELETE", resource.path(namespace, name))
 
-    def bind(self, namespace: str, name: str, node: str, uid: str = "") -> None:
-        """POST pods/<name>/binding, what kube-scheduler's DefaultBinder does. 409 when already bound."""
+    def bind(
+        self, namespace: str, name: str, node: str, uid: str = "", annotations: dict[str, str] | None = None
+    ) -> None:
+        """POST pods/<name>/binding, what kube-scheduler's DefaultBinder does. 409 when already bound.
+
+        The API server copies the Binding's annotations onto the pod in the same write, so the devices chosen at
+        Reserve land with the binding: one request, and never a bound pod without its devices (or the reverse).
+        """
+        meta: JSON = {"name": name, "namespace": namespace}
+        if uid:
+            meta["uid"] = uid
+        if annotations:
+            meta["annotations"] = annotations
         body: JSON = {
             "apiVersion": "v1",
             "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})},
+            "metadata": meta,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         self.request("POST", PODS.path(namespace, name, "binding"), body=body)

@@ -529,9 +529,8 @@ class LiveScheduler:
         if self._check(d) == "node-gone":
             return BindOutcome(d, None, "node-gone")
         try:
-            if d.annotations:  # the devices chosen at Reserve, for the device plugin and for later accounting
-                self.kube.patch(k.PODS, pod.name, {"metadata": {"annotations": d.annotations}}, pod.namespace)
-            self.kube.bind(pod.namespace, pod.name, d.node, pod.uid)
+            # The devices chosen at Reserve travel on the Binding (for the device plugin and later accounting).
+            self.kube.bind(pod.namespace, pod.name, d.node, pod.uid, d.annotations)
         except ApiError as exc:
             reason = {404: "gone", 409: "conflict"}.get(exc.status, "error")
             if exc.status == 409 and "uid" in exc.message.lower():
