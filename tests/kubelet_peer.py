@@ -4,7 +4,9 @@ It serves Registration on ``<dir>/kubelet.sock`` and answers Register as the kub
 (pkg/kubelet/cm/devicemanager/plugin/v1beta1: ``Register`` -> ``connectClient`` -> ``client.Connect``): it checks
 the version, dials the plugin's endpoint in the same folder (blocking, 10 s) and calls GetDevicePluginOptions
 before Register returns, failing Register if it cannot; only then it opens ListAndWatch (``runClient``), recording
-every device list streamed. The newest registration for a resource replaces the one before.
+every device list streamed. Its client bookkeeping is upstream's too: a Register for a resource that already has a
+client at the same socket path is answered OK without connecting again (at another path it is refused), and when
+a client's stream ends, whichever client is current under that resource name is disconnected.
 
 ``restart`` does what a restarting kubelet does to the folder: stop, delete every socket in it, serve a new
 kubelet.sock. ``replace_socket`` puts a new kubelet.sock in place in one step and leaves every other socket alone.
@@ -119,10 +121,29 @@ class KubeletPeer(pb_grpc.RegistrationServicer):
                 f"requested API version {request.version!r} is not supported by kubelet."
                 f" Supported versions are {list(SUPPORTED_VERSIONS)}",
             )
+        path = os.path.join(self.socket_dir, request.endpoint)
+        with self._lock:
+            current = self.endpoints.get(request.resource_name)
+        if current is not None:
+            current_path = os.path.join(self.socket_dir, current.request.endpoint)
+            if current_path != path:
+                context.abort(
+                    grpc.StatusCode.UNKNOWN,
+                    f"the device plugin {request.resource_name} already registered with a different socket path"
+                    f" {current_path}",
+                )
+            return pb.Empty()  # "Client already connected with the same socket path"
         ep = self._connect(request)
         if isinstance(ep, str):
             context.abort(grpc.StatusCode.UNKNOWN, ep)
         return pb.Empty()
+
+    def drop(self, resource: str) -> None:
+        """Disconnect the client for ``resource`` as the kubelet's runClient does: its channel closes."""
+        with self._lock:
+            ep = self.endpoints.pop(resource, None)
+        if ep is not None:
+            ep.channel.close()
 
     def _connect(self, request: pb.RegisterRequest) -> Endpoint | str:
         """The kubelet's connectClient: dial (blocking), GetDevicePluginOptions, then ListAndWatch in the
@@ -148,14 +169,12 @@ class KubeletPeer(pb_grpc.RegistrationServicer):
             except grpc.RpcError:
                 pass  # the plugin went away or we closed the channel
             finally:
+                self.drop(request.resource_name)  # runClient: whichever client is current now, not necessarily ep
                 ep.ended.set()
 
-        threading.Thread(target=pump, daemon=True).start()
         with self._lock:
-            old = self.endpoints.get(request.resource_name)
             self.endpoints[request.resource_name] = ep
-        if old is not None:
-            old.channel.close()
+        threading.Thread(target=pump, daemon=True).start()
         self._connected.put(ep)
         return ep
 

@@ -384,6 +384,23 @@ def test_registers_again_when_only_kubelet_sock_is_new(plugin: DevicePluginManag
     assert until(lambda: metric(plugin, "accelsched_device_plugin_registrations_total", resource=RESOURCE) == 2)
 
 
+def test_registers_again_when_the_kubelet_drops_it_without_a_word(
+    plugin: DevicePluginManager, peer: KubeletPeer
+) -> None:
+    """The kubelet disconnects a plugin's client (its runClient after another stream on the resource ended): the
+    plugin, registered but watched by nobody, registers again after a grace period."""
+    peer.next_registration()
+    first = peer.next_endpoint()
+    assert first.next_list() == dict.fromkeys(QAIC, "Healthy")
+    peer.drop(RESOURCE)
+    assert first.ended.wait(WAIT)
+    assert peer.next_registration().resource_name == RESOURCE
+    again = peer.next_endpoint()
+    assert again.next_list() == dict.fromkeys(QAIC, "Healthy")
+    assert until(lambda: metric(plugin, "accelsched_device_plugin_registrations_total", resource=RESOURCE) == 2)
+    assert plugin.servers[0].service.streams == 1
+
+
 def test_the_kubelet_peer_fails_register_when_it_cannot_dial_the_plugin(socket_dir: str) -> None:
     """As the kubelet's connectClient: Register answers only after dialling back, and fails if it cannot."""
     kubelet = KubeletPeer(socket_dir, dial_timeout=0.2).start()
@@ -400,7 +417,11 @@ def test_two_instances_on_one_folder_settle_and_the_newest_serves(
     socket_dir: str, peer: KubeletPeer, clock: Clock
 ) -> None:
     """A second instance (a surge rollout, a stray process) takes the socket over; the first stands down instead
-    of taking it back, so the two never trade the socket and registrations stop at one each."""
+    of taking it back, so the two never trade the socket and registrations settle.
+
+    The kubelet may answer the new instance's Register with its old client still connected at that path (no new
+    connection); when the old instance stops serving, the kubelet drops the client, and the new instance, watched
+    by nobody, registers once more. So two or three registrations, then none."""
     old = DevicePluginManager(fake_config(socket_dir), clock=clock)
     old.start()
     new = DevicePluginManager(fake_config(socket_dir), clock=clock)
@@ -411,10 +432,12 @@ def test_two_instances_on_one_folder_settle_and_the_newest_serves(
         path = new.servers[0].path
         inode = os.stat(path).st_ino
         assert until(lambda: old.servers[0].superseded)
+        settled = peer.registrations.qsize()
+        assert settled in (2, 3)
         for _ in range(5):  # beside both watch loops, explicit steps: none may serve or register again
             old.check_kubelet()
             new.check_kubelet()
-        assert peer.registrations.qsize() == 2
+        assert peer.registrations.qsize() == settled
         assert os.stat(path).st_ino == inode
         assert new.ready() == (True, "ok")
         assert old.ready() == (False, f"{RESOURCE}: another instance took over its socket {path}")

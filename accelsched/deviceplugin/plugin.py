@@ -58,6 +58,11 @@ class DevicePluginManager:
         self.register_errors: dict[str, str] = {}  # resource -> why its last Register failed
         # A refused Register is retried after watchIntervalSeconds, then twice as long each time, up to a cap.
         self.backoff = Backoff(config.watch_interval)
+        # How long a registered resource may go without a ListAndWatch stream from the kubelet before we take it
+        # that the kubelet dropped us and register again (see _still_watched).
+        self.timer: Callable[[], float] = time.monotonic
+        self.stream_grace = max(1.0, 5 * config.watch_interval)
+        self._unwatched_since: dict[str, float] = {}
         self._kubelet: tuple[int, int] | None = None
         self._step = threading.Lock()  # one watch step at a time (the loop, start, tests)
         self._stop = threading.Event()
@@ -119,6 +124,8 @@ class DevicePluginManager:
                 if not self._keep_serving(s) or current is None:
                     continue
                 resource = s.service.resource
+                if self.registered[resource] and not self._still_watched(s):
+                    self.registered[resource] = False
                 if not self.registered[resource] and self.backoff.due(resource):
                     self._register(s)
 
@@ -144,6 +151,27 @@ class DevicePluginManager:
             return s.start()
         return True
 
+    def _still_watched(self, s: ResourceServer) -> bool:
+        """False once the kubelet has held no ListAndWatch stream on a registered resource for ``stream_grace``.
+
+        The kubelet opens the stream right after a successful Register and keeps it while it counts the plugin. It
+        can drop a plugin without a word: when an older instance's stream on the same resource ends, its
+        ``runClient`` disconnects whichever client is current under that name, ours included; and a Register at a
+        socket path it already has a client for is answered OK without connecting again. Either way we hold a
+        registration nobody watches; registering again is the only way back."""
+        resource = s.service.resource
+        if s.service.streams > 0:
+            self._unwatched_since.pop(resource, None)
+            return True
+        since = self._unwatched_since.setdefault(resource, self.timer())
+        if self.timer() - since < self.stream_grace:
+            return True
+        log.warning(
+            "the kubelet holds no ListAndWatch stream on %s (it dropped this plugin); registering again", resource
+        )
+        del self._unwatched_since[resource]
+        return False
+
     def _register(self, s: ResourceServer) -> None:
         resource = s.service.resource
         try:
@@ -157,6 +185,7 @@ class DevicePluginManager:
             log.warning("registering %s with the kubelet failed (%s); next try in %.3gs", resource, why, delay)
             return
         self.registered[resource] = True
+        self._unwatched_since[resource] = self.timer()  # the grace for the kubelet's ListAndWatch starts now
         self.register_errors.pop(resource, None)
         self.backoff.reset(resource)
         self.metrics.registrations.labels(resource).inc()

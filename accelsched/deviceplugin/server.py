@@ -83,6 +83,8 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         # Pair scores among the units, computed once: the same go-gpuallocator scores the scheduler uses.
         self.links = Links.among([u.device.pci for u in units], [])
         self.stopping = threading.Event()
+        self.streams = 0  # ListAndWatch streams open now: the kubelet watches us only while it holds one
+        self._streams_lock = threading.Lock()
         self.publish(inventory.healthy)
 
     # ------------------------------------------------------------------------------------ helpers
@@ -118,6 +120,8 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
 
     def ListAndWatch(self, request: pb.Empty, context: grpc.ServicerContext) -> Iterator[pb.ListAndWatchResponse]:
         healthy, updates = self.inventory.subscribe()
+        with self._streams_lock:
+            self.streams += 1
         try:
             yield self.device_list(healthy)
             while context.is_active() and not self.stopping.is_set():
@@ -129,6 +133,8 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
                     return
                 yield self.device_list(healthy)
         finally:
+            with self._streams_lock:
+                self.streams -= 1
             self.inventory.unsubscribe(updates)
 
     @_refusals
