@@ -134,3 +134,20 @@ def test_bind_conflict_is_dropped_and_the_other_binding_stands(kube: KubeContext
             "n1" if someone_else_binds.node == "n2" else "n2"
         )
         assert scheduler.bound_total == 1
+
+
+def test_pending_pods_are_retried_when_a_pod_is_deleted_or_capacity_grows(kube: KubeContext) -> None:
+    api = kube_for(kube.kubeconfig)
+    kube.make_node("small", capacity={ACCEL: 2})
+    with running_scheduler(kube.kubeconfig) as scheduler:
+        api.create(k.PODS, accel_pod("holder", kube.namespace, 2), kube.namespace)
+        wait_for("holder bound", lambda: node_of(api, kube.namespace, "holder"))
+        api.create(k.PODS, accel_pod("waiter", kube.namespace, 2), kube.namespace)
+        api.create(k.PODS, accel_pod("big", kube.namespace, 4), kube.namespace)
+        wait_for("both unschedulable", lambda: len(scheduler.unschedulable) == 2)
+        _delete_pod(api, kube.namespace, "holder")  # pod deleted: its 2 cards are free again
+        assert wait_for("waiter bound", lambda: node_of(api, kube.namespace, "waiter")) == "small"
+        assert node_of(api, kube.namespace, "big") == ""
+        grown = {"status": {"capacity": {ACCEL: "6"}, "allocatable": {ACCEL: "6"}}}  # a device plugin registers more
+        api.patch(k.NODES, "small", grown, sub="status")
+        assert wait_for("big bound", lambda: node_of(api, kube.namespace, "big")) == "small"
