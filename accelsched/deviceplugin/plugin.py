@@ -77,6 +77,8 @@ class DevicePluginManager:
         for s in self.servers:
             s.start()
         self.check_kubelet()
+        if self._stop.is_set():  # stopped from another thread while the first Register was in flight
+            return
         if self.config.metrics_port is not None:
             self.http = HealthServer(self.metrics, self.ready, self.config.metrics_port, self.config.metrics_address)
             self.http.start()
