@@ -87,7 +87,10 @@ def test_pod_deleted_between_decision_and_bind_gives_its_reservation_back(kube: 
             _delete_pod(api, kube.namespace, "first")
 
     with running_scheduler(kube.kubeconfig, before_bind=delete_it) as scheduler:
-        wait_for("the bind to fail", lambda: scheduler.metrics.binds.labels("gone")._value.get() == 1)
+        wait_for(
+            "the bind to fail",
+            lambda: scheduler.metrics.registry.get_sample_value("accelsched_binds_total", {"outcome": "gone"}) == 1,
+        )
         api.create(k.PODS, accel_pod("second", kube.namespace), kube.namespace)
         # The one card was reserved for "first"; unless that was undone, "second" could never fit.
         assert wait_for("second bound", lambda: node_of(api, kube.namespace, "second")) == "only"
@@ -106,7 +109,12 @@ def test_node_removed_between_decision_and_bind_is_not_bound_to(kube: KubeContex
 
     with running_scheduler(kube.kubeconfig, before_bind=remove_node) as scheduler:
         started.append(scheduler)
-        wait_for("the bind refused", lambda: scheduler.metrics.binds.labels("node-gone")._value.get() == 1)
+        wait_for(
+            "the bind refused",
+            lambda: (
+                scheduler.metrics.registry.get_sample_value("accelsched_binds_total", {"outcome": "node-gone"}) == 1
+            ),
+        )
         scheduler.before_bind = None
         assert node_of(api, kube.namespace, "p") == ""
         kube.make_node("spare", capacity={ACCEL: 2})
@@ -125,7 +133,10 @@ def test_bind_conflict_is_dropped_and_the_other_binding_stands(kube: KubeContext
         someone_else_binds.node = other
 
     with running_scheduler(kube.kubeconfig, before_bind=someone_else_binds) as scheduler:
-        wait_for("the conflict", lambda: scheduler.metrics.binds.labels("conflict")._value.get() == 1)
+        wait_for(
+            "the conflict",
+            lambda: scheduler.metrics.registry.get_sample_value("accelsched_binds_total", {"outcome": "conflict"}) == 1,
+        )
         scheduler.before_bind = None
         assert node_of(api, kube.namespace, "contested") == someone_else_binds.node
         # The cache resynced: the pod counts on the other node, and nothing is retried or bound twice.
