@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -159,3 +160,77 @@ def test_simulate_replays_any_scoring_profile_through_the_scheduler(tmp_path):
     assert result.exit_code == 0, result.output
     rows = {p["policy"]: p for p in json.loads(result.output)["policies"]}
     assert set(rows) == {"bestfit", "mostallocated"} and 0 < rows["mostallocated"]["final_alloc"] <= 1
+
+
+# ------------------------------------------------------------------------- FGD's learned typical pods (no args)
+
+
+def learned_cluster():
+    from accelsched.api.objects import parse_node, parse_pod
+    from accelsched.cluster.state import ClusterState
+
+    cluster = ClusterState([parse_node(milli_node(n)) for n in ("a", "b", "c")])
+    return cluster, parse_pod
+
+
+def spec_pod(name: str, milli: int, models: list[str]) -> dict:
+    doc = share_pod(name, milli)
+    term = {"matchExpressions": [{"key": "accelsched.io/gpu-model", "operator": "In", "values": models}]}
+    doc["spec"]["affinity"] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+    }
+    return doc
+
+
+def test_learned_typical_pods_count_bound_pods_with_their_gpu_spec_and_forget_deleted_ones():
+    from accelsched.plugins.gpushare import LearnedShapes
+
+    cluster, parse_pod = learned_cluster()
+    learned = LearnedShapes()
+    models = ["T4", "V100", ""]
+    a, b = parse_pod(share_pod("a", 500)), parse_pod(spec_pod("b", 300, ["V100"]))
+    cluster.assume(a, 0)
+    cluster.assume(b, 1)
+    typical = learned.typical(cluster, models)
+    shapes = {(int(typical.milli[t]), tuple(models[m] for m in range(3) if typical.access[m, t])) for t in range(2)}
+    assert shapes == {(500, ("T4", "V100", "")), (300, ("V100",))}  # gpu_spec kept: b accepts V100 only
+    cluster.forget(a)  # deleted: no longer part of the workload
+    typical = learned.typical(cluster, models)
+    assert typical.size == 1 and int(typical.milli[0]) == 300 and typical.covered == 1
+
+
+def test_learned_typical_pods_recount_only_changed_nodes_and_keep_the_most_common_shapes(monkeypatch):
+    from accelsched.plugins import gpushare
+
+    cluster, parse_pod = learned_cluster()
+    learned = gpushare.LearnedShapes()
+    monkeypatch.setattr(gpushare.LearnedShapes, "MAX_SHAPES", 2)
+    for i, milli in enumerate([100, 100, 100, 200, 200, 300]):
+        cluster.assume(parse_pod(share_pod(f"p{i}", milli)), i % 2)
+    counted = []
+    real = gpushare.typical_shape
+    monkeypatch.setattr(gpushare, "typical_shape", lambda pod: counted.append(pod.name) or real(pod))
+    typical = learned.typical(cluster, ["T4", ""])
+    assert sorted(int(m) for m in typical.milli) == [100, 200]  # 300 is the third shape: beyond MAX_SHAPES
+    assert len(counted) == 6
+    counted.clear()
+    cluster.assume(parse_pod(share_pod("q", 300)), 2)  # one bind on node c: only node c's pods are recounted
+    learned.typical(cluster, ["T4", ""])
+    assert counted == ["q"]
+    counted.clear()
+    assert learned.typical(cluster, ["T4", ""]) is learned.typical(cluster, ["T4", ""])  # nothing changed
+    assert counted == []
+
+
+def test_fgd_does_not_count_the_pod_it_scores():
+    # No pod bound yet: the first share is scored with no typical pods at all (every node alike), not with itself.
+    from accelsched.framework.interface import CycleState
+    from accelsched.plugins.gpushare import FACTORIES
+
+    cluster, parse_pod = learned_cluster()
+    plugin = FACTORIES["FGDScore"]({}, None)
+    pod = parse_pod(share_pod("first", 500))
+    state = CycleState()
+    plugin.pre_filter(state, pod, cluster)
+    scores = plugin.score(state, pod, cluster, np.arange(3))
+    assert plugin.policy.typical.covered == 0 and set(scores.tolist()) == {50}

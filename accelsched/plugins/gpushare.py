@@ -15,7 +15,7 @@ Enable one like any score plugin, e.g. in a KubeSchedulerConfiguration profile::
     pluginConfig:
       - name: FGDScore
         args:
-          typicalPods:   # optional; without it, the shapes of the pods seen so far
+          typicalPods:   # optional; without it, the shapes of the pods bound in the cluster now
             - {cpuMilli: 4000, numGpu: 1, gpuMilli: 500, weight: 30}
             - {cpuMilli: 12000, numGpu: 1, gpuMilli: 1000, gpuModels: [V100M32], weight: 10}
 """
@@ -23,7 +23,7 @@ Enable one like any score plugin, e.g. in a KubeSchedulerConfiguration profile::
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -68,16 +68,84 @@ def gpu_free_row(cluster: ClusterState, node: int) -> tuple[np.ndarray, int]:
     return row, min(len(free), MAX_GPUS_PER_NODE)
 
 
+def pod_models(pod: Pod) -> frozenset[str]:
+    """The GPU models a pod accepts (its gpu_spec), from a ``accelsched.io/gpu-model`` nodeSelector or a single
+    required node-affinity term with an ``In`` on that label; empty: any model."""
+    if MODEL_LABEL in pod.node_selector:
+        return frozenset([pod.node_selector[MODEL_LABEL]])
+    terms = pod.required_node_affinity or ()
+    if len(terms) == 1:
+        for req in terms[0].match_expressions:
+            if req.key == MODEL_LABEL and req.operator == "In":
+                return frozenset(req.values)
+    return frozenset()
+
+
+Shape = tuple[int, int, int, frozenset[str]]
+
+
+def typical_shape(pod: Pod) -> Shape:
+    """A pod as FGD's typical-pod distribution counts it: cpu milli, GPU count, milli per GPU, GPU models."""
+    shape = pod_shape(pod)
+    return (shape.cpu, shape.num_gpu, shape.milli, pod_models(pod))
+
+
+class LearnedShapes:
+    """FGD's typical pods when its args give none: the shapes of the pods bound in the cluster now, counted per
+    shape. Kept current one node at a time from ``ClusterState.changes`` (a bind, a deletion or an eviction
+    recounts that node's pods), so a pod counts once it is bound (never while it is being scored) and stops
+    counting when it leaves. The distribution is built from the ``MAX_SHAPES`` most common shapes, and only when
+    the counts changed."""
+
+    MAX_SHAPES = 256
+
+    def __init__(self) -> None:
+        self.cluster: ClusterState | None = None
+        self.epoch = -1
+        self.seen = 0  # position in cluster.changes the counts are current to
+        self.per_node: dict[int, Counter[Shape]] = {}
+        self.counts: Counter[Shape] = Counter()
+        self.version = 0
+        self.built: tuple[int, frag.TypicalPods] | None = None
+
+    def update(self, cluster: ClusterState) -> None:
+        if cluster is not self.cluster or cluster.epoch != self.epoch:
+            self.cluster, self.epoch, self.per_node, self.counts = cluster, cluster.epoch, {}, Counter()
+            dirty: Iterable[int] = range(cluster.n)
+        elif self.seen < len(cluster.changes):
+            dirty = set(cluster.changes[self.seen :])
+        else:
+            return
+        self.seen = len(cluster.changes)
+        for node in dirty:
+            now = Counter(typical_shape(p) for p in cluster.pods_on[node].values())
+            before = self.per_node.get(node)
+            if now == before or (not now and before is None):
+                continue
+            self.counts.update(now)
+            for key, count in (before or {}).items():
+                self.counts[key] -= count
+                if self.counts[key] <= 0:
+                    del self.counts[key]
+            self.per_node[node] = now
+            self.version += 1
+
+    def typical(self, cluster: ClusterState, models: list[str]) -> frag.TypicalPods:
+        self.update(cluster)
+        if self.built is None or self.built[0] != self.version:
+            kept = dict(self.counts.most_common(self.MAX_SHAPES))
+            self.built = (self.version, frag.typical_from_counts(kept, models))
+        return self.built[1]
+
+
 class GpuShareScore:
     """One policy of ``accelsched.sim.policies`` as a PreFilter (the GPU chooser) and Score plugin."""
 
-    def __init__(
-        self, policy: policies.Policy, typical: list[tuple[tuple[int, int, int, frozenset[str]], int]]
-    ) -> None:
+    def __init__(self, policy: policies.Policy, typical: list[tuple[Shape, int]]) -> None:
         self.policy = policy
         self.name = policy.name
-        self.fixed_typical = typical  # from the plugin args; empty: learn from the pods seen
-        self.seen: dict[str, tuple[int, int, int, frozenset[str]]] = {}
+        self.fixed_typical = typical  # from the plugin args; empty: learn from the pods bound
+        self.learned = LearnedShapes()
 
     # ---------------------------------------------------------------------------------- state from the cluster
 
@@ -93,24 +161,33 @@ class GpuShareScore:
             return cluster.memoized(
                 (self.name, "typical"), lambda: frag.from_shapes(shapes, [w for _, w in self.fixed_typical], models)
             )
-        # Learned: recomputed when the set of pods seen grows (the distribution of the workload so far).
-        key = (self.name, "typical", len(self.seen))
-        return cluster.memoized(key, lambda: frag.typical_pods(list(self.seen.values()), models))
+        return self.learned.typical(cluster, models)
 
-    def view(self, cluster: ClusterState, idx: np.ndarray, pod: policies.PodShape) -> policies.NodeView:
+    def view(
+        self,
+        cluster: ClusterState,
+        idx: np.ndarray,
+        pod: policies.PodShape,
+        assumed: bool = False,
+        typical: frag.TypicalPods | None = None,
+    ) -> policies.NodeView:
+        """The policy's columns over nodes ``idx``. ``assumed``: the pod is already assumed on them (Reserve), so
+        its CPU is given back: the GPU choice sees the node as it was scored, before the pod. ``typical``: the
+        typical pods to measure fragmentation with (default: the current ones)."""
         cpu = cluster.column(quantity.CPU)
         rows = [gpu_free_row(cluster, int(i)) for i in idx]
         gpu_free = np.array([r for r, _ in rows], dtype=np.int64).reshape(len(idx), MAX_GPUS_PER_NODE)
         codes, _ = self._models(cluster)
+        cpu_free = cluster.free[cpu, idx] if cpu is not None else np.zeros(len(idx), np.int64)
         view = policies.NodeView(
-            cluster.free[cpu, idx] if cpu is not None else np.zeros(len(idx), np.int64),
+            cpu_free + pod.cpu if assumed else cpu_free,
             cluster.allocatable[cpu, idx] if cpu is not None else np.zeros(len(idx), np.int64),
             gpu_free,
             np.array([g for _, g in rows], dtype=np.int64),
             codes[idx],
         )
         if self.policy.needs_fragmentation:
-            typical = self._typical(cluster)
+            typical = typical or self._typical(cluster)
             view.fits, view.usable = frag.gpu_terms(gpu_free, typical)
             view.frag = frag.fragmentation(view.free, view.cpu_free, view.model, view.fits, view.usable, typical)
         if self.policy.needs_tags:
@@ -126,20 +203,25 @@ class GpuShareScore:
 
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
         shape = pod_shape(pod)
-        if not self.fixed_typical and pod.key not in self.seen:
-            self.seen[pod.key] = (shape.cpu, shape.num_gpu, shape.milli, frozenset())
         if shape.sharing:
-            state[DEVICE_CHOICE] = self._chooser(cluster, shape)
+            state[DEVICE_CHOICE] = self._chooser(cluster, pod, shape)
         return SUCCESS
 
     def _with_typical(self, cluster: ClusterState) -> None:
         if isinstance(self.policy, policies.FGD):
             self.policy.typical = self._typical(cluster)
 
-    def _chooser(self, cluster: ClusterState, shape: policies.PodShape) -> Callable[[int], int | None]:
+    def _chooser(self, cluster: ClusterState, pod: Pod, shape: policies.PodShape) -> Callable[[int], int | None]:
+        """DeviceAllocation asks this at Reserve, after the pod was assumed on ``node``: the choice is made on the
+        state the node was scored on (the pod's CPU given back, the typical pods as they were before it), as the
+        paper's calculateGpuShareFragExtendScore picks the GPU while scoring."""
+        typical = self._typical(cluster) if self.policy.needs_fragmentation else None
+
         def choose(node: int) -> int | None:
-            self._with_typical(cluster)
-            view = self.view(cluster, np.array([node]), shape)
+            if typical is not None:
+                self.policy.typical = typical  # type: ignore[attr-defined]
+            assumed = cluster.pod_node.get(pod.key) == node
+            view = self.view(cluster, np.array([node]), shape, assumed, typical)
             if not (view.gpu_free[0] >= shape.milli).any():
                 return None
             return self.policy.choose_gpu(view, shape)

@@ -13,7 +13,7 @@ run. After a bind only that node's row changes.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +51,13 @@ def typical_pods(
 ) -> TypicalPods:
     """The most popular (cpu, num_gpu, gpu_milli, allowed models) shapes covering ``popularity`` of ``shapes``,
     frequencies renormalized over the kept ones. CPU-only pods count: they can use no free GPU at all."""
-    counts = Counter(shapes)
+    return typical_from_counts(Counter(shapes), models, popularity)
+
+
+def typical_from_counts(
+    counts: Mapping[tuple[int, int, int, frozenset[str]], int], models: Sequence[str], popularity: float = POPULARITY
+) -> TypicalPods:
+    """``typical_pods`` from pods already counted per shape."""
     total = sum(counts.values())
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1], kv[0][2], sorted(kv[0][3])))
     kept, covered = [], 0

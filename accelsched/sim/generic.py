@@ -19,15 +19,17 @@ from accelsched.framework.scheduler import Scheduler
 from accelsched.plugins.gpushare import MODEL_LABEL, gpu_free_row
 from accelsched.sim import fragmentation as frag
 from accelsched.sim.policies import POLICIES
+from accelsched.sim.replay import sim_node_names
 from accelsched.sim.trace import MAX_GPUS_PER_NODE, MILLI, Nodes, Pods
 
 SCHEDULER_NAME = "accelsched-sim"
 POD_LIMIT = "100000"
 
 
-def trace_nodes(nodes: Nodes) -> list[Node]:
+def trace_nodes(nodes: Nodes, names: list[str] | None = None) -> list[Node]:
+    """The trace's nodes as Node objects, named ``names`` (default: the trace's names) in the trace's order."""
     out = []
-    for i, name in enumerate(nodes.names):
+    for i, name in enumerate(names or nodes.names):
         meta: dict = {"name": name, "labels": {MODEL_LABEL: nodes.models[int(nodes.model[i])]}}
         if nodes.gpus[i]:
             meta["annotations"] = {PARTITION_ANNOTATION: f"mode: milli\ndevices: {int(nodes.gpus[i])}"}
@@ -101,10 +103,11 @@ def typical_args(typical: frag.TypicalPods, models: list[str]) -> list[dict]:
 class GenericEngine:
     """Replays pods one at a time through Scheduler.schedule_one (no retries: a pod that fits nowhere fails)."""
 
-    def __init__(self, nodes: Nodes, config: SchedulerConfig, seed: int, tie_break: str = "name") -> None:
+    def __init__(self, nodes: Nodes, config: SchedulerConfig, seed: int, tie_break: str = "paper") -> None:
         self.nodes = nodes
-        self.cluster = ClusterState(trace_nodes(nodes))
-        self.scheduler = Scheduler(self.cluster, config, seed, tie_break)
+        # "paper": the nodes carry the names the paper's simulator gives them and the Scheduler takes the smallest.
+        self.cluster = ClusterState(trace_nodes(nodes, sim_node_names(nodes.names, tie_break, seed)))
+        self.scheduler = Scheduler(self.cluster, config, seed, "random" if tie_break == "random" else "name")
         self.allocated = 0
 
     def schedule(self, pod: Pod, gpu_request: int) -> tuple[int, tuple[int, ...]] | None:

@@ -2,9 +2,14 @@
 in order with nothing leaving, and record allocation and fragmentation as the arrived demand grows.
 
 ``run_experiment`` is one policy and one seed on the fast path (``SimCluster``); ``run_matrix`` spreads policies
-x seeds over processes. Ties between the best nodes go to the smallest node name by default, as in the paper's
-simulator (its selectHost is patched so); ``tie_break="random"`` is stock kube-scheduler's seeded random choice.
-Either way the fast path breaks them exactly as the framework's Scheduler does.
+x seeds over processes. Ties between the best nodes go to the smallest node name (the paper's simulator patches
+selectHost so), but by default (``tie_break="paper"``) on the names that simulator gives the nodes: it sorts them,
+draws ``rand.Perm`` from Go's global generator, which the experiment seed seeded, and prefixes each name with its
+``%04d-`` draw (hkust-adsl/kubernetes-scheduler-simulator, ``syncClusterResourceList``). The tie order is therefore
+a random node order fixed for one experiment and different per seed; ``paper_names`` draws one the same way from
+the seed (not Go's generator, so not the same order bit for bit). ``"name"`` keeps the trace's own names
+(openb-node-XXXX order); ``"random"`` is stock kube-scheduler's seeded random choice per pod. Whichever, the fast
+path breaks ties exactly as the framework's Scheduler does on the same names.
 """
 
 from __future__ import annotations
@@ -63,6 +68,27 @@ class Experiment:
         return (self.capacity - float(self.allocated[-1])) / 1000
 
 
+TIE_BREAKS = ("paper", "name", "random")
+NODE_ORDER_STREAM = 0x6E6F6465  # keeps the node order's draws apart from the shuffle's for the same seed
+
+
+def paper_names(names: Sequence[str], seed: int) -> list[str]:
+    """Node names as the paper's simulator renames them: sorted, then each prefixed with a zero-padded draw of a
+    seeded permutation, so "the smallest name" is a random node order fixed by the seed."""
+    width = max(4, len(str(len(names) - 1)))
+    perm = np.random.default_rng([NODE_ORDER_STREAM, seed]).permutation(len(names))
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[np.argsort(np.array(names), kind="stable")] = perm
+    return [f"{int(r):0{width}d}-{name}" for r, name in zip(rank.tolist(), names, strict=True)]
+
+
+def sim_node_names(names: Sequence[str], tie_break: str, seed: int) -> list[str]:
+    """The node names a replay schedules on: the paper's renamed ones for ``tie_break="paper"``, else the trace's."""
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"unknown tie break {tie_break!r} ({', '.join(TIE_BREAKS)})")
+    return paper_names(names, seed) if tie_break == "paper" else list(names)
+
+
 def inflate(pods: Pods, capacity: int, ratio: float, seed: int) -> np.ndarray:
     """Pod indices in scheduling order: the pods shuffled by ``seed``, then random copies (same generator) added
     while the total GPU request stays within ``ratio`` x capacity. A list already above that is only shuffled."""
@@ -99,8 +125,8 @@ def shapes_of(pods: Pods) -> list[PodShape]:
 class FastEngine:
     """The Scheduler's decision on the fast path: the same filters, the policy's score, and (when more than one
     node fits) the highest score with ties broken as Scheduler.select_host breaks them: the smallest node name
-    (``name``, the paper's simulator) or ``random.Random(seed)`` (``random``, kube-scheduler); one node fitting
-    is taken without scoring, as there."""
+    (``paper``: the names the paper's simulator gives the nodes, ``name``: the trace's) or ``random.Random(seed)``
+    (``random``, kube-scheduler); one node fitting is taken without scoring, as there."""
 
     def __init__(
         self,
@@ -109,13 +135,14 @@ class FastEngine:
         specs: list[frozenset[str]],
         policy: str,
         seed: int,
-        tie_break: str = "name",
+        tie_break: str = "paper",
     ) -> None:
         self.cluster = SimCluster(nodes, typical, specs)
         self.policy = make(policy, typical, seed)
         self.rng = random.Random(seed)
         self.tie_break = tie_break
-        self.name_rank = np.argsort(np.argsort(np.array(nodes.names)))  # "name": the smallest node name wins a tie
+        names = np.array(sim_node_names(nodes.names, tie_break, seed))
+        self.name_rank = np.argsort(np.argsort(names))  # the smallest node name wins a tie
         self.cache: dict[tuple[int, int, int], list] = {}
 
     def choose_node(self, pod: PodShape, spec: int) -> int | None:
@@ -125,7 +152,7 @@ class FastEngine:
             return int(idx[0]) if idx.size else None
         scores = self.scores(pod)[idx] if policy.node_local else policy.scores(cluster.view(idx, pod, policy), pod)
         best = np.flatnonzero(scores == scores.max())
-        if best.size > 1 and self.tie_break == "name":
+        if best.size > 1 and self.tie_break != "random":
             pick = best[np.argmin(self.name_rank[idx[best]])]
         else:
             pick = best[0] if best.size == 1 else best[self.rng.randrange(best.size)]
@@ -167,7 +194,7 @@ def run_experiment(
     seed: int,
     inflation: float = 1.3,
     typical: TypicalPods | None = None,
-    tie_break: str = "name",
+    tie_break: str = "paper",
 ) -> Experiment:
     start, cpu_start = time.perf_counter(), time.process_time()
     typical = typical or trace_typical_pods(pods, nodes.models)
@@ -233,7 +260,7 @@ def run_matrix(
     inflation: float = 1.3,
     processes: int | None = None,
     progress: Callable[[Experiment], None] | None = None,
-    tie_break: str = "name",
+    tie_break: str = "paper",
 ) -> list[Experiment]:
     """Every policy x seed, over ``processes`` worker processes (default: one per CPU); results in task order."""
     tasks = [(p, s, inflation, tie_break) for p in policies for s in seeds]
