@@ -8,6 +8,8 @@ runs out first, a choice made on the post-assume CPU picks another GPU."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sim_traces import TIGHT_CPUS, openb_slice, write_trace
 
 from accelsched.sim import generic
@@ -106,3 +108,42 @@ def _both_args(engine, pods):
     if isinstance(engine, FastEngine):
         return [(shape, int(pods.spec[i])) for i, shape in enumerate(shapes_of(pods))]
     return [(generic.trace_pod(pods, i, pods.names[i]), int(pods.gpu_request[i])) for i in range(pods.n)]
+
+
+tight_node_st = st.tuples(
+    st.sampled_from([4000, 8000, 12000]), st.sampled_from([1, 2, 4, 8]), st.sampled_from(["T4", "G2"])
+)
+tight_pod_st = st.tuples(
+    st.sampled_from([0, 1000, 2000, 4000, 6000]),
+    st.one_of(
+        st.just((0, 0)),
+        st.tuples(st.just(1), st.sampled_from([100, 250, 300, 500, 700])),
+        st.just((1, 1000)),
+        st.just((2, 1000)),
+    ),
+    st.sampled_from(["", "T4"]),
+)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(
+    spec=st.lists(tight_node_st, min_size=1, max_size=5),
+    rows=st.lists(tight_pod_st, min_size=1, max_size=40),
+    policy=st.sampled_from(sorted(POLICIES)),
+    tie_break=st.sampled_from(["paper", "name", "random"]),
+)
+def test_fast_path_places_like_the_scheduler_on_cpu_tight_nodes(tmp_path_factory, spec, rows, policy, tie_break):
+    """Random small clusters whose CPU (4-12 cores) runs out before their GPUs, and pods that use it up."""
+    from sim_traces import NODE_HEADER, POD_HEADER
+
+    tmp = tmp_path_factory.mktemp("tight")
+    node_path, pod_path = tmp / "nodes.csv", tmp / "pods.csv"
+    node_path.write_text(
+        "\n".join([NODE_HEADER, *(f"n{i},{c},65536,{g},{m}" for i, (c, g, m) in enumerate(spec))]) + "\n"
+    )
+    pod_lines = [f"p{i},{c},1024,{k},{milli},{s},LS,Running,0,1,0" for i, (c, (k, milli), s) in enumerate(rows)]
+    pod_path.write_text("\n".join([POD_HEADER, *pod_lines]) + "\n")
+    nodes, pods = load_nodes(node_path), load_pods(pod_path)
+    replay_both(nodes, pods, trace_typical_pods(pods, nodes.models), policy, 3, tie_break)

@@ -10,6 +10,7 @@ from sim_traces import NODE_HEADER, POD_HEADER, trace_folder, write_trace
 
 from accelsched.cli import main
 from accelsched.errors import InputError
+from accelsched.sim.replay import inflate
 from accelsched.sim.trace import load_nodes, load_pods, trace_paths
 
 GOOD_POD = "p0,4000,8192,1,500,T4|G2,LS,Running,10,99,10"
@@ -150,3 +151,27 @@ def test_cli_timeline_needs_time_columns(tmp_path):
     args = ["simulate", "--mode", "timeline", "--data", str(tmp_path), "--pods", str(pods), "--seeds", "1"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and "has no creation_time/deletion_time columns" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "what"),
+    [
+        (["--jobs", "0"], "--jobs: must be at least 1, got 0"),
+        (["--jobs", "-2"], "--jobs: must be at least 1, got -2"),
+        (["--mode", "timeline", "--compress", "0"], "--compress: must be > 0, got 0.0"),
+        (["--compress", "-1"], "--compress: must be > 0, got -1.0"),
+    ],
+)
+def test_cli_checks_jobs_and_compress_before_loading_anything(tmp_path, args, what):
+    # The data folder is empty: a message about the option (not the missing trace) shows it was checked first.
+    result = CliRunner().invoke(main, ["simulate", "--data", str(tmp_path), *args])
+    assert result.exit_code == 2 and f"accelsched: error: {what}" in result.output, result.output
+
+
+def test_inflation_of_a_pod_list_without_gpu_requests_is_an_input_error(tmp_path):
+    trace_folder(tmp_path, 8)
+    cpu_only = write(tmp_path, "cpu.csv", POD_HEADER, "c0,1000,1024,0,0,,LS,Running,0,9,0")
+    with pytest.raises(InputError, match=r"--pods: no pod of this list requests a GPU"):
+        inflate(load_pods(cpu_only), 8000, 1.3, 42)
+    result = CliRunner().invoke(main, ["simulate", "--data", str(tmp_path), "--pods", str(cpu_only), "--seeds", "1"])
+    assert result.exit_code == 2 and f"{cpu_only}: --pods: no pod of this list requests a GPU" in result.output

@@ -58,6 +58,15 @@ class SimCluster:
             mask &= self.full >= pod.whole
         return np.flatnonzero(mask)
 
+    def fits_empty(self, pod: PodShape, spec: int) -> bool:
+        """Whether the pod fits some node of the empty cluster (capacity, GPU model, GPU count): a pod that does
+        not can never run, whatever leaves."""
+        nodes = self.nodes
+        mask = (nodes.cpu >= pod.cpu) & (nodes.memory >= pod.memory) & (nodes.gpus >= pod.num_gpu)
+        if spec:
+            mask &= self.spec_mask[spec]
+        return bool(mask.any())
+
     def view(self, idx: np.ndarray, pod: PodShape, policy: Policy) -> NodeView:
         view = NodeView(
             self.cpu_free[idx], self.nodes.cpu[idx], self.gpu_free[idx], self.nodes.gpus[idx], self.nodes.model[idx]

@@ -16,11 +16,10 @@ from rich.table import Table
 
 from accelsched.errors import InputError
 from accelsched.framework.profile import load_config
-from accelsched.framework.scheduler import TIE_BREAKS
 from accelsched.sim import generic, report, timeline
 from accelsched.sim.fragmentation import trace_typical_pods
 from accelsched.sim.policies import PLUGIN_KEYS, POLICIES
-from accelsched.sim.replay import Experiment, inflate, run_matrix
+from accelsched.sim.replay import TIE_BREAKS, Experiment, check_inflatable, inflate, run_matrix
 from accelsched.sim.trace import load_nodes, load_pods, trace_paths
 from accelsched.topology.model import parse_cpulist
 
@@ -153,12 +152,13 @@ def _profile_experiment(nodes, pods, path: str, seed: int, inflation: float, tie
 @click.option(
     "--tie-break",
     type=click.Choice(TIE_BREAKS),
-    default="name",
+    default="paper",
     show_default=True,
-    help="Among equally scored nodes: the smallest name (the paper's simulator) or a seeded random "
-    "one (stock kube-scheduler).",
+    help="Among equally scored nodes: paper: the smallest of the names the paper's simulator gives the nodes "
+    "(a random node order fixed by the seed); name: the smallest trace name; random: a seeded random one per pod "
+    "(stock kube-scheduler).",
 )
-@click.option("--jobs", type=int, default=0, help="Worker processes [default: one per CPU].")
+@click.option("--jobs", type=int, default=None, help="Worker processes, at least 1 [default: one per CPU].")
 @click.option(
     "--out",
     "out_dir",
@@ -177,7 +177,7 @@ def simulate(
     mode: str,
     compress: float,
     tie_break: str,
-    jobs: int,
+    jobs: int | None,
     out_dir: str | None,
     output: str,
 ) -> None:
@@ -188,8 +188,13 @@ def simulate(
     def run() -> None:
         chosen = parse_policies(policies)
         seed_list = parse_seeds(seeds)
+        # Every option is checked before anything is loaded or built.
         if inflation <= 0:
             raise InputError(f"must be > 0, got {inflation}", field="--inflation")
+        if compress <= 0:
+            raise InputError(f"must be > 0, got {compress}", field="--compress")
+        if jobs is not None and jobs < 1:
+            raise InputError(f"must be at least 1, got {jobs}", field="--jobs")
         node_path, pod_path = trace_paths(trace, pod_list, data_dir)
         nodes, pods = load_nodes(node_path), load_pods(pod_path)  # errors name file:line before any work starts
         command = "accelsched simulate " + shlex.join(sys.argv[2:]) if len(sys.argv) > 1 else "accelsched simulate"
@@ -197,6 +202,8 @@ def simulate(
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         con = console() if output == "table" else Console(stderr=True)
+        if mode == "inflation":
+            check_inflatable(pods)
         if mode == "timeline":
             _timeline(con, nodes, pods, chosen, seed_list, tie_break, compress, out, command, output)
         else:
@@ -373,6 +380,7 @@ def _timeline(con, nodes, pods, chosen, seeds, tie_break, compress, out, command
         "p95 wait s",
         "max wait s",
         "never ran",
+        "unschedulable",
         "s/run",
     ]
     rows = []
@@ -390,6 +398,7 @@ def _timeline(con, nodes, pods, chosen, seeds, tie_break, compress, out, command
                 _percentile(delays, 95),
                 _percentile(delays, 100),
                 f"{np.median([t.never for t in mine]):.0f}",
+                f"{np.median([t.unschedulable for t in mine]):.0f}",
                 f"{np.mean([t.seconds for t in mine]):.1f}",
             ]
         )

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from accelsched.errors import InputError
 from accelsched.sim.cluster import SimCluster
 from accelsched.sim.fragmentation import TypicalPods, trace_typical_pods
 from accelsched.sim.policies import PodShape, make
@@ -89,13 +90,26 @@ def sim_node_names(names: Sequence[str], tie_break: str, seed: int) -> list[str]
     return paper_names(names, seed) if tie_break == "paper" else list(names)
 
 
+def check_inflatable(pods: Pods) -> None:
+    """The inflation protocol needs GPU requests: copies of pods that ask for none would never reach the target."""
+    if int(pods.gpu_request.sum()) <= 0:
+        raise InputError(
+            "no pod of this list requests a GPU; the inflation protocol tunes the GPU request to a share of GPU "
+            "capacity (choose another pod list, or --mode timeline)",
+            source=pods.source,
+            field="--pods",
+        )
+
+
 def inflate(pods: Pods, capacity: int, ratio: float, seed: int) -> np.ndarray:
     """Pod indices in scheduling order: the pods shuffled by ``seed``, then random copies (same generator) added
-    while the total GPU request stays within ``ratio`` x capacity. A list already above that is only shuffled."""
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(pods.n)
+    while the total GPU request stays within ``ratio`` x capacity (the total requested, not what gets allocated).
+    A list already above that is only shuffled."""
+    check_inflatable(pods)
     request = pods.gpu_request
     total = int(request.sum())
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(pods.n)
     target = ratio * capacity
     extra = []
     # Draw in blocks (one generator call each) and stop at the first copy that would cross the target.

@@ -1,22 +1,30 @@
 """Time-based replay, a mode the paper's simulator does not have: pods arrive at their creation time and leave
 after their run time (deletion - creation), so capacity frees up and pods that found no room wait and retry.
 
-One event loop over the trace's clock (SimPy-style, nothing else): at each instant the pods that end leave first,
-then the waiting pods are retried in arrival order, then the new pods arrive. A waiting pod retries whenever
-something left; within one retry pass a request shape that did not fit is not tried again (it cannot fit until
-something else leaves). Recorded over time: GPU allocation, fragmentation, and how many pods wait; per pod that
-had to wait, its queueing delay.
+One event loop over the trace's clock (SimPy-style, nothing else). The queue rule, applied at every instant:
+
+1. The pods that end leave.
+2. If something left, the waiting pods are retried in arrival order (within one pass, a request shape that did not
+   fit is not tried again: nothing has left since, so it still cannot fit).
+3. Every pod arriving now is tried at once, whether or not others wait (as kube-scheduler tries a new pod while
+   unschedulable ones sit aside until a cluster event); one that does not fit joins the waiting pods.
+
+A pod that does not fit even the empty cluster (more CPU, memory or GPUs than any node it accepts has) is rejected
+at arrival and counted as unschedulable: no departure can ever make room for it, so it never waits. Recorded over
+time: GPU allocation, fragmentation, and how many pods wait; per pod that had to wait, its queueing delay.
 """
 
 from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from accelsched.errors import InputError
+from accelsched.sim.cluster import SimCluster
 from accelsched.sim.fragmentation import TypicalPods, trace_typical_pods
 from accelsched.sim.replay import FastEngine, shapes_of
 from accelsched.sim.trace import Nodes, Pods
@@ -36,6 +44,7 @@ class Timeline:
     pods: int
     seconds: float
     window: tuple[int, int] = (0, 0)  # from the 1st to the 99th percentile of arrivals: when the trace is busy
+    unschedulable: int = 0  # pods rejected at arrival: they fit no node even of the empty cluster
 
     def _weights(self) -> tuple[np.ndarray, np.ndarray]:
         """Which samples fall in the window, and how long each one lasted there."""
@@ -64,25 +73,26 @@ def replay(
     policy: str,
     seed: int,
     typical: TypicalPods | None = None,
-    tie_break: str = "name",
+    tie_break: str = "paper",
     compress: float = 1.0,
+    observe: Callable[[int, SimCluster], None] | None = None,
 ) -> Timeline:
     """Replay ``pods`` on their own clock. ``compress`` > 1 brings arrivals closer (creation times divided by it)
     while each pod keeps its run time: the openb trace's own clock never has more than ~1% of the GPUs asked for at
-    once, so contention only appears compressed."""
+    once, so contention only appears compressed. ``observe`` (tests, tools) sees the cluster after every instant."""
     if pods.creation is None or pods.deletion is None:
         raise InputError(
             "has no creation_time/deletion_time columns; the time-based replay needs them (use the inflation mode)",
             source=pods.source,
         )
+    if compress <= 0:
+        raise InputError(f"must be > 0, got {compress}", field="--compress")
     start = time.perf_counter()
     typical = typical or trace_typical_pods(pods, nodes.models)
     engine = FastEngine(nodes, typical, pods.specs, policy, seed, tie_break)
     cluster = engine.cluster
     shapes = shapes_of(pods)
     specs = pods.spec.tolist()
-    if compress <= 0:
-        raise InputError(f"must be > 0, got {compress}", field="--compress")
     created = (pods.creation / compress).astype(np.int64).tolist()
     duration = np.where(pods.deletion >= 0, pods.deletion - pods.creation, -1).tolist()
     order = sorted(range(pods.n), key=lambda i: (created[i], i))
@@ -113,6 +123,7 @@ def replay(
                 still.append(i)
         waiting[:] = still
 
+    unschedulable = 0
     k = 0
     while k < len(order) or leaving:
         now = min(
@@ -129,9 +140,13 @@ def replay(
         while k < len(order) and created[order[k]] == now:
             i = order[k]
             k += 1
-            if waiting or not start_pod(i, now):  # first come, first served: no overtaking the queue
+            if not cluster.fits_empty(shapes[i], specs[i]):
+                unschedulable += 1
+            elif not start_pod(i, now):
                 waiting.append(i)
         samples.append((now, cluster.allocated, cluster.fragmentation_milli, len(waiting)))
+        if observe is not None:
+            observe(now, cluster)
     t, alloc, frag, wait = (np.array(c) for c in zip(*samples, strict=True)) if samples else [np.zeros(0)] * 4
     return Timeline(
         policy,
@@ -146,4 +161,5 @@ def replay(
         pods.n,
         time.perf_counter() - start,
         window,
+        unschedulable,
     )
