@@ -355,3 +355,43 @@ def test_the_shipped_scheduler_config_serves_accelsched_only() -> None:
     config = parse_config(yaml.safe_load(configmap["data"]["config.yaml"]), "deploy/scheduler/config.yaml")
     assert set(config.profiles) == {"accelsched"}
     assert (config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds) == (1.0, 10.0)
+
+
+def test_preemption_live_binds_only_what_was_decided_before_the_first_preemptor(live: LiveScheduler) -> None:
+    """Offline the engine evicts victims in memory and places the preemptor at once; live the victims still run
+    until deleted, so the preemptor is nominated instead of bound, and later decisions (made on room that is
+    still taken) go back to the queue."""
+
+    def prio(doc: dict, value: int) -> dict:
+        doc["spec"]["priority"] = value
+        return doc
+
+    objs = {
+        "low": prio(pod("low", 2, node="n1"), 0),
+        "early": prio(pod("early", 1), 200),
+        "high": prio(pod("high", 2), 100),
+        "later": prio(pod("later", 1), 0),
+    }
+    live.pods.store.update({f"default/{name}": obj for name, obj in objs.items()})
+    live.session = None
+    live._rebuild(live_convert.Snapshot(nodes=[node("n1", 2), node("n2", 2)], pods=list(objs.values())))
+    results = live._run([p for p in live.session.inputs.pending])
+    assert [(d.pod.name, d.node) for d in live._decided] == [("early", "n2"), ("high", "n1"), ("later", "n2")]
+    bind, victims = live._preemption(results)
+    assert [d.pod.name for d in bind] == ["early"] and victims == {"default/low"}
+    assert "default/high" in live.unschedulable and "default/later" in live.new_pending and live.dirty
+    live.stopped.set()
+    live._pool.shutdown(wait=True)  # its eviction and nomination requests fail (no server): logged, not raised
+
+
+def test_a_preemptor_is_not_tried_while_its_nominated_node_has_a_terminating_pod(live: LiveScheduler) -> None:
+    victim = pod("low", 2, node="n1")
+    victim["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    preemptor = pod("high", 2)
+    preemptor["status"] = {"nominatedNodeName": "n1"}
+    live.pods.store.update({"default/low": victim, "default/high": preemptor})
+    live._rebuild(live_convert.Snapshot(nodes=[node("n1", 2)], pods=[victim, preemptor]))
+    assert live._pods_for({"default/high": preemptor}, rebuilt=True) == []
+    assert "default/high" in live.unschedulable
+    del victim["metadata"]["deletionTimestamp"]  # gone from terminating: tried again
+    assert [p.name for p in live._pods_for({"default/high": preemptor}, rebuilt=True)] == ["high"]

@@ -325,8 +325,15 @@ class LiveScheduler:
     def _pods_for(self, due: dict[str, JSON], rebuilt: bool) -> list[Pod]:
         """The engine's Pods for the due keys: from the rebuilt session's inputs, or parsed now."""
         pods: list[Pod] = []
+        terminating = self._terminating_nodes() if any(_nominated(o) for o in due.values()) else set()
         for key, obj in due.items():
             if key in self.in_flight or key in self.assumed:
+                continue
+            if _nominated(obj) in terminating:
+                # kube-scheduler's PodEligibleToPreemptOthers: its victims are still terminating; their
+                # deletion (a cluster event) brings it back, and it must not pick more victims meanwhile.
+                with self.lock:
+                    self.unschedulable[key] = obj
                 continue
             if key in self.waiting:
                 self._pool.submit(self.recorder.unschedulable, obj, self.waiting[key])
@@ -348,6 +355,15 @@ class LiveScheduler:
                     continue
             pods.append(pod)
         return pods
+
+    def _terminating_nodes(self) -> set[str]:
+        """Nodes with a pod being deleted (graceful termination in progress)."""
+        with self.lock:
+            return {
+                str(o["spec"].get("nodeName"))
+                for o in self.pods.store.values()
+                if (o.get("metadata") or {}).get("deletionTimestamp") and (o.get("spec") or {}).get("nodeName")
+            }
 
     def _run(self, pods: list[Pod]) -> list[ScheduleResult]:
         """The engine's run over the due pods; the binder only records decisions (bound after the run)."""
@@ -592,6 +608,10 @@ class LiveScheduler:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+def _nominated(obj: JSON) -> str:
+    return str((obj.get("status") or {}).get("nominatedNodeName") or "")
 
 
 def _labels(obj: JSON) -> dict:
