@@ -1,5 +1,6 @@
 """The paper's check on the real trace (integration: it replays the Alibaba openb default trace): at 130% arrived
-GPU demand FGD allocates more GPUs than BestFit, which allocates more than DotProd (median over seeds)."""
+GPU demand FGD allocates more GPUs than BestFit, which allocates more than DotProd, median over the paper's ten
+seeds 42-51."""
 
 from __future__ import annotations
 
@@ -12,19 +13,24 @@ from accelsched.sim.trace import DATA_DIR, trace_paths
 
 pytestmark = pytest.mark.integration
 
+SEEDS = list(range(42, 52))  # the paper's seeds
+# The paper's FGD median at 130% over seeds 42-51: 95.4%, read from its artifact's
+# experiments/analysis/expected_results/analysis_allo_discrete.csv (the data behind its Fig. 7; the range over the
+# seeds is 95.3-95.5%). docs/simulate.md has our figures next to it.
+PAPER_FGD_MEDIAN = 0.954
 
-def test_fgd_beats_bestfit_beats_dotprod_on_the_default_trace():
+
+def test_fgd_beats_bestfit_beats_dotprod_on_the_default_trace_over_ten_seeds():
     assert DATA_DIR.is_dir(), f"the trace is expected at {DATA_DIR} (../shared/data beside the repo)"
     nodes, pods = trace_paths("openb", "default")
-    runs = run_matrix(str(nodes), str(pods), ["fgd", "bestfit", "dotprod"], [42, 43, 44], 1.3)
-    alloc = {
-        p: statistics.median(e.alloc_ratio(1.3) for e in runs if e.policy == p) for p in ("fgd", "bestfit", "dotprod")
-    }
+    policies = ["fgd", "bestfit", "dotprod"]
+    runs = run_matrix(str(nodes), str(pods), policies, SEEDS, 1.3)  # ties as the paper's simulator breaks them
+    assert sorted((e.policy, e.seed) for e in runs) == sorted((p, s) for p in policies for s in SEEDS)
+    alloc = {p: statistics.median(e.alloc_ratio(1.3) for e in runs if e.policy == p) for p in policies}
     assert alloc["fgd"] > alloc["bestfit"] > alloc["dotprod"], alloc
-    # The paper's artifact reports about 95.3% for FGD on this trace; this replay lands within a point of it.
-    assert abs(alloc["fgd"] - 0.953) < 0.01, alloc
-    unallocated = {p: statistics.median(e.unallocated_gpus for e in runs if e.policy == p) for p in alloc}
-    assert unallocated["fgd"] < unallocated["bestfit"] < unallocated["dotprod"]
+    assert abs(alloc["fgd"] - PAPER_FGD_MEDIAN) < 0.005, alloc  # within half a point of the paper's median
+    unallocated = {p: statistics.median(e.unallocated_gpus for e in runs if e.policy == p) for p in policies}
+    assert unallocated["fgd"] < unallocated["bestfit"] < unallocated["dotprod"], unallocated
 
 
 def test_every_pod_list_of_the_folder_loads_and_replays():

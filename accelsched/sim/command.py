@@ -298,7 +298,7 @@ def _inflation(
         notes = [
             f"{pods.n} pods of {Path(pods.source).name} on {nodes.n} nodes ({int(nodes.gpus.sum())} GPUs), "
             f"inflated to {inflation:.0%} of GPU capacity; medians over seeds {seeds[0]}..{seeds[-1]}; "
-            f"ties broken by {tie_break}.",
+            f"tie-break {tie_break}.",
             *([line] if line else []),
             timing,
         ]
@@ -339,7 +339,7 @@ def _print_inflation(con, summaries, nodes, pods, inflation, n_seeds, tie_break)
     header, rows = _rows(summaries)
     title = (
         f"GPU allocation ratio (%) as arrived demand grows, median of {n_seeds} seed(s): "
-        f"{pods.n} pods on {nodes.n} nodes / {int(nodes.gpus.sum())} GPUs, ties by {tie_break}"
+        f"{pods.n} pods on {nodes.n} nodes / {int(nodes.gpus.sum())} GPUs, tie-break {tie_break}"
     )
     _print_table(con, title, header, rows)
 
