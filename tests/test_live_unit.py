@@ -395,3 +395,35 @@ def test_a_preemptor_is_not_tried_while_its_nominated_node_has_a_terminating_pod
     assert "default/high" in live.unschedulable
     del victim["metadata"]["deletionTimestamp"]  # gone from terminating: tried again
     assert [p.name for p in live._pods_for({"default/high": preemptor}, rebuilt=True)] == ["high"]
+
+
+def test_run_with_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: x, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: x, user: u}}]\n"
+    )
+    config = tmp_path / "sched.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: accelsched\n  plugins: {filter: {enabled: [{name: Nope}]}}\n"
+    )
+    broken = tmp_path / "broken-kubeconfig"
+    broken.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    for args, where in (
+        (["--kubeconfig", str(kubeconfig), "--config", str(config)], str(config)),
+        (["--kubeconfig", str(broken)], str(broken)),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "accelsched.cli", "run", "--metrics-port", "0", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 2, proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith(f"accelsched: error: {where}: ")

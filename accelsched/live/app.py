@@ -57,7 +57,8 @@ def run_scheduler(options: RunOptions) -> int:
             election.check()
         except ValueError as exc:
             raise InputError(str(exc), field="--leader-elect-lease-duration") from None
-    scheduler = LiveScheduler(Kube(api_client(options.kubeconfig)), options.config, options.seed, identity, election)
+    kube = Kube(api_client(options.kubeconfig))
+    scheduler = LiveScheduler(kube, options.config, options.seed, identity, election)
     health = HealthServer(scheduler.metrics, scheduler.ready, options.metrics_port, options.metrics_address)
     health.start()
     done = threading.Event()

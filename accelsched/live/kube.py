@@ -19,6 +19,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.watch.watch import iter_resp_lines
 
+from accelsched.errors import InputError
+
 JSON = dict[str, Any]
 
 
@@ -64,13 +66,17 @@ NODE_RESOURCE_TOPOLOGIES = Resource("/apis/topology.node.k8s.io/v1alpha2", "node
 def api_client(kubeconfig: str | None = None, pool_size: int = 32) -> k8s.ApiClient:
     """An ApiClient from ``kubeconfig``, else $KUBECONFIG / ~/.kube/config, else the in-cluster service account."""
     configuration = k8s.Configuration()
-    if kubeconfig:
-        k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    else:
-        try:
-            k8s_config.load_kube_config(client_configuration=configuration)
-        except k8s_config.ConfigException:
-            k8s_config.load_incluster_config(client_configuration=configuration)
+    try:
+        if kubeconfig:
+            k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        else:
+            try:
+                k8s_config.load_kube_config(client_configuration=configuration)
+            except k8s_config.ConfigException:
+                k8s_config.load_incluster_config(client_configuration=configuration)
+    except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
+        where = kubeconfig or "kubeconfig ($KUBECONFIG, ~/.kube/config) or in-cluster service account"
+        raise InputError(f"cannot load cluster credentials: {exc}", source=where) from None
     configuration.connection_pool_maxsize = pool_size  # binds go out from a pool of threads
     configuration.retries = False  # the caller decides about retries (backoff, relist)
     return k8s.ApiClient(configuration)
