@@ -176,68 +176,63 @@ def run(kubeconfig: str, nodes: int, pods: int, workdir: Path, timeout: float = 
 
     namespaces: list[str] = []
     try:
-        return _measure(kube, kubeconfig, pods, workdir, timeout, out, namespaces)
+        for phase, preload in (("e2e", False), ("preloaded", True)):
+            out[phase] = _phase(kube, kubeconfig, phase, pods, preload, workdir, timeout, namespaces)
+            if out[phase]["bound"] < pods:
+                out["failed"] = f"{phase}: {pods - out[phase]['bound']} pods not bound"
+                break
+            # Room again for the next phase: the pods go (nodes stay).
+            kube.request("DELETE", k.PODS.path(namespaces[-1]), {"gracePeriodSeconds": 0})
+            deadline = time.monotonic() + 120
+            while kube.list(k.PODS, namespaces[-1], limit=1)["items"] and time.monotonic() < deadline:
+                time.sleep(0.5)
     finally:
         for ns in namespaces:  # leave the cluster's pods as they were, also after a failure
             kube.request("DELETE", k.PODS.path(ns), {"gracePeriodSeconds": 0})
+    return out
 
 
-def _measure(
-    kube: Kube, kubeconfig: str, pods: int, workdir: Path, timeout: float, out: dict[str, Any], namespaces: list[str]
+def _phase(
+    kube: Kube,
+    kubeconfig: str,
+    phase: str,
+    pods: int,
+    preload: bool,
+    workdir: Path,
+    timeout: float,
+    namespaces: list[str],
 ) -> dict[str, Any]:
-    # End to end: the scheduler running, pods created while it runs.
+    """One measurement in a fresh namespace. End to end: the scheduler runs while the pods are created, first
+    create -> last bind. Preloaded: the pods exist before the scheduler starts, first bind -> last bind."""
     namespace = f"bench-{uuid.uuid4().hex[:8]}"
     namespaces.append(namespace)
     ensure_namespace(kube, namespace)
     watch = BindWatch(kube, namespace)
-    proc, _ = start_scheduler(kubeconfig, workdir / "scheduler-e2e.log")
+    names = {f"{phase}-{i:05d}" for i in range(pods)}
+    if preload:
+        create_pods(kube, namespace, phase, pods)
+    proc, _ = start_scheduler(kubeconfig, workdir / f"scheduler-{phase}.log")
     try:
-        first = create_pods(kube, namespace, "e2e", pods)
-        created = time.monotonic()
-        names = {f"e2e-{i:05d}" for i in range(pods)}
-        ok = watch.wait(names, timeout)
-        last = max(watch.bound.values()) if watch.bound else time.monotonic()
-        out["e2e"] = {
-            "bound": len(names & set(watch.bound)),
-            "seconds": round(last - first, 2),
-            "pods_per_s": round(len(watch.bound) / (last - first), 1) if last > first else 0.0,
+        if not preload:
+            first = create_pods(kube, namespace, phase, pods)
+            created = time.monotonic()
+        watch.wait(names, timeout)
+    finally:
+        stop_scheduler(proc)
+        watch.stop()
+    times = sorted(watch.bound.values())
+    figures: dict[str, Any] = {"bound": len(names & set(watch.bound))}
+    if preload:
+        span = times[-1] - times[0] if len(times) > 1 else 0.0
+        figures |= {"seconds": round(span, 2), "pods_per_s": round((len(times) - 1) / span, 1) if span else 0.0}
+    else:
+        span = (times[-1] if times else time.monotonic()) - first
+        figures |= {
+            "seconds": round(span, 2),
+            "pods_per_s": round(len(times) / span, 1) if span > 0 else 0.0,
             "create_pods_per_s": round(pods / (created - first), 1),
         }
-    finally:
-        stop_scheduler(proc)
-        watch.stop()
-    if not ok:
-        out["failed"] = f"end to end: {pods - out['e2e']['bound']} pods not bound"
-        return out
-    # Room again for the preloaded run: delete the first run's pods.
-    kube.request("DELETE", k.PODS.path(namespace), {"gracePeriodSeconds": 0})
-    deadline = time.monotonic() + 120
-    while kube.list(k.PODS, namespace, limit=1)["items"] and time.monotonic() < deadline:
-        time.sleep(0.5)
-
-    # Preloaded: every pod exists before the scheduler starts.
-    namespace2 = f"bench-{uuid.uuid4().hex[:8]}"
-    namespaces.append(namespace2)
-    ensure_namespace(kube, namespace2)
-    watch = BindWatch(kube, namespace2)
-    create_pods(kube, namespace2, "pre", pods)
-    proc, _ = start_scheduler(kubeconfig, workdir / "scheduler-preloaded.log")
-    try:
-        names = {f"pre-{i:05d}" for i in range(pods)}
-        ok = watch.wait(names, timeout)
-        times = sorted(watch.bound.values())
-        span = times[-1] - times[0] if len(times) > 1 else 0.0
-        out["preloaded"] = {
-            "bound": len(names & set(watch.bound)),
-            "seconds": round(span, 2),
-            "pods_per_s": round((len(times) - 1) / span, 1) if span else 0.0,
-        }
-    finally:
-        stop_scheduler(proc)
-        watch.stop()
-    if not ok:
-        out["failed"] = f"preloaded: {pods - out['preloaded']['bound']} pods not bound"
-    return out
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,8 +15,9 @@ engine. Two things differ from reading files, because a cluster is never all-or-
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from accelsched.api import objects
 from accelsched.api.loader import Document, Inputs, build_inputs
@@ -26,6 +27,7 @@ from accelsched.framework import gang
 from accelsched.live.kube import JSON
 
 SOURCE = "cluster"
+T = TypeVar("T")
 
 
 @dataclass
@@ -51,6 +53,15 @@ class Converted:
 def _describe(doc: JSON, kind: str) -> str:
     meta = doc.get("metadata") or {}
     return objects.describe(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def _parsed(docs: list[JSON], parse: Callable[[JSON, str], T], kind: str, errors: dict[str, str]) -> Iterator[T]:
+    """Each object parsed; one the parser rejects is left out and its error kept."""
+    for doc in docs:
+        try:
+            yield parse(doc, SOURCE)
+        except InputError as exc:
+            errors[_describe(doc, kind)] = str(exc)
 
 
 def _build_cluster(docs: list[Document], errors: dict[str, str]) -> Inputs:
@@ -81,12 +92,7 @@ def convert(snapshot: Snapshot, scheduler_names: Iterable[str] | None = None) ->
     bound: list[Pod] = []
     pending: list[Pod] = []
     orphans: list[str] = []
-    for doc in snapshot.pods:
-        try:
-            pod = objects.parse_pod(doc, SOURCE)
-        except InputError as exc:
-            errors[_describe(doc, "Pod")] = str(exc)
-            continue
+    for pod in _parsed(snapshot.pods, objects.parse_pod, "Pod", errors):
         if pod.terminal:
             continue
         if pod.node_name:
@@ -97,14 +103,7 @@ def convert(snapshot: Snapshot, scheduler_names: Iterable[str] | None = None) ->
         elif names is None or pod.scheduler_name in names:
             pending.append(pod)
 
-    declared: dict[str, gang.PodGroup] = {}
-    for doc in snapshot.pod_groups:
-        try:
-            group = gang.parse_pod_group(doc, SOURCE)
-        except InputError as exc:
-            errors[_describe(doc, "PodGroup")] = str(exc)
-            continue
-        declared[group.key] = group
+    declared = {g.key: g for g in _parsed(snapshot.pod_groups, gang.parse_pod_group, "PodGroup", errors)}
     groups, waiting, pending = gang_view(declared, bound, pending)
     inputs.pods = bound + pending
     inputs.pod_groups = declared
