@@ -40,7 +40,7 @@ def nodes_of(spec):
     pods=st.lists(pod_st, min_size=1, max_size=60),
     leave=st.lists(st.booleans(), min_size=60, max_size=60),
     policy=st.sampled_from(sorted(POLICIES)),
-    tie_break=st.sampled_from(["name", "random"]),
+    tie_break=st.sampled_from(["paper", "name", "random"]),
 )
 def test_replay_never_overcommits_a_gpu(spec, pods, leave, policy, tie_break):
     nodes = nodes_of(spec)
