@@ -233,6 +233,8 @@ def test_events_are_kube_scheduler_shaped() -> None:
     }
     failed = event_body(obj, "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.", "me")
     assert (failed["type"], failed["action"]) == ("Warning", "Scheduling")
+    preempted = event_body(obj, "Preempted", "Preempted by default/q on node n1", "me")
+    assert (preempted["type"], preempted["action"]) == ("Normal", "Preempting")
     assert len(truncate("x" * 5000).encode()) == NOTE_LIMIT
     condition = unschedulable_patch("why", now=0.0)["status"]["conditions"][0]
     assert condition == {

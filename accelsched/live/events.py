@@ -14,7 +14,9 @@ log = logging.getLogger("accelsched.live.events")
 REPORTING_CONTROLLER = "accelsched"
 SCHEDULED = "Scheduled"
 FAILED_SCHEDULING = "FailedScheduling"
+PREEMPTED = "Preempted"
 UNSCHEDULABLE = "Unschedulable"
+ACTIONS = {SCHEDULED: "Binding", PREEMPTED: "Preempting"}  # the Normal events; any other reason is a Warning
 NOTE_LIMIT = 1024  # events.k8s.io/v1 rejects a longer note
 
 
@@ -39,10 +41,10 @@ def event_body(pod: JSON, reason: str, note: str, instance: str, now: float | No
         "eventTime": micro_time(now),
         "reportingController": REPORTING_CONTROLLER,
         "reportingInstance": instance[:128],
-        "action": "Binding" if reason == SCHEDULED else "Scheduling",
+        "action": ACTIONS.get(reason, "Scheduling"),
         "reason": reason,
         "note": truncate(note),
-        "type": "Normal" if reason == SCHEDULED else "Warning",
+        "type": "Normal" if reason in ACTIONS else "Warning",
         "regarding": {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -69,6 +71,18 @@ def unschedulable_patch(message: str, now: float | None = None) -> JSON:
         "reason": UNSCHEDULABLE,
         "message": message,
         "lastProbeTime": None,
+        "lastTransitionTime": micro_time(time.time() if now is None else now)[:19] + "Z",
+    }
+    return {"status": {"conditions": [condition]}}
+
+
+def disruption_patch(scheduler_name: str, message: str, now: float | None = None) -> JSON:
+    """The condition kube-scheduler sets on a victim before deleting it."""
+    condition = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": f"{scheduler_name}: {message}",
         "lastTransitionTime": micro_time(time.time() if now is None else now)[:19] + "Z",
     }
     return {"status": {"conditions": [condition]}}

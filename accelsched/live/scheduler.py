@@ -43,7 +43,14 @@ from accelsched.framework.scheduler import ScheduleResult
 from accelsched.live import convert as live_convert
 from accelsched.live import kube as k
 from accelsched.live.backoff import PodBackoff
-from accelsched.live.events import FAILED_SCHEDULING, SCHEDULED, Recorder, scheduled_message
+from accelsched.live.events import (
+    FAILED_SCHEDULING,
+    PREEMPTED,
+    SCHEDULED,
+    Recorder,
+    disruption_patch,
+    scheduled_message,
+)
 from accelsched.live.informer import Informer
 from accelsched.live.kube import JSON, ApiError, Kube
 from accelsched.live.leaderelection import ElectionConfig, LeaderElector
@@ -436,14 +443,19 @@ class LiveScheduler:
         preemptors = {r.pod.key: r for r in results if r.preempted}
         if not preemptors:
             return self._decided, set()
-        victims = {v.key: v for r in preemptors.values() for v in r.preempted}
+        victims = {
+            v.key: ScheduleResult(v, message=f"Preempted by {key}")
+            for key, r in preemptors.items()
+            for v in r.preempted
+        }
+        victims |= {r.pod.key: r for r in results if r.pod.key in victims}  # the engine's own message
         cut = next((i for i, d in enumerate(self._decided) if d.pod.key in preemptors), len(self._decided))
         unit = gang.group_key(self._decided[cut].pod) if cut < len(self._decided) else None
         while unit is not None and cut > 0 and gang.group_key(self._decided[cut - 1].pod) == unit:
             cut -= 1
         keep, later = self._decided[:cut], self._decided[cut:]
         for victim in victims.values():
-            self._pool.submit(self._evict, victim, preemptors)
+            self._pool.submit(self._evict, victim)
         now = time.monotonic()
         with self.lock:
             self.dirty = True  # the session evicted in memory what still runs
@@ -465,18 +477,21 @@ class LiveScheduler:
         )
         return keep, set(victims)
 
-    def _evict(self, victim: Pod, preemptors: dict[str, ScheduleResult]) -> None:
-        """DELETE the victim (its graceful termination is the kubelet's), only if it is still the same pod."""
-        by = next((key for key, r in preemptors.items() if any(v.key == victim.key for v in r.preempted)), "")
+    def _evict(self, victim: ScheduleResult) -> None:
+        """Mark the victim (DisruptionTarget), then DELETE it, only if it is still the same pod (uid precondition);
+        its graceful termination is the kubelet's. The Preempted event carries the engine's message."""
+        pod = victim.pod
+        obj = self.pods.store.get(pod.key) or pod.raw
         try:
-            body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": victim.uid}}
-            self.kube.request("DELETE", k.PODS.path(victim.namespace, victim.name), body=body)
+            patch = disruption_patch(pod.scheduler_name, victim.message)
+            self.kube.patch(k.PODS, pod.name, patch, pod.namespace, "status")
+            body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": pod.uid}}
+            self.kube.request("DELETE", k.PODS.path(pod.namespace, pod.name), body=body)
         except ApiError as exc:
             if exc.status not in (404, 409):
-                log.warning("cannot delete victim", extra={"pod": victim.key, "error": exc.message})
+                log.warning("cannot delete victim", extra={"pod": pod.key, "error": exc.message})
             return
-        obj = self.pods.store.get(victim.key) or victim.raw
-        self.recorder.event(obj, "Preempted", f"Preempted by {by}")
+        self.recorder.event(obj, PREEMPTED, victim.message)
 
     def _nominate(self, obj: JSON, node: str) -> None:
         meta = obj.get("metadata") or {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from conftest import KubeContext
-from livekit import accel_pod, kube_for, node_of, pod_json, running_scheduler, wait_for
+from livekit import accel_pod, events_for, kube_for, node_of, pod_json, running_scheduler, wait_for
 
 from accelsched.live import kube as k
 from accelsched.live.kube import ApiError
@@ -32,6 +32,12 @@ def test_preemptor_waits_for_its_victim_to_be_gone(kube: KubeContext) -> None:
         wait_for(
             "the victim deleting", lambda: pod_json(api, kube.namespace, "low")["metadata"].get("deletionTimestamp")
         )
+        victim = pod_json(api, kube.namespace, "low")
+        (disruption,) = [c for c in victim["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+        message = f"Preempted by {kube.namespace}/high on node only"  # the offline engine's message
+        assert (disruption["reason"], disruption["message"]) == ("PreemptionByScheduler", f"accelsched: {message}")
+        (event,) = wait_for("the Preempted event", lambda: events_for(api, kube.namespace, "low", "Preempted"))
+        assert (event["type"], event["note"]) == ("Normal", message)
         wait_for(
             "high nominated",
             lambda: pod_json(api, kube.namespace, "high").get("status", {}).get("nominatedNodeName") == "only",
