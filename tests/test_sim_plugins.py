@@ -197,6 +197,8 @@ def test_learned_typical_pods_count_bound_pods_with_their_gpu_spec_and_forget_de
     cluster.forget(a)  # deleted: no longer part of the workload
     typical = learned.typical(cluster, models)
     assert typical.size == 1 and int(typical.milli[0]) == 300 and typical.covered == 1
+    empty, _ = learned_cluster()  # another cluster: counted afresh, nothing of the first one kept
+    assert learned.typical(empty, models).covered == 0
 
 
 def test_learned_typical_pods_recount_only_changed_nodes_and_keep_the_most_common_shapes(monkeypatch):

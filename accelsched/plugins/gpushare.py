@@ -106,11 +106,12 @@ class LearnedShapes:
         self.per_node: dict[int, Counter[Shape]] = {}
         self.counts: Counter[Shape] = Counter()
         self.version = 0
-        self.built: tuple[int, frag.TypicalPods] | None = None
+        self.built: tuple[tuple, frag.TypicalPods] | None = None  # (version and models it was built for, it)
 
     def update(self, cluster: ClusterState) -> None:
         if cluster is not self.cluster or cluster.epoch != self.epoch:
             self.cluster, self.epoch, self.per_node, self.counts = cluster, cluster.epoch, {}, Counter()
+            self.version += 1
             dirty: Iterable[int] = range(cluster.n)
         elif self.seen < len(cluster.changes):
             dirty = set(cluster.changes[self.seen :])
@@ -132,9 +133,10 @@ class LearnedShapes:
 
     def typical(self, cluster: ClusterState, models: list[str]) -> frag.TypicalPods:
         self.update(cluster)
-        if self.built is None or self.built[0] != self.version:
+        key = (self.version, tuple(models))
+        if self.built is None or self.built[0] != key:
             kept = dict(self.counts.most_common(self.MAX_SHAPES))
-            self.built = (self.version, frag.typical_from_counts(kept, models))
+            self.built = (key, frag.typical_from_counts(kept, models))
         return self.built[1]
 
 
