@@ -131,7 +131,6 @@ class LiveScheduler:
         self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
         self.pending_by_key: dict[str, Pod] = {}
-        self._run_ended = 0.0
         self._decided: list[Decision] = []
         self._attempt_started: dict[str, float] = {}
         self._outcomes: queue.SimpleQueue[list[BindOutcome]] = queue.SimpleQueue()
@@ -382,9 +381,7 @@ class LiveScheduler:
         # Pods not due must not be woken inside this run by a queueing hint: a fresh queue per round.
         sort_key = next(iter(self.config.profiles.values())).at("queueSort")[0].sort_key
         scheduler.queue = SchedulingQueue(sort_key, scheduler.hints)
-        results = scheduler.run(pods)
-        self._run_ended = time.monotonic()
-        return results
+        return scheduler.run(pods)
 
     def _observe(self, pod: Pod) -> None:
         self._attempt_started[pod.key] = time.monotonic()
