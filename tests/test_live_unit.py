@@ -299,6 +299,36 @@ def test_our_confirmed_bind_needs_no_rebuild_but_a_foreign_bind_does(live: LiveS
     assert live.dirty
 
 
+def test_a_pod_recreated_under_its_name_during_an_outage_is_a_new_pod_and_frees_the_old_reservation(
+    live: LiveScheduler,
+) -> None:
+    """Our bind of web-0 went out, the watch died before its event came; meanwhile web-0 was deleted and
+    recreated (new uid). The relist reports the old pod deleted and the new one added; the old decision is
+    dropped, so the new pod is scheduled and the old reservation is not accounted."""
+    old = pod("web-0")
+    old["metadata"]["resourceVersion"] = "10"
+    live.pods.store["default/web-0"] = old
+    live.nodes.store["n1"] = node("n1")
+    live.assumed["default/web-0"] = Decision(live_convert.objects.parse_pod(old), "n1", 0.0)
+    new = pod("web-0")
+    new["metadata"].update(uid="uid-NEW", resourceVersion="20")
+    live.pods._replace([new])
+    assert live.new_pending == {"default/web-0": new} and live.assumed == {}
+    (shown,) = live._snapshot().pods
+    assert shown["metadata"]["uid"] == "uid-NEW" and not shown["spec"].get("nodeName")
+    assert [p.uid for p in live._pods_for({"default/web-0": new}, rebuilt=False)] == ["uid-NEW"]
+
+
+def test_an_assumed_decision_is_used_only_for_the_pod_with_its_uid(live: LiveScheduler) -> None:
+    old = pod("web-0")
+    live.assumed["default/web-0"] = Decision(live_convert.objects.parse_pod(old), "n1", 0.0)
+    new = pod("web-0")
+    new["metadata"]["uid"] = "uid-NEW"
+    live.pods.store["default/web-0"] = new  # the watch saw only the new pod (its DELETED event lost)
+    (shown,) = live._snapshot().pods
+    assert not shown["spec"].get("nodeName") and live.assumed == {}
+
+
 def test_assumed_pods_are_accounted_as_bound_with_their_devices() -> None:
     obj = pod("p")
     decision = Decision(live_convert.objects.parse_pod(obj), "n1", 0.0, {"accelsched.io/devices": '{"x": ["a"]}'})

@@ -127,6 +127,11 @@ class Informer:
                 old = self.store.get(key)
                 if old is not None and _rv(old) == _rv(obj):
                     continue
+                if old is not None and _uid(old) != _uid(obj):
+                    # Deleted and recreated under the same name while we were away: two objects, not one
+                    # modified (client-go's DeletedFinalStateUnknown + Add); the old one's state must go.
+                    self.handler("DELETED", old, old)
+                    old = None
                 self.store[key] = obj
                 self.handler("MODIFIED" if old is not None else "ADDED", obj, old)
 
@@ -171,3 +176,7 @@ class Informer:
 
 def _rv(obj: JSON) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def _uid(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("uid", ""))

@@ -123,7 +123,7 @@ class LiveScheduler:
         self.unschedulable: dict[str, JSON] = {}  # tried, failed, waiting for a cluster event
         self.backing_off: dict[str, JSON] = {}  # failed, woken by an event, waiting out their backoff
         self.assumed: dict[str, Decision] = {}  # decided (binding or bound) but not yet seen bound in the cache
-        self.in_flight: set[str] = set()  # binding now
+        self.in_flight: set[str] = set()  # uids of the pods binding now
         # Unschedulable pods rejected by a plugin with a queueing hint: a bind of ours may make them fit.
         self.hinted: dict[str, tuple[Pod, frozenset[str]]] = {}
 
@@ -204,12 +204,16 @@ class LiveScheduler:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
         node = (obj.get("spec") or {}).get("nodeName")
+        uid = str(meta.get("uid"))
         if kind == "DELETED":
             for pool in (self.new_pending, self.unschedulable, self.backing_off):
                 pool.pop(key, None)
-            self.backoff.forget(str(meta.get("uid")))
-            self.assumed.pop(key, None)
-            if node or key in self.in_flight:
+            self.backoff.forget(uid)
+            decision = self.assumed.get(key)
+            if decision is not None and decision.pod.uid == uid:
+                del self.assumed[key]
+                self._cluster_event()  # its reservation is free again
+            if node or uid in self.in_flight:
                 self._cluster_event()  # its capacity is free again
             elif gang.POD_GROUP_LABEL in (meta.get("labels") or {}):
                 self.dirty = True
@@ -217,8 +221,8 @@ class LiveScheduler:
         if node:
             for pool in (self.new_pending, self.unschedulable, self.backing_off):
                 pool.pop(key, None)
-            decision = self.assumed.get(key)
-            if decision is not None and decision.node == node and decision.pod.uid == meta.get("uid"):
+            decision = self._assumed(key, uid)
+            if decision is not None and decision.node == node:
                 del self.assumed[key]  # our own bind, confirmed: the session has it already
                 return
             if old is None or (old.get("spec") or {}) != (obj.get("spec") or {}) or _labels(old) != _labels(obj):
@@ -226,6 +230,7 @@ class LiveScheduler:
                 self.dirty = True  # bound by someone else, or a bound pod changed
                 self.wake.set()
             return
+        self._assumed(key, uid)  # a decision for an earlier pod of this name is stale
         if (obj.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
             return
         if old is not None and (old.get("spec") or {}) == obj.get("spec") and _labels(old) == _labels(obj):
@@ -240,6 +245,17 @@ class LiveScheduler:
         if gang.POD_GROUP_LABEL in (meta.get("labels") or {}):
             self._cluster_event()  # a new member: its waiting gang may now have minMember pods
         self.wake.set()
+
+    def _assumed(self, key: str, uid: str) -> Decision | None:
+        """The assumed decision for this very pod: matched by uid, since a pod deleted and recreated under the
+        same name (a StatefulSet's) is another pod. A decision for an earlier pod of the name is stale: it is
+        dropped and its reservation freed (rebuild), and the new pod is scheduled on its own."""
+        decision = self.assumed.get(key)
+        if decision is not None and decision.pod.uid != uid:
+            del self.assumed[key]
+            self._cluster_event()
+            return None
+        return decision
 
     # ------------------------------------------------------------------------------------ the loop
 
@@ -302,7 +318,7 @@ class LiveScheduler:
         """The cache's objects, with the assumed pods shown bound (their bind may not be visible yet)."""
         pods = []
         for key, obj in self.pods.store.items():
-            decision = self.assumed.get(key)
+            decision = self._assumed(key, str((obj.get("metadata") or {}).get("uid")))
             if decision is not None and not (obj.get("spec") or {}).get("nodeName"):
                 obj = _as_bound(obj, decision)
             pods.append(obj)
@@ -333,8 +349,10 @@ class LiveScheduler:
         pods: list[Pod] = []
         terminating = self._terminating_nodes() if any(_nominated(o) for o in due.values()) else set()
         for key, obj in due.items():
-            if key in self.in_flight or key in self.assumed:
-                continue
+            uid = str((obj.get("metadata") or {}).get("uid"))
+            with self.lock:
+                if uid in self.in_flight or self._assumed(key, uid) is not None:
+                    continue
             if _nominated(obj) in terminating:
                 # kube-scheduler's PodEligibleToPreemptOthers: its victims are still terminating; their
                 # deletion (a cluster event) brings it back, and it must not pick more victims meanwhile.
@@ -409,7 +427,7 @@ class LiveScheduler:
         with self.lock:
             for d in bind:
                 self.assumed[d.pod.key] = d
-                self.in_flight.add(d.pod.key)
+                self.in_flight.add(d.pod.uid)
         for unit in units.values():
             self._pool.submit(self._bind_unit, unit)
         self._wake_hinted([d.pod for d in bind])
@@ -580,7 +598,7 @@ class LiveScheduler:
                 pod = o.decision.pod
                 name = pod.scheduler_name
                 with self.lock:
-                    self.in_flight.discard(pod.key)
+                    self.in_flight.discard(pod.uid)
                 if not o.reason:
                     self.bound_total += 1
                     self.metrics.binds.labels("bound").inc()
