@@ -429,6 +429,34 @@ def test_a_preemptor_is_not_tried_while_its_nominated_node_has_a_terminating_pod
     assert [p.name for p in live._pods_for({"default/high": preemptor}, rebuilt=True)] == ["high"]
 
 
+def test_a_nominated_pod_holds_its_room_against_pods_of_lower_or_equal_priority(live: LiveScheduler) -> None:
+    """kube-scheduler's RunFilterPluginsWithNominatedPods: the room a preemptor's victims freed is not taken by a
+    pod of lower or equal priority arriving meanwhile (a preemption cascade); a higher-priority pod may."""
+
+    def prio(doc: dict, value: int) -> dict:
+        doc["spec"]["priority"] = value
+        return doc
+
+    high = prio(pod("high"), 1000)
+    high["status"] = {"nominatedNodeName": "n1"}
+    objs = {"high": high, "late": prio(pod("late"), 0), "peer": prio(pod("peer"), 1000), "top": prio(pod("top"), 2000)}
+    live.pods.store.update({f"default/{name}": obj for name, obj in objs.items()})
+    snapshot = live_convert.Snapshot(nodes=[node("n1", 1)], pods=list(objs.values()))
+
+    def placed(*names: str) -> dict[str, str | None]:
+        live._rebuild(snapshot)
+        pods = [p for p in live.session.inputs.pending if p.name in names]
+        results = live._run(pods, live._nominations())
+        assert not live.session.cluster.pod_node.keys() - {f"default/{r.pod.name}" for r in results if r.scheduled}
+        return {r.pod.name: r.node for r in results}
+
+    assert placed("late") == {"late": None} and placed("peer") == {"peer": None}
+    assert placed("top") == {"top": "n1"}  # higher than the nominated pod: not held back by it
+    assert placed("high", "late") == {"high": "n1", "late": None}  # the preemptor takes its own room
+    high["status"] = {}
+    assert placed("late") == {"late": "n1"}  # no nomination, nothing held
+
+
 def test_run_with_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     import subprocess
     import sys

@@ -55,6 +55,7 @@ from accelsched.live.informer import Informer
 from accelsched.live.kube import JSON, ApiError, Kube
 from accelsched.live.leaderelection import ElectionConfig, LeaderElector
 from accelsched.live.metrics import Metrics
+from accelsched.live.nominator import Nomination, Nominator
 from accelsched.topology import allocator
 
 log = logging.getLogger("accelsched.live")
@@ -132,6 +133,7 @@ class LiveScheduler:
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
         self.pending_by_key: dict[str, Pod] = {}
         self._decided: list[Decision] = []
+        self._nominator: Nominator | None = None
         self._attempt_started: dict[str, float] = {}
         self._outcomes: queue.SimpleQueue[list[BindOutcome]] = queue.SimpleQueue()
         self._pool = concurrent.futures.ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
@@ -196,6 +198,9 @@ class LiveScheduler:
     def _cluster_event(self) -> None:
         """Something that can make a Pending pod fit happened: rebuild, and wake the unschedulable pods."""
         self.dirty = True
+        self._wake_unschedulable()
+
+    def _wake_unschedulable(self) -> None:
         self.backing_off.update(self.unschedulable)
         self.unschedulable.clear()
         self.wake.set()
@@ -215,6 +220,8 @@ class LiveScheduler:
                 self._cluster_event()  # its reservation is free again
             if node or uid in self.in_flight:
                 self._cluster_event()  # its capacity is free again
+            elif _nominated(obj):
+                self._wake_unschedulable()  # the room its nomination held
             elif gang.POD_GROUP_LABEL in (meta.get("labels") or {}):
                 self.dirty = True
             return
@@ -238,6 +245,8 @@ class LiveScheduler:
             for pool in (self.new_pending, self.unschedulable, self.backing_off):
                 if key in pool:
                     pool[key] = obj
+            if _nominated(old) not in ("", _nominated(obj)):
+                self._wake_unschedulable()  # the room its nomination held is free for others again
             return
         for pool in (self.unschedulable, self.backing_off):
             pool.pop(key, None)
@@ -310,7 +319,7 @@ class LiveScheduler:
             return 0
         assert self.session is not None
         pods = self._pods_for(due, rebuilt=snapshot is not None)
-        results = self._run(pods)
+        results = self._run(pods, self._nominations())
         self._dispatch(results)
         return len(results)
 
@@ -389,24 +398,61 @@ class LiveScheduler:
                 if (o.get("metadata") or {}).get("deletionTimestamp") and (o.get("spec") or {}).get("nodeName")
             }
 
-    def _run(self, pods: list[Pod]) -> list[ScheduleResult]:
-        """The engine's run over the due pods; the binder only records decisions (bound after the run)."""
+    def _nominations(self) -> list[Nomination]:
+        """The pending pods of ours nominated to a node (preemptors waiting for their victims to go), each
+        parsed afresh: they hold their nominated node's room in this run (``live.nominator``)."""
+        assert self.session is not None
+        index = self.session.cluster.index
+        out: list[Nomination] = []
+        with self.lock:
+            for key, obj in self.pods.store.items():
+                meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+                node = _nominated(obj)
+                if not node or node not in index or spec.get("nodeName") or meta.get("deletionTimestamp"):
+                    continue
+                if spec.get("schedulerName") not in self.scheduler_names or key in self.assumed:
+                    continue
+                try:
+                    out.append(Nomination(objects.parse_pod(obj, live_convert.SOURCE), index[node]))
+                except InputError:
+                    continue
+        return out
+
+    def _run(self, pods: list[Pod], nominations: list[Nomination] | None = None) -> list[ScheduleResult]:
+        """The engine's run over the due pods; the binder only records decisions (bound after the run).
+        Nominated pods hold their room for the cycles of pods of lower or equal priority."""
         assert self.session is not None
         scheduler = self.session.scheduler
         self._decided = []
         self._attempt_started = {}
+        self._nominator = nominator = Nominator(scheduler, nominations or [])
         scheduler.observer = self._observe
+        run_gang = type(scheduler).schedule_gang
+
+        def schedule_gang(group: gang.PodGroup, members: list[Pod]) -> list[ScheduleResult]:
+            nominator.before_cycle(min(m.priority for m in members), {m.uid for m in members})
+            return run_gang(scheduler, group, members)
+
+        scheduler.schedule_gang = schedule_gang  # type: ignore[method-assign]
         # Pods not due must not be woken inside this run by a queueing hint: a fresh queue per round.
         sort_key = next(iter(self.config.profiles.values())).at("queueSort")[0].sort_key
         scheduler.queue = SchedulingQueue(sort_key, scheduler.hints)
-        return scheduler.run(pods)
+        try:
+            return scheduler.run(pods)
+        finally:
+            nominator.clear()  # between runs the session holds bound and assumed pods only
+            self._nominator = None
 
     def _observe(self, pod: Pod) -> None:
         self._attempt_started[pod.key] = time.monotonic()
+        if self._nominator is not None:
+            self._nominator.before_cycle(pod.priority, {pod.uid})
 
     def _decide(self, pod: Pod, node: str) -> str | None:
         """DefaultBinder's binder in live mode: record the decision; the API call happens after the run."""
         pod.node_name = node
+        if self._nominator is not None:
+            self._nominator.decided_pod(pod.uid)
         annotations = (pod.raw.get("metadata") or {}).get("annotations") or {}
         decision = Decision(
             pod,
@@ -448,6 +494,8 @@ class LiveScheduler:
                         self.hinted[r.pod.key] = (r.pod, plugins)
             if obj is not None:
                 self._pool.submit(self._record_failure, obj, r.message)
+                if _nominated(obj):  # it gave up its nominated node: PostFilter found no room (kube-scheduler's
+                    self._pool.submit(self._nominate, obj, None)  # NominatedNodeName "" in ModeOverride)
 
     def _preemption(self, results: list[ScheduleResult]) -> tuple[list[Decision], set[str]]:
         """Preemption as kube-scheduler does it live: the victims are deleted through the API and the preemptor
@@ -508,7 +556,8 @@ class LiveScheduler:
             return
         self.recorder.event(obj, PREEMPTED, victim.message)
 
-    def _nominate(self, obj: JSON, node: str) -> None:
+    def _nominate(self, obj: JSON, node: str | None) -> None:
+        """Set (or with None clear) ``status.nominatedNodeName``, as kube-scheduler's updatePod does."""
         meta = obj.get("metadata") or {}
         try:
             self.kube.patch(
@@ -584,6 +633,8 @@ class LiveScheduler:
             return BindOutcome(d, exc, reason)
         obj = self.pods.store.get(pod.key) or pod.raw
         self.recorder.event(obj, SCHEDULED, scheduled_message(pod.namespace, pod.name, d.node))
+        if _nominated(obj) not in ("", d.node):
+            self._nominate(obj, None)  # landed elsewhere: it no longer holds room on its nominated node
         return BindOutcome(d)
 
     def _drain_outcomes(self) -> None:

@@ -14,13 +14,17 @@ from accelsched.live.kube import ApiError
 PRIORITY_CLASSES = k.Resource("/apis/scheduling.k8s.io/v1", "priorityclasses", namespaced=False)
 
 
-def test_preemptor_waits_for_its_victim_to_be_gone(kube: KubeContext) -> None:
-    api = kube_for(kube.kubeconfig)
+def high_priority_class(api: k.Kube) -> None:
     try:
         api.create(PRIORITY_CLASSES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                       "metadata": {"name": "live-high"}, "value": 1000})  # fmt: skip
     except ApiError as exc:
         assert exc.status == 409
+
+
+def test_preemptor_waits_for_its_victim_to_be_gone(kube: KubeContext) -> None:
+    api = kube_for(kube.kubeconfig)
+    high_priority_class(api)
     kube.make_node("only", capacity={"qualcomm.com/ai-accelerator": 1})
     with running_scheduler(kube.kubeconfig):
         api.create(k.PODS, accel_pod("low", kube.namespace), kube.namespace)
@@ -46,3 +50,27 @@ def test_preemptor_waits_for_its_victim_to_be_gone(kube: KubeContext) -> None:
         assert node_of(api, kube.namespace, "high") == ""  # not bound while the victim holds the card
         api.request("DELETE", k.PODS.path(kube.namespace, "low"), {"gracePeriodSeconds": 0})  # the kubelet's part
         assert wait_for("high bound", lambda: node_of(api, kube.namespace, "high"), timeout=30) == "only"
+
+
+def test_room_freed_by_preemption_is_held_for_the_preemptor(kube: KubeContext) -> None:
+    """A lower-priority pod arriving while the preemptor waits must not take the freed room (and be preempted in
+    turn): the nominated pod holds its node, as kube-scheduler's nominator does."""
+    api = kube_for(kube.kubeconfig)
+    high_priority_class(api)
+    kube.make_node("only", capacity={"qualcomm.com/ai-accelerator": 1})
+    ns = kube.namespace
+    with running_scheduler(kube.kubeconfig):
+        api.create(k.PODS, accel_pod("low", ns), ns)
+        wait_for("low bound", lambda: node_of(api, ns, "low"))
+        high = accel_pod("high", ns)
+        high["spec"]["priorityClassName"] = "live-high"
+        api.create(k.PODS, high, ns)
+        wait_for("high nominated", lambda: pod_json(api, ns, "high").get("status", {}).get("nominatedNodeName"))
+        api.request("DELETE", k.PODS.path(ns, "low"), {"gracePeriodSeconds": 0})  # a fast kubelet
+        api.create(k.PODS, accel_pod("late-low", ns), ns)
+        assert wait_for("high bound", lambda: node_of(api, ns, "high"), timeout=30) == "only"
+        time.sleep(1.0)
+        late = pod_json(api, ns, "late-low")
+        assert not late["spec"].get("nodeName") and not late["metadata"].get("deletionTimestamp")
+        events = wait_for("late-low's FailedScheduling", lambda: events_for(api, ns, "late-low", "FailedScheduling"))
+        assert all("Insufficient qualcomm.com/ai-accelerator" in e["note"] for e in events)
