@@ -329,6 +329,64 @@ def test_an_assumed_decision_is_used_only_for_the_pod_with_its_uid(live: LiveSch
     assert not shown["spec"].get("nodeName") and live.assumed == {}
 
 
+def test_an_informer_that_loses_its_server_is_not_watching_until_it_relists() -> None:
+    import threading
+
+    from accelsched.live.informer import Informer
+
+    informer = Informer(unreachable(), PODS, lambda *_: None, threading.RLock(), backoff=Backoff(0.01, 0.05))
+    informer.synced.set()
+    informer.watching.set()  # as if it had listed before the server went away
+    informer.start()
+    try:
+        assert _eventually(lambda: not informer.watching.is_set())
+        assert informer.synced.is_set()  # listed once; only the "current" state is lost
+    finally:
+        informer.stop()
+
+
+def test_nothing_is_decided_while_a_watch_is_down_and_a_lost_bind_answer_keeps_the_reservation(
+    live: LiveScheduler,
+) -> None:
+    """The loop holds while any cache is not watching; a bind answered with a transport error may have been
+    done, so the pod stays assumed (its room held) until the server answers a GET (here it never does)."""
+    import threading
+
+    live.nodes.store["n1"] = node("n1")
+    live.pods.store["default/p"] = obj = pod("p")
+    live.new_pending["default/p"] = obj
+    for informer in live.informers:
+        informer.synced.set()
+        informer.watching.set()
+    live.pods.watching.clear()  # the pods watch is down
+    live._thread = threading.Thread(target=live._loop, daemon=True)
+    live._thread.start()
+    try:
+        assert not live.watching
+        assert not _eventually(lambda: live.assumed, timeout=0.5) and "default/p" in live.new_pending
+        live.pods.watching.set()  # relisted
+        assert _eventually(lambda: "default/p" in live.assumed)
+        assert not _eventually(lambda: "default/p" not in live.assumed or live.backing_off, timeout=0.8)
+        assert live.in_flight == {"uid-p"}
+    finally:
+        live.stop()
+
+
+def unreachable() -> Kube:
+    return Kube(k8s.ApiClient(k8s.Configuration(host="http://127.0.0.1:9")), timeout=2.0)
+
+
+def _eventually(condition, timeout: float = 5.0) -> bool:
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return bool(condition())
+
+
 def test_assumed_pods_are_accounted_as_bound_with_their_devices() -> None:
     obj = pod("p")
     decision = Decision(live_convert.objects.parse_pod(obj), "n1", 0.0, {"accelsched.io/devices": '{"x": ["a"]}'})

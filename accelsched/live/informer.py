@@ -57,7 +57,10 @@ class Informer:
         self.backoff = backoff or Backoff(0.2, 5.0)
         self.query = query
         self.store: dict[str, JSON] = {}
-        self.synced = threading.Event()
+        self.synced = threading.Event()  # listed once: the cache has been complete at least once
+        # Listed and watching: the cache is current. Cleared when a list or watch fails, set again by the relist;
+        # the scheduler decides and binds only while every informer's is set (its cache may be stale otherwise).
+        self.watching = threading.Event()
         self.absent = False
         self.resource_version = ""
         self.relists = 0  # how many times the store was rebuilt from a list (410 Gone, errors)
@@ -75,13 +78,13 @@ class Informer:
         while not self._stop.is_set():
             try:
                 self._list()
-                self.backoff.reset()
                 if self.absent:
                     self._stop.wait(self.absent_retry)
                     continue
                 while not self._stop.is_set() and self._watch():
-                    pass  # the watch timed out normally: resume from the last version seen
+                    self.backoff.reset()  # the watch timed out normally: resume from the last version seen
             except ApiError as exc:
+                self.watching.clear()
                 if self._stop.is_set():
                     return
                 if exc.status == 410:  # the version we asked for is compacted away: relist at once
@@ -108,6 +111,7 @@ class Informer:
                 self.absent = True
                 self._replace([])
                 self.synced.set()
+                self.watching.set()
                 return
             raise
         self.absent = False
@@ -115,6 +119,7 @@ class Informer:
         self.resource_version = str((out.get("metadata") or {}).get("resourceVersion", ""))
         self.relists += 1
         self.synced.set()
+        self.watching.set()
 
     def _replace(self, items: list[JSON]) -> None:
         """The list is the truth: add/modify what it has, delete what it lacks (deleted while we were away)."""
@@ -136,7 +141,8 @@ class Informer:
                 self.handler("MODIFIED" if old is not None else "ADDED", obj, old)
 
     def _watch(self) -> bool:
-        """Apply watch events; True when the watch ended normally (resume), False to relist (410 Gone)."""
+        """Apply watch events; True when the watch ended normally (resume). An ERROR event raises ApiError with
+        its code: 410 Gone relists at once, anything else after the backoff (never a tight relist loop)."""
         for event in self.kube.watch(self.resource, self.resource_version, self.watch_timeout, **self.query):
             if self._stop.is_set():
                 return False
@@ -147,7 +153,7 @@ class Informer:
                     "watch error; relisting",
                     extra={"resource": self.resource.plural, "code": code, "error": obj.get("message")},
                 )
-                return False
+                raise ApiError(int(code or 0), str(obj.get("message") or "watch error"), str(obj.get("reason") or ""))
             rv = _rv(obj)
             if rv:
                 self.resource_version = rv

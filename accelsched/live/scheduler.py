@@ -42,7 +42,7 @@ from accelsched.framework.queue import SchedulingQueue
 from accelsched.framework.scheduler import ScheduleResult
 from accelsched.live import convert as live_convert
 from accelsched.live import kube as k
-from accelsched.live.backoff import PodBackoff
+from accelsched.live.backoff import Backoff, PodBackoff
 from accelsched.live.events import (
     FAILED_SCHEDULING,
     PREEMPTED,
@@ -172,6 +172,12 @@ class LiveScheduler:
         return all(i.synced.is_set() for i in self.informers)
 
     @property
+    def watching(self) -> bool:
+        """Every cache listed and watching: while one is down (relisting, server away) it may be stale, so
+        nothing is decided or bound until it has relisted."""
+        return all(i.watching.is_set() for i in self.informers)
+
+    @property
     def leading(self) -> bool:
         return self.elector is None or self.elector.leading.is_set()
 
@@ -269,14 +275,20 @@ class LiveScheduler:
     # ------------------------------------------------------------------------------------ the loop
 
     def _loop(self) -> None:
+        held = True
         while not self.stopped.is_set():
             self.wake.wait(timeout=self._next_wake())
             self.wake.clear()
             if self.stopped.is_set():
                 return
             self._drain_outcomes()
-            if not self.synced or not self.leading:
+            if not self.synced or not self.watching or not self.leading:
+                held = True
                 continue
+            if held:  # every cache relisted after an outage: rebuild from it before deciding anything
+                held = False
+                with self.lock:
+                    self.dirty = True
             try:
                 self.schedule_pending()
             except Exception:  # a bug must not kill the loop silently: log it, rebuild, go on
@@ -603,6 +615,8 @@ class LiveScheduler:
     def _bind_unit(self, unit: list[Decision]) -> None:
         outcomes: list[BindOutcome] = []
         try:
+            while not self.watching and not self.stopped.is_set():
+                self.stopped.wait(0.05)  # the check below needs a current cache: wait for the relist
             problems = {d.pod.key: self._check(d) for d in unit}
             if any(problems.values()):  # all or nothing: one member gone and the unit is not bound at all
                 outcomes = [BindOutcome(d, None, problems[d.pod.key] or "gang-member-gone") for d in unit]
@@ -627,6 +641,8 @@ class LiveScheduler:
             # The devices chosen at Reserve travel on the Binding (for the device plugin and later accounting).
             self.kube.bind(pod.namespace, pod.name, d.node, pod.uid, d.annotations)
         except ApiError as exc:
+            if exc.status == 0 or exc.status >= 500:
+                return self._confirm(d, exc)
             reason = {404: "gone", 409: "conflict"}.get(exc.status, "error")
             if exc.status == 409 and "uid" in exc.message.lower():
                 reason = "gone"  # precondition failed: a different pod now has this name
@@ -636,6 +652,29 @@ class LiveScheduler:
         if _nominated(obj) not in ("", d.node):
             self._nominate(obj, None)  # landed elsewhere: it no longer holds room on its nominated node
         return BindOutcome(d)
+
+    def _confirm(self, d: Decision, error: ApiError) -> BindOutcome:
+        """A bind answered with a transport error or a 5xx may have been done (the answer lost): forgetting the
+        reservation could give its room to another pod while this one is bound there. The pod stays assumed (in
+        flight) until the server says which, by GETting it with a backoff until it answers."""
+        pod = d.pod
+        backoff = Backoff(0.2, 5.0)
+        while not self.stopped.is_set():
+            try:
+                obj = self.kube.get(k.PODS, pod.name, pod.namespace)
+            except ApiError as exc:
+                if exc.status == 404:
+                    return BindOutcome(d, exc, "gone")
+                self.stopped.wait(backoff.next())
+                continue
+            if (obj.get("metadata") or {}).get("uid") != pod.uid:
+                return BindOutcome(d, error, "gone")
+            node = (obj.get("spec") or {}).get("nodeName")
+            if node == d.node:  # our bind went through
+                self.recorder.event(obj, SCHEDULED, scheduled_message(pod.namespace, pod.name, d.node))
+                return BindOutcome(d)
+            return BindOutcome(d, error, "conflict" if node else "error")
+        return BindOutcome(d, error, "unconfirmed")  # stopping: the reservation dies with the process
 
     def _drain_outcomes(self) -> None:
         """Apply finished bindings: successes counted; failures undo the reservation (rebuild) and retry."""

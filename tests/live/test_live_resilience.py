@@ -7,11 +7,13 @@ import json
 import threading
 import time
 
+import pytest
 from conftest import KubeContext
 from livekit import accel_pod, kube_for, node_of, running_scheduler, wait_for
 
 from accelsched.live import kube as k
 from accelsched.live.informer import Informer
+from accelsched.live.kube import ApiError
 
 ACCEL = "qualcomm.com/ai-accelerator"
 
@@ -33,7 +35,12 @@ def test_api_server_killed_and_restarted_mid_run(kube: KubeContext) -> None:
         wait_for("some pods bound", lambda: scheduler.bound_total >= 5, timeout=30, every=0.01)
         cp.stop_apiserver()
         relists = scheduler.pods.relists
-        threading.Event().wait(2.0)  # the scheduler keeps trying while the server is away
+        wait_for("the watches seen down", lambda: not scheduler.watching, timeout=30, every=0.01)
+        rounds: list[int] = []
+        run = scheduler._run
+        scheduler._run = lambda pods, nominations=None: rounds.append(len(pods)) or run(pods, nominations)
+        threading.Event().wait(2.0)  # the scheduler keeps reconnecting while the server is away...
+        assert rounds == []  # ...but decides nothing on its stale cache
         cp.start_apiserver()
         api = kube_for(kube.kubeconfig)
         for i in range(40, 60):
@@ -45,6 +52,8 @@ def test_api_server_killed_and_restarted_mid_run(kube: KubeContext) -> None:
             every=0.5,
         )
         assert scheduler.pods.relists > relists  # it resynced from a fresh list after the restart
+        # A bind whose answer was lost was confirmed, not decided again (which would end in 409 Conflict).
+        assert not scheduler.metrics.registry.get_sample_value("accelsched_binds_total", {"outcome": "conflict"})
     pods = api.list(k.PODS, kube.namespace)["items"]
     assert len(pods) == 60
     per_node: dict[str, list[str]] = {}
@@ -52,6 +61,8 @@ def test_api_server_killed_and_restarted_mid_run(kube: KubeContext) -> None:
         per_node.setdefault(p["spec"]["nodeName"], []).extend(
             json.loads(p["metadata"]["annotations"]["accelsched.io/devices"])[ACCEL]
         )
+    double = {n: sorted({i for i in ids if ids.count(i) > 1}) for n, ids in per_node.items()}
+    assert not any(double.values()), f"devices double-booked: {double}"
     # 60 cards for 60 pods: every card taken exactly once (no double booking, nothing leaked by a lost bind).
     assert {n: sorted(ids) for n, ids in per_node.items()} == {
         f"r{i}": sorted(f"ai-accelerator-{j}" for j in range(20)) for i in range(3)
@@ -71,7 +82,9 @@ def test_watch_from_an_expired_version_relists(kube: KubeContext) -> None:
     assert {name for _, name in seen} >= {"stays", "goes"}
     _delete_pod(api, kube.namespace, "goes")
     informer.resource_version = "1"  # long compacted out of the watch cache
-    assert informer._watch() is False  # the server said 410 Gone: relist, do not resume
+    with pytest.raises(ApiError) as gone:
+        informer._watch()
+    assert gone.value.status == 410  # the server said 410 Gone: relist (at once), do not resume
     seen.clear()
     informer._list()
     assert ("DELETED", "goes") in seen
