@@ -262,6 +262,28 @@ def test_pending_pods_of_other_schedulers_are_ignored(live: LiveScheduler) -> No
     assert list(live.new_pending) == ["default/mine"]
 
 
+def test_scheduling_gated_pods_are_not_queued_until_their_gates_are_removed(live: LiveScheduler) -> None:
+    gated = pod("g")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    live._on_pod("ADDED", gated, None)
+    live._on_pod("MODIFIED", {**gated, "status": {"phase": "Pending"}}, gated)  # a status update: still gated
+    assert live.new_pending == {} and list(live.gated) == ["default/g"]
+    live._pending_gauge()
+    assert live.metrics.registry.get_sample_value("scheduler_pending_pods", {"queue": "gated"}) == 1
+    ungated = {**gated, "spec": {k: v for k, v in gated["spec"].items() if k != "schedulingGates"}}
+    live._on_pod("MODIFIED", ungated, gated)
+    assert list(live.new_pending) == ["default/g"] and live.gated == {}
+
+
+def test_waiting_gang_members_count_as_gated_only(live: LiveScheduler) -> None:
+    live.waiting = {"default/a": "pod group default/g has 1 of minMember 2 pods; waiting for the rest"}
+    live.unschedulable = {"default/a": pod("a"), "default/b": pod("b")}
+    live._pending_gauge()
+    value = live.metrics.registry.get_sample_value
+    assert value("scheduler_pending_pods", {"queue": "gated"}) == 1
+    assert value("scheduler_pending_pods", {"queue": "unschedulable"}) == 1
+
+
 def test_our_own_status_update_does_not_requeue_an_unschedulable_pod(live: LiveScheduler) -> None:
     obj = pod("p")
     live.unschedulable["default/p"] = obj

@@ -123,6 +123,7 @@ class LiveScheduler:
         self.new_pending: dict[str, JSON] = {}  # pending pods not tried since they arrived or changed
         self.unschedulable: dict[str, JSON] = {}  # tried, failed, waiting for a cluster event
         self.backing_off: dict[str, JSON] = {}  # failed, woken by an event, waiting out their backoff
+        self.gated: dict[str, JSON] = {}  # pending pods with spec.schedulingGates: not tried until they have none
         self.assumed: dict[str, Decision] = {}  # decided (binding or bound) but not yet seen bound in the cache
         self.in_flight: set[str] = set()  # uids of the pods binding now
         # Unschedulable pods rejected by a plugin with a queueing hint: a bind of ours may make them fit.
@@ -217,7 +218,7 @@ class LiveScheduler:
         node = (obj.get("spec") or {}).get("nodeName")
         uid = str(meta.get("uid"))
         if kind == "DELETED":
-            for pool in (self.new_pending, self.unschedulable, self.backing_off):
+            for pool in (self.new_pending, self.unschedulable, self.backing_off, self.gated):
                 pool.pop(key, None)
             self.backoff.forget(uid)
             decision = self.assumed.get(key)
@@ -246,6 +247,14 @@ class LiveScheduler:
         self._assumed(key, uid)  # a decision for an earlier pod of this name is stale
         if (obj.get("spec") or {}).get("schedulerName") not in self.scheduler_names:
             return
+        if (obj.get("spec") or {}).get("schedulingGates"):
+            # kube-scheduler's SchedulingGates PreEnqueue: not queued (nor reported) until every gate is removed,
+            # which is a spec update that brings it back here.
+            for pool in (self.new_pending, self.unschedulable, self.backing_off):
+                pool.pop(key, None)
+            self.gated[key] = obj
+            return
+        self.gated.pop(key, None)
         if old is not None and (old.get("spec") or {}) == obj.get("spec") and _labels(old) == _labels(obj):
             # Our own condition or annotation update: keep the pod in its pool, with the newest object.
             for pool in (self.new_pending, self.unschedulable, self.backing_off):
@@ -721,10 +730,13 @@ class LiveScheduler:
 
     def _pending_gauge(self) -> None:
         with self.lock:
+            # Gang members waiting for their gang (Coscheduling's PreEnqueue) are gated, as scheduling-gated pods
+            # are, and counted there only.
+            waiting = len(self.waiting.keys() & self.unschedulable.keys())
             self.metrics.pending_pods.labels("active").set(len(self.new_pending))
             self.metrics.pending_pods.labels("backoff").set(len(self.backing_off))
-            self.metrics.pending_pods.labels("unschedulable").set(len(self.unschedulable))
-            self.metrics.pending_pods.labels("gated").set(len(self.waiting))
+            self.metrics.pending_pods.labels("unschedulable").set(len(self.unschedulable) - waiting)
+            self.metrics.pending_pods.labels("gated").set(len(self.gated) + waiting)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
