@@ -21,7 +21,9 @@ from accelsched.live import convert as live_convert
 from accelsched.live.backoff import Backoff, PodBackoff, pod_backoff
 from accelsched.live.events import (
     NOTE_LIMIT,
+    disruption_patch,
     event_body,
+    preempted_message,
     scheduled_message,
     truncate,
     unschedulable_patch,
@@ -219,10 +221,14 @@ def test_election_timings_must_nest() -> None:
 
 def test_events_are_kube_scheduler_shaped() -> None:
     obj = pod("p")
-    scheduled = event_body(obj, "Scheduled", scheduled_message("default", "p", "n1"), "me", now=0.0)
+    scheduled = event_body(
+        obj, "Scheduled", scheduled_message("default", "p", "n1"), "accelsched", now=0.0, hostname="host-1"
+    )
     assert scheduled["note"] == "Successfully assigned default/p to n1"
     assert (scheduled["type"], scheduled["action"]) == ("Normal", "Binding")
-    assert scheduled["reportingController"] == "accelsched"
+    # One recorder per profile: the controller is the schedulerName, the instance <controller>-<hostname>.
+    assert (scheduled["reportingController"], scheduled["reportingInstance"]) == ("accelsched", "accelsched-host-1")
+    assert "related" not in scheduled
     assert scheduled["regarding"] == {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -231,10 +237,18 @@ def test_events_are_kube_scheduler_shaped() -> None:
         "uid": "uid-p",
         "resourceVersion": None,
     }
-    failed = event_body(obj, "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.", "me")
+    failed = event_body(obj, "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.", "accelsched")
     assert (failed["type"], failed["action"]) == ("Warning", "Scheduling")
-    preempted = event_body(obj, "Preempted", "Preempted by default/q on node n1", "me")
+    preemptor = pod("q")
+    preempted = event_body(obj, "Preempted", preempted_message("uid-q", "n1"), "accelsched", related=preemptor)
     assert (preempted["type"], preempted["action"]) == ("Normal", "Preempting")
+    assert preempted["note"] == "Preempted by pod uid-q on node n1"
+    assert (preempted["related"]["name"], preempted["related"]["uid"]) == ("q", "uid-q")
+    (disruption,) = disruption_patch("accelsched", now=0.0)["status"]["conditions"]
+    assert (disruption["reason"], disruption["message"]) == (
+        "PreemptionByScheduler",
+        "accelsched: preempting to accommodate a higher priority pod",
+    )
     assert len(truncate("x" * 5000).encode()) == NOTE_LIMIT
     condition = unschedulable_patch("why", now=0.0)["status"]["conditions"][0]
     assert condition == {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from typing import Any
 
@@ -11,7 +12,6 @@ from accelsched.live.leaderelection import micro_time
 
 log = logging.getLogger("accelsched.live.events")
 
-REPORTING_CONTROLLER = "accelsched"
 SCHEDULED = "Scheduled"
 FAILED_SCHEDULING = "FailedScheduling"
 PREEMPTED = "Preempted"
@@ -25,35 +25,62 @@ def scheduled_message(namespace: str, name: str, node: str) -> str:
     return f"Successfully assigned {namespace}/{name} to {node}"
 
 
+def preempted_message(preemptor_uid: str, node: str) -> str:
+    """kube-scheduler's Preempted event on a victim (preemption.prepareCandidate)."""
+    return f"Preempted by pod {preemptor_uid} on node {node}"
+
+
+def reporting_instance(controller: str, hostname: str | None = None) -> str:
+    """client-go's events recorder: ``<reportingController>-<hostname>``."""
+    return f"{controller}-{hostname or socket.gethostname()}"[:128]
+
+
+def object_reference(pod: JSON) -> JSON:
+    meta = pod.get("metadata") or {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": meta.get("namespace"),
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "resourceVersion": meta.get("resourceVersion"),
+    }
+
+
 def truncate(note: str) -> str:
     data = note.encode()
     return note if len(data) <= NOTE_LIMIT else data[: NOTE_LIMIT - 3].decode(errors="ignore") + "..."
 
 
-def event_body(pod: JSON, reason: str, note: str, instance: str, now: float | None = None) -> JSON:
-    """The Event kube-scheduler's recorder writes for ``pod`` (Normal Scheduled, Warning FailedScheduling)."""
+def event_body(
+    pod: JSON,
+    reason: str,
+    note: str,
+    controller: str,
+    now: float | None = None,
+    related: JSON | None = None,
+    hostname: str | None = None,
+) -> JSON:
+    """The Event kube-scheduler's recorder writes for ``pod`` (Normal Scheduled, Warning FailedScheduling).
+    kube-scheduler has one recorder per profile: the reporting controller is the profile's schedulerName."""
     now = time.time() if now is None else now
     meta = pod.get("metadata") or {}
-    return {
+    body = {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
         "metadata": {"name": f"{meta.get('name')}.{time.time_ns():x}", "namespace": meta.get("namespace")},
         "eventTime": micro_time(now),
-        "reportingController": REPORTING_CONTROLLER,
-        "reportingInstance": instance[:128],
+        "reportingController": controller,
+        "reportingInstance": reporting_instance(controller, hostname),
         "action": ACTIONS.get(reason, "Scheduling"),
         "reason": reason,
         "note": truncate(note),
         "type": "Normal" if reason in ACTIONS else "Warning",
-        "regarding": {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "namespace": meta.get("namespace"),
-            "name": meta.get("name"),
-            "uid": meta.get("uid"),
-            "resourceVersion": meta.get("resourceVersion"),
-        },
+        "regarding": object_reference(pod),
     }
+    if related is not None:
+        body["related"] = object_reference(related)
+    return body
 
 
 def pod_scheduled_condition(pod: JSON) -> JSON | None:
@@ -76,13 +103,13 @@ def unschedulable_patch(message: str, now: float | None = None) -> JSON:
     return {"status": {"conditions": [condition]}}
 
 
-def disruption_patch(scheduler_name: str, message: str, now: float | None = None) -> JSON:
-    """The condition kube-scheduler sets on a victim before deleting it."""
+def disruption_patch(scheduler_name: str, now: float | None = None) -> JSON:
+    """The condition kube-scheduler sets on a victim before deleting it (``scheduler_name``: the preemptor's)."""
     condition = {
         "type": "DisruptionTarget",
         "status": "True",
         "reason": "PreemptionByScheduler",
-        "message": f"{scheduler_name}: {message}",
+        "message": f"{scheduler_name}: preempting to accommodate a higher priority pod",
         "lastTransitionTime": micro_time(time.time() if now is None else now)[:19] + "Z",
     }
     return {"status": {"conditions": [condition]}}
@@ -91,14 +118,17 @@ def disruption_patch(scheduler_name: str, message: str, now: float | None = None
 class Recorder:
     """Writes events and conditions; a failure is logged, never raised (the scheduling decision stands)."""
 
-    def __init__(self, kube: Kube, instance: str) -> None:
+    def __init__(self, kube: Kube) -> None:
         self.kube = kube
-        self.instance = instance
 
-    def event(self, pod: JSON, reason: str, note: str) -> None:
+    def event(
+        self, pod: JSON, reason: str, note: str, related: JSON | None = None, controller: str | None = None
+    ) -> None:
+        """``controller``: the profile reporting it, by default the pod's own schedulerName."""
         namespace = (pod.get("metadata") or {}).get("namespace")
+        controller = controller or str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
         try:
-            self.kube.create(EVENTS, event_body(pod, reason, note, self.instance), namespace)
+            self.kube.create(EVENTS, event_body(pod, reason, note, controller, related=related), namespace)
         except ApiError as exc:
             log.warning("cannot record event", extra={"pod": _key(pod), "reason": reason, "error": exc.message})
 

@@ -49,6 +49,7 @@ from accelsched.live.events import (
     SCHEDULED,
     Recorder,
     disruption_patch,
+    preempted_message,
     scheduled_message,
 )
 from accelsched.live.informer import Informer
@@ -100,7 +101,7 @@ class LiveScheduler:
         self.seed = seed
         self.identity = identity
         self.metrics = Metrics()
-        self.recorder = Recorder(kube, identity)
+        self.recorder = Recorder(kube)
         self.backoff = PodBackoff(self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds)
         self.lock = threading.RLock()
         self.wake = threading.Event()
@@ -527,19 +528,14 @@ class LiveScheduler:
         preemptors = {r.pod.key: r for r in results if r.preempted}
         if not preemptors:
             return self._decided, set()
-        victims = {
-            v.key: ScheduleResult(v, message=f"Preempted by {key}")
-            for key, r in preemptors.items()
-            for v in r.preempted
-        }
-        victims |= {r.pod.key: r for r in results if r.pod.key in victims}  # the engine's own message
+        victims = {v.key: (v, r) for r in preemptors.values() for v in r.preempted}  # victim -> its preemptor
         cut = next((i for i, d in enumerate(self._decided) if d.pod.key in preemptors), len(self._decided))
         unit = gang.group_key(self._decided[cut].pod) if cut < len(self._decided) else None
         while unit is not None and cut > 0 and gang.group_key(self._decided[cut - 1].pod) == unit:
             cut -= 1
         keep, later = self._decided[:cut], self._decided[cut:]
-        for victim in victims.values():
-            self._pool.submit(self._evict, victim)
+        for victim, by in victims.values():
+            self._pool.submit(self._evict, victim, by.pod, str(by.node))
         now = time.monotonic()
         with self.lock:
             self.dirty = True  # the session evicted in memory what still runs
@@ -561,13 +557,13 @@ class LiveScheduler:
         )
         return keep, set(victims)
 
-    def _evict(self, victim: ScheduleResult) -> None:
+    def _evict(self, pod: Pod, preemptor: Pod, node: str) -> None:
         """Mark the victim (DisruptionTarget), then DELETE it, only if it is still the same pod (uid precondition);
-        its graceful termination is the kubelet's. The Preempted event carries the engine's message."""
-        pod = victim.pod
+        its graceful termination is the kubelet's. Condition and Preempted event are worded as kube-scheduler's
+        (preemption.prepareCandidate), reported by the preemptor's profile with the preemptor as related."""
         obj = self.pods.store.get(pod.key) or pod.raw
         try:
-            patch = disruption_patch(pod.scheduler_name, victim.message)
+            patch = disruption_patch(preemptor.scheduler_name)
             self.kube.patch(k.PODS, pod.name, patch, pod.namespace, "status")
             body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": pod.uid}}
             self.kube.request("DELETE", k.PODS.path(pod.namespace, pod.name), body=body)
@@ -575,7 +571,8 @@ class LiveScheduler:
             if exc.status not in (404, 409):
                 log.warning("cannot delete victim", extra={"pod": pod.key, "error": exc.message})
             return
-        self.recorder.event(obj, PREEMPTED, victim.message)
+        note = preempted_message(preemptor.uid, node)
+        self.recorder.event(obj, PREEMPTED, note, related=preemptor.raw, controller=preemptor.scheduler_name)
 
     def _nominate(self, obj: JSON, node: str | None) -> None:
         """Set (or with None clear) ``status.nominatedNodeName``, as kube-scheduler's updatePod does."""

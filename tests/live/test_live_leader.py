@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -48,6 +49,9 @@ def _holder(api: k.Kube, namespace: str) -> str:
     return str(api.get(k.LEASES, "accelsched", namespace)["spec"].get("holderIdentity") or "")
 
 
+INSTANCE = f"accelsched-{socket.gethostname()}"
+
+
 def test_only_the_leader_schedules_and_the_other_takes_over_when_it_dies(kube: KubeContext, tmp_path: Path) -> None:
     api = kube_for(kube.kubeconfig)
     kube.make_node("le1", capacity={"qualcomm.com/ai-accelerator": 8})
@@ -63,7 +67,9 @@ def test_only_the_leader_schedules_and_the_other_takes_over_when_it_dies(kube: K
         api.create(k.PODS, accel_pod("before", kube.namespace), kube.namespace)
         wait_for("before bound", lambda: node_of(api, kube.namespace, "before"), timeout=30)
         (event,) = events_for(api, kube.namespace, "before", "Scheduled")
-        assert event["reportingInstance"] == leader
+        # client-go's recorder: <reportingController>-<hostname>, the same for both replicas on this machine;
+        # which replica scheduled is told by its metrics.
+        assert (event["reportingController"], event["reportingInstance"]) == ("accelsched", INSTANCE)
         text = urllib.request.urlopen(f"http://127.0.0.1:{ports[leader]}/metrics").read().decode()
         assert 'scheduler_schedule_attempts_total{profile="accelsched",result="scheduled"} 1.0' in text
         text = urllib.request.urlopen(f"http://127.0.0.1:{ports[follower]}/metrics").read().decode()
@@ -79,7 +85,9 @@ def test_only_the_leader_schedules_and_the_other_takes_over_when_it_dies(kube: K
         api.create(k.PODS, accel_pod("after", kube.namespace), kube.namespace)
         wait_for("after bound", lambda: node_of(api, kube.namespace, "after"), timeout=30)
         (event,) = events_for(api, kube.namespace, "after", "Scheduled")
-        assert event["reportingInstance"] == follower
+        assert event["reportingInstance"] == INSTANCE
+        text = urllib.request.urlopen(f"http://127.0.0.1:{ports[follower]}/metrics").read().decode()
+        assert 'scheduler_schedule_attempts_total{profile="accelsched",result="scheduled"} 1.0' in text
         assert len(events_for(api, kube.namespace, "before", "Scheduled")) == 1  # never bound twice
     finally:
         for proc in procs.values():

@@ -38,10 +38,18 @@ def test_preemptor_waits_for_its_victim_to_be_gone(kube: KubeContext) -> None:
         )
         victim = pod_json(api, kube.namespace, "low")
         (disruption,) = [c for c in victim["status"]["conditions"] if c["type"] == "DisruptionTarget"]
-        message = f"Preempted by {kube.namespace}/high on node only"  # the offline engine's message
-        assert (disruption["reason"], disruption["message"]) == ("PreemptionByScheduler", f"accelsched: {message}")
+        assert (disruption["reason"], disruption["message"]) == (
+            "PreemptionByScheduler",
+            "accelsched: preempting to accommodate a higher priority pod",  # kube-scheduler's wording
+        )
         (event,) = wait_for("the Preempted event", lambda: events_for(api, kube.namespace, "low", "Preempted"))
-        assert (event["type"], event["note"]) == ("Normal", message)
+        preemptor = pod_json(api, kube.namespace, "high")
+        assert (event["type"], event["note"]) == (
+            "Normal",
+            f"Preempted by pod {preemptor['metadata']['uid']} on node only",
+        )
+        assert (event["related"]["name"], event["related"]["uid"]) == ("high", preemptor["metadata"]["uid"])
+        assert event["reportingController"] == "accelsched" and event["reportingInstance"].startswith("accelsched-")
         wait_for(
             "high nominated",
             lambda: pod_json(api, kube.namespace, "high").get("status", {}).get("nominatedNodeName") == "only",
