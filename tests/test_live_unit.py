@@ -29,7 +29,7 @@ from accelsched.live.events import (
     unschedulable_patch,
 )
 from accelsched.live.kube import PODS, Kube, _camel
-from accelsched.live.leaderelection import ElectionConfig, held_by_other, micro_time, next_spec
+from accelsched.live.leaderelection import ElectionConfig, held_by_other, micro_time, next_spec, released_spec
 from accelsched.live.logs import JSONFormatter
 from accelsched.live.metrics import HealthServer, Metrics
 from accelsched.live.scheduler import Decision, LiveScheduler, _as_bound, _node_changed
@@ -208,6 +208,17 @@ def test_next_spec_keeps_acquire_time_on_renew_and_counts_transitions_on_takeove
     taken = next_spec(renewed, "b", 15, 1020.0)
     assert taken["holderIdentity"] == "b" and taken["leaseTransitions"] == 1
     assert taken["acquireTime"] == micro_time(1020.0)
+
+
+def test_taking_a_released_lease_is_a_transition_and_a_release_stamps_its_times() -> None:
+    held = next_spec(None, "a", 15, 1000.0)
+    released = released_spec(held, 1010.0)
+    assert (released["holderIdentity"], released["leaseDurationSeconds"]) == ("", 1)
+    assert released["renewTime"] == released["acquireTime"] == micro_time(1010.0)
+    assert released["leaseTransitions"] == 0
+    taken = next_spec(released, "b", 15, 1011.0)
+    assert (taken["holderIdentity"], taken["leaseTransitions"]) == ("b", 1)  # client-go: the holder changed
+    assert next_spec(released, "a", 15, 1011.0)["leaseTransitions"] == 1  # even back to the one who released it
 
 
 def test_election_timings_must_nest() -> None:
@@ -461,6 +472,30 @@ def test_health_ready_and_metrics_endpoints() -> None:
         assert 'scheduler_scheduling_attempt_duration_seconds_bucket{le="0.002",profile="accelsched"' in text
         assert 'scheduler_pending_pods{queue="unschedulable"} 2.0' in text
     finally:
+        server.stop()
+
+
+def test_healthz_fails_when_the_scheduling_loop_stalls_or_ends(live: LiveScheduler) -> None:
+    import threading
+    import time
+
+    server = HealthServer(live.metrics, live.ready, port=0, host="127.0.0.1", healthy=live.healthy)
+    server.start()
+    release = threading.Event()
+    live._thread = threading.Thread(target=release.wait, daemon=True)  # a loop stuck in one turn
+    live._thread.start()
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        assert urllib.request.urlopen(f"{base}/healthz").read() == b"ok"
+        live._beat = time.monotonic() - 600
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"{base}/healthz")
+        assert err.value.code == 500 and b"stalled" in err.value.read()
+        release.set()
+        live._thread.join()
+        assert live.healthy() == (False, "scheduling loop ended")
+    finally:
+        release.set()
         server.stop()
 
 

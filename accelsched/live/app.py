@@ -59,7 +59,9 @@ def run_scheduler(options: RunOptions) -> int:
             raise InputError(str(exc), field="--leader-elect-lease-duration") from None
     kube = Kube(api_client(options.kubeconfig))
     scheduler = LiveScheduler(kube, options.config, options.seed, identity, election)
-    health = HealthServer(scheduler.metrics, scheduler.ready, options.metrics_port, options.metrics_address)
+    health = HealthServer(
+        scheduler.metrics, scheduler.ready, options.metrics_port, options.metrics_address, scheduler.healthy
+    )
     health.start()
     done = threading.Event()
 

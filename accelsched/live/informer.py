@@ -45,6 +45,7 @@ class Informer:
         watch_timeout: int = 300,
         absent_retry: float = 30.0,
         backoff: Backoff | None = None,
+        on_relist: Callable[[], None] | None = None,
         **query: Any,
     ) -> None:
         self.kube = kube
@@ -64,6 +65,7 @@ class Informer:
         self.absent = False
         self.resource_version = ""
         self.relists = 0  # how many times the store was rebuilt from a list (410 Gone, errors)
+        self.on_relist = on_relist  # called on each list after the first (a resync)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -118,6 +120,8 @@ class Informer:
         self._replace(out.get("items") or [])
         self.resource_version = str((out.get("metadata") or {}).get("resourceVersion", ""))
         self.relists += 1
+        if self.synced.is_set() and self.on_relist is not None:
+            self.on_relist()
         self.synced.set()
         self.watching.set()
 

@@ -55,17 +55,24 @@ def held_by_other(spec: JSON, identity: str, observed_at: float, now: float) -> 
 
 def next_spec(spec: JSON | None, identity: str, lease_duration: float, wall: float) -> JSON:
     """The record a candidate writes to take or renew the lease: acquireTime kept while we hold it,
-    leaseTransitions bumped when the holder changes."""
+    leaseTransitions bumped whenever the holder changes (client-go: also when taking a released lease, whose
+    holder is empty); a new lease starts at 0."""
+    ours = bool(spec) and spec.get("holderIdentity") == identity
+    transitions = int((spec or {}).get("leaseTransitions") or 0)
     spec = spec or {}
-    ours = spec.get("holderIdentity") == identity
-    transitions = int(spec.get("leaseTransitions") or 0)
     return {
         "holderIdentity": identity,
         "leaseDurationSeconds": round(lease_duration) or 1,
         "acquireTime": spec.get("acquireTime") if ours and spec.get("acquireTime") else micro_time(wall),
         "renewTime": micro_time(wall),
-        "leaseTransitions": transitions if ours or not spec.get("holderIdentity") else transitions + 1,
+        "leaseTransitions": transitions if ours or not spec else transitions + 1,
     }
+
+
+def released_spec(spec: JSON, wall: float) -> JSON:
+    """client-go's release: no holder, a 1 s duration, renewTime and acquireTime now, transitions kept."""
+    now = micro_time(wall)
+    return {**spec, "holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": now, "acquireTime": now}
 
 
 class LeaderElector:
@@ -141,7 +148,7 @@ class LeaderElector:
             lease = self.kube.get(LEASES, cfg.name, cfg.namespace)
             if (lease.get("spec") or {}).get("holderIdentity") != cfg.identity:
                 return
-            lease["spec"] = {**lease["spec"], "holderIdentity": "", "leaseDurationSeconds": 1}
+            lease["spec"] = released_spec(lease["spec"], time.time())
             self.kube.replace(LEASES, cfg.name, lease, cfg.namespace)
         except ApiError as exc:
             log.warning("cannot release lease", extra={"lease": cfg.name, "error": exc.message})

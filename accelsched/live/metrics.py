@@ -48,15 +48,24 @@ class Metrics:
 
 
 class HealthServer:
-    """``/healthz`` (the process serves), ``/readyz`` (``ready()`` says so) and ``/metrics`` on one port."""
+    """``/healthz`` (``healthy()`` says so: the process serves and its loop turns), ``/readyz`` (``ready()`` says
+    so) and ``/metrics`` on one port."""
 
-    def __init__(self, metrics: Metrics, ready: Callable[[], tuple[bool, str]], port: int = 0, host: str = "") -> None:
+    def __init__(
+        self,
+        metrics: Metrics,
+        ready: Callable[[], tuple[bool, str]],
+        port: int = 0,
+        host: str = "",
+        healthy: Callable[[], tuple[bool, str]] | None = None,
+    ) -> None:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 if self.path.startswith("/healthz"):
-                    outer._reply(self, 200, b"ok", "text/plain")
+                    ok, why = healthy() if healthy else (True, "ok")
+                    outer._reply(self, 200 if ok else 500, (why or "ok").encode(), "text/plain")
                 elif self.path.startswith("/readyz"):
                     ok, why = ready()
                     outer._reply(self, 200 if ok else 503, (why or "ok").encode(), "text/plain")

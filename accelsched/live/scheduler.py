@@ -63,6 +63,7 @@ log = logging.getLogger("accelsched.live")
 
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 UNSCHEDULABLE_FLUSH = 300.0  # kube-scheduler's podMaxInUnschedulablePodsDuration
+LOOP_STALLED = 120.0  # /healthz fails when the loop has not turned for this long
 BIND_ANNOTATIONS = (DEVICES_ANNOTATION, allocator.NUMA_ANNOTATION, allocator.NIC_ANNOTATION)
 
 
@@ -108,7 +109,7 @@ class LiveScheduler:
         self.stopped = threading.Event()
         self.before_bind: Callable[[Pod, str], None] | None = None  # called right before each bind POST
 
-        common = {"watch_timeout": watch_timeout}
+        common = {"watch_timeout": watch_timeout, "on_relist": self.metrics.relists.inc}
         self.nodes = Informer(kube, k.NODES, self._on_node, self.lock, **common)
         self.pods = Informer(kube, k.PODS, self._on_pod, self.lock, field_selector=NON_TERMINAL, **common)
         self.namespaces = Informer(kube, k.NAMESPACES, self._on_other, self.lock, **common)
@@ -141,6 +142,7 @@ class LiveScheduler:
         self._pool = concurrent.futures.ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         self._last_flush = time.monotonic()
         self._thread: threading.Thread | None = None
+        self._beat = time.monotonic()  # the loop's last turn (/healthz)
         self.bound_total = 0
 
     # ------------------------------------------------------------------------------------ lifecycle
@@ -182,6 +184,18 @@ class LiveScheduler:
     @property
     def leading(self) -> bool:
         return self.elector is None or self.elector.leading.is_set()
+
+    def healthy(self) -> tuple[bool, str]:
+        """/healthz: the scheduling loop is alive and turning (it wakes at least every second; a round of
+        thousands of pods takes seconds). A stalled loop makes the kubelet restart the process."""
+        if self._thread is None or self.stopped.is_set():
+            return True, "ok"
+        if not self._thread.is_alive():
+            return False, "scheduling loop ended"
+        stalled = time.monotonic() - self._beat
+        if stalled > LOOP_STALLED:
+            return False, f"scheduling loop stalled for {stalled:.0f}s"
+        return True, "ok"
 
     def ready(self) -> tuple[bool, str]:
         """/readyz: caches synced, and the leader election state known (leading, or another holder seen)."""
@@ -287,6 +301,7 @@ class LiveScheduler:
     def _loop(self) -> None:
         held = True
         while not self.stopped.is_set():
+            self._beat = time.monotonic()
             self.wake.wait(timeout=self._next_wake())
             self.wake.clear()
             if self.stopped.is_set():

@@ -52,6 +52,8 @@ def test_api_server_killed_and_restarted_mid_run(kube: KubeContext) -> None:
             every=0.5,
         )
         assert scheduler.pods.relists > relists  # it resynced from a fresh list after the restart
+        resyncs = scheduler.metrics.registry.get_sample_value("accelsched_cache_resyncs_total")
+        assert resyncs >= 3  # nodes, pods and namespaces at least
         # A bind whose answer was lost was confirmed, not decided again (which would end in 409 Conflict).
         assert not scheduler.metrics.registry.get_sample_value("accelsched_binds_total", {"outcome": "conflict"})
     pods = api.list(k.PODS, kube.namespace)["items"]
@@ -77,7 +79,14 @@ def test_watch_from_an_expired_version_relists(kube: KubeContext) -> None:
     api.create(k.PODS, accel_pod("goes", kube.namespace), kube.namespace)
     seen: list[tuple[str, str]] = []
     lock = threading.RLock()
-    informer = Informer(api, k.PODS, lambda kind, obj, old: seen.append((kind, obj["metadata"]["name"])), lock)
+    resyncs: list[int] = []
+    informer = Informer(
+        api,
+        k.PODS,
+        lambda kind, obj, old: seen.append((kind, obj["metadata"]["name"])),
+        lock,
+        on_relist=lambda: resyncs.append(1),
+    )
     informer._list()
     assert {name for _, name in seen} >= {"stays", "goes"}
     _delete_pod(api, kube.namespace, "goes")
@@ -88,6 +97,7 @@ def test_watch_from_an_expired_version_relists(kube: KubeContext) -> None:
     seen.clear()
     informer._list()
     assert ("DELETED", "goes") in seen
+    assert resyncs == [1]  # the relist counted as a resync (the first list is not one)
     assert f"{kube.namespace}/stays" in informer.store and f"{kube.namespace}/goes" not in informer.store
 
 
