@@ -686,6 +686,9 @@ class LiveScheduler:
             except ApiError as exc:
                 if exc.status == 404:
                     return BindOutcome(d, exc, "gone")
+                if exc.status not in (0, 429) and exc.status < 500:
+                    log.warning("cannot confirm a bind", extra={"pod": pod.key, "error": exc.message})
+                    return BindOutcome(d, exc, "error")  # refused (403): nothing to wait for
                 self.stopped.wait(backoff.next())
                 continue
             if (obj.get("metadata") or {}).get("uid") != pod.uid:
