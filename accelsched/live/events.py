@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from accelsched.live.kube import EVENTS, JSON, PODS, ApiError, Kube
@@ -18,6 +20,8 @@ PREEMPTED = "Preempted"
 UNSCHEDULABLE = "Unschedulable"
 ACTIONS = {SCHEDULED: "Binding", PREEMPTED: "Preempting"}  # the Normal events; any other reason is a Warning
 NOTE_LIMIT = 1024  # events.k8s.io/v1 rejects a longer note
+MERGE_PATCH = "application/merge-patch+json"
+SERIES_WINDOW = 360.0  # client-go's events recorder: an isomorphic event within 6 minutes joins a series
 
 
 def scheduled_message(namespace: str, name: str, node: str) -> str:
@@ -115,22 +119,68 @@ def disruption_patch(scheduler_name: str, now: float | None = None) -> JSON:
     return {"status": {"conditions": [condition]}}
 
 
-class Recorder:
-    """Writes events and conditions; a failure is logged, never raised (the scheduling decision stands)."""
+def series_patch(count: int, now: float) -> JSON:
+    """The merge patch that records one more occurrence of an event already written."""
+    return {"series": {"count": count, "lastObservedTime": micro_time(now)}}
 
-    def __init__(self, kube: Kube) -> None:
+
+@dataclass
+class Series:
+    namespace: str
+    name: str  # the Event's name
+    count: int
+    last: float  # monotonic time of the last occurrence
+
+
+class Recorder:
+    """Writes events and conditions; a failure is logged, never raised (the scheduling decision stands).
+
+    A pod retried again and again with the same outcome would otherwise write one Event per attempt. As client-go's
+    events recorder does, an event like one written in the last 6 minutes (same pod uid, reason, note and reporting
+    controller) is not written again: the first one's ``series`` (count, lastObservedTime) is patched instead."""
+
+    def __init__(self, kube: Kube, window: float = SERIES_WINDOW) -> None:
         self.kube = kube
+        self.window = window
+        self._series: dict[tuple[str, str, str, str], Series] = {}
+        self._lock = threading.Lock()
+        self._pruned = time.monotonic()
 
     def event(
         self, pod: JSON, reason: str, note: str, related: JSON | None = None, controller: str | None = None
     ) -> None:
         """``controller``: the profile reporting it, by default the pod's own schedulerName."""
-        namespace = (pod.get("metadata") or {}).get("namespace")
+        meta = pod.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
         controller = controller or str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
+        note = truncate(note)
+        key = (str(meta.get("uid")), reason, note, controller)
+        now = time.monotonic()
+        with self._lock:
+            series = self._series.get(key)
+            if series is not None and now - series.last > self.window:
+                series = None  # the series has finished (client-go's finishSeries)
+            if series is not None:
+                series.count += 1
+                series.last = now
+                count = series.count
+            elif now - self._pruned > 60.0:  # finished series dropped now and then, not on every event
+                self._series = {k: s for k, s in self._series.items() if now - s.last <= self.window}
+                self._pruned = now
         try:
-            self.kube.create(EVENTS, event_body(pod, reason, note, controller, related=related), namespace)
+            if series is not None:
+                self.kube.patch(
+                    EVENTS, series.name, series_patch(count, time.time()), namespace, content_type=MERGE_PATCH
+                )
+                return
+            created = self.kube.create(EVENTS, event_body(pod, reason, note, controller, related=related), namespace)
         except ApiError as exc:
             log.warning("cannot record event", extra={"pod": _key(pod), "reason": reason, "error": exc.message})
+            return
+        name = str(((created or {}).get("metadata") or {}).get("name") or "")
+        if name:
+            with self._lock:
+                self._series[key] = Series(namespace, name, 1, now)
 
     def unschedulable(self, pod: JSON, message: str) -> None:
         """Set PodScheduled=False with the message, unless the pod already says exactly that."""

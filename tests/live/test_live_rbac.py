@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from conftest import KubeContext
 from controlplane import REPO
-from livekit import accel_pod, condition_message, decided, kube_for, node_of, running_scheduler, wait_for
+from livekit import accel_pod, condition_message, decided, events_for, kube_for, node_of, running_scheduler, wait_for
 
 from accelsched.live import kube as k
 from accelsched.live.kube import ApiError
@@ -68,7 +68,21 @@ def test_scheduler_works_with_the_deployed_service_account_and_rbac(kube: KubeCo
         pod = wait_for("too-big marked", lambda: decided(admin, kube.namespace, "too-big"))
         assert condition_message(pod).startswith("0/1 nodes are available: 1 Insufficient qualcomm.com/ai-accelerator.")
         wait_for("the events", lambda: admin.list(k.EVENTS, kube.namespace)["items"])
+        # The same failure again (a node change retries it): one Event whose series counts it, as client-go's
+        # recorder does, not a second Event.
+        admin.patch(k.NODES, "sa1", {"metadata": {"labels": {"retry": "1"}}})
+        wait_for("too-big retried", lambda: _failed_series(admin, kube.namespace) >= 2)
+        assert len(events_for(admin, kube.namespace, "too-big", "FailedScheduling")) == 1
         # Granted for the paths a healthy run does not take: confirming a bind whose answer was lost.
         assert kube_for(kubeconfig).get(k.PODS, "fits", kube.namespace)["spec"]["nodeName"] == "sa1"
-    refused = [r.getMessage() + str(vars(r)) for r in caplog.records if "403" in str(vars(r))]
+    refused = [
+        r.getMessage() + str(vars(r))
+        for r in caplog.records
+        if getattr(r, "status", None) == 403 or "forbidden" in str(getattr(r, "error", "")).lower()
+    ]
     assert not refused, refused
+
+
+def _failed_series(api: k.Kube, namespace: str) -> int:
+    events = events_for(api, namespace, "too-big", "FailedScheduling")
+    return max(((e.get("series") or {}).get("count", 1) for e in events), default=0)
