@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from accelsched.api import objects
-from accelsched.api.loader import Inputs
+from accelsched.api.loader import Document, Inputs, build_inputs
 from accelsched.engine import Session
 from accelsched.framework.profile import SchedulerConfig, parse_config
 from accelsched.framework.scheduler import ScheduleResult
@@ -141,6 +141,13 @@ def session(
         pods=[objects.parse_pod(p) for p in pods],
         namespaces=[objects.parse_namespace(n) for n in namespaces],
     )
+    return Session.start(inputs, config=config, seed=seed)
+
+
+def start(*docs: Mapping[str, Any], config: SchedulerConfig | None = None, seed: int = 0) -> Session:
+    """A session over whole documents of any kind (PodGroups, PriorityClasses, ...), loaded as the CLI loads
+    files: admission, priority classes and gang checks included."""
+    inputs = build_inputs([Document(dict(d), "test.yaml", d["kind"]) for d in docs], base=Inputs())
     return Session.start(inputs, config=config, seed=seed)
 
 

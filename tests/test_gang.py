@@ -8,10 +8,10 @@ capacity check but cannot be placed and loops; assumed pods holding resources wi
 from __future__ import annotations
 
 import pytest
+from builders import start
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelsched.api.loader import Document, Inputs, build_inputs
 from accelsched.engine import Session
 from accelsched.errors import InputError
 
@@ -51,8 +51,7 @@ def group(name: str, min_member: int, **annotations: str) -> dict:
 
 
 def run(*docs: dict, gangs: bool = True) -> tuple[Session, dict]:
-    inputs = build_inputs([Document(d, "test.yaml", d["kind"]) for d in docs], base=Inputs())
-    session = Session.start(inputs)
+    session = start(*docs)
     if not gangs:
         session.scheduler.groups = {}  # the naive per-pod scheduler: every pod on its own
     return session, {r.pod.name: r for r in session.schedule()}
@@ -163,8 +162,7 @@ def test_each_gang_has_zero_or_at_least_min_member_bound_and_nothing_is_overcomm
         docs.append(group(f"g{g}", min(minimum, size)))
         docs += [member(f"g{g}-{i}", f"g{g}", accel) for i in range(size)]
     docs += [member(f"s{i}", None, accel) for i, accel in enumerate(singles)]
-    inputs = build_inputs([Document(d, "test.yaml", d["kind"]) for d in docs], base=Inputs())
-    session = Session.start(inputs)
+    session = start(*docs)
     scheduler, cluster = session.scheduler, session.cluster
     minimum = {f"default/g{g}": min(max(1, size - slack + 1), size) for g, (size, _, slack) in enumerate(gangs)}
 
@@ -205,8 +203,7 @@ def test_each_gang_has_zero_or_at_least_min_member_bound_and_nothing_is_overcomm
 
 def attempts(*docs: dict) -> tuple[dict, list[str]]:
     """Run with an observer that records every scheduling attempt, by pod name."""
-    inputs = build_inputs([Document(d, "test.yaml", d["kind"]) for d in docs], base=Inputs())
-    session = Session.start(inputs)
+    session = start(*docs)
     seen: list[str] = []
     session.scheduler.observer = lambda pod: seen.append(pod.name)
     return {r.pod.name: r for r in session.schedule()}, seen

@@ -7,10 +7,10 @@ import json
 
 import pytest
 import yaml
+from builders import start
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelsched.api.loader import Document, Inputs, build_inputs
 from accelsched.devices import mig
 from accelsched.devices.partition import MILLI_RESOURCE
 from accelsched.engine import Session
@@ -45,8 +45,7 @@ def pod(name: str, resource: str, amount: int, *, node_name: str = "", held: lis
 
 
 def schedule(*docs: dict, config: dict | None = None) -> tuple[Session, dict]:
-    inputs = build_inputs([Document(d, "test.yaml", d["kind"]) for d in docs], base=Inputs())
-    session = Session.start(inputs, parse_config(config) if config else None)
+    session = start(*docs, config=parse_config(config) if config else None)
     return session, {r.pod.name: r for r in session.rejected + session.schedule()}
 
 

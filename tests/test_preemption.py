@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 
-from builders import ACCEL, node, pod, run, session, taint
+import pytest
+from builders import ACCEL, config, node, pod, run, session, start, taint
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelsched.api.loader import Document, Inputs, build_inputs
-from accelsched.engine import Session
-from accelsched.framework.profile import parse_config
+from accelsched.errors import InputError
 from accelsched.report import to_json
 
 GANG_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -131,8 +130,7 @@ def test_priority_class_gives_priority_and_preemption_policy() -> None:
     polite["spec"]["priorityClassName"] = "urgent-polite"
     urgent = accel_pod("urgent", 2)
     urgent["spec"]["priorityClassName"] = "urgent"
-    inputs = build_inputs([Document(d, "t.yaml", d["kind"]) for d in [*docs, batch, polite, urgent]], base=Inputs())
-    results = {r.pod.name: r for r in Session.start(inputs).schedule()}
+    results = {r.pod.name: r for r in start(*docs, batch, polite, urgent).schedule()}
     assert results["polite"].node is None and "preemptionPolicy=Never" in results["polite"].message
     assert results["urgent"].node == "a"
     assert [v.name for v in results["urgent"].preempted] == ["batch"]
@@ -162,13 +160,7 @@ def test_victims_are_listed_in_the_json_contract() -> None:
 
 def test_config_args_are_checked() -> None:
     def cfg(args: dict) -> None:
-        parse_config(
-            {
-                "apiVersion": "kubescheduler.config.k8s.io/v1",
-                "kind": "KubeSchedulerConfiguration",
-                "profiles": [{"pluginConfig": [{"name": "DefaultPreemption", "args": args}]}],
-            }
-        )
+        config(pluginConfig=[{"name": "DefaultPreemption", "args": args}])
 
     cfg({"minCandidateNodesPercentage": 50, "minCandidateNodesAbsolute": 10})
     for bad, field in (
@@ -177,23 +169,13 @@ def test_config_args_are_checked() -> None:
         ({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}, "both be 0"),
         ({"bogus": 1}, "bogus"),
     ):
-        try:
+        with pytest.raises(InputError, match=field):
             cfg(bad)
-        except Exception as exc:  # InputError
-            assert field in str(exc)
-        else:
-            raise AssertionError(f"{bad} accepted")
 
 
 def test_disabling_default_preemption_drops_the_message_part() -> None:
-    config = parse_config(
-        {
-            "apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "KubeSchedulerConfiguration",
-            "profiles": [{"plugins": {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}}],
-        }
-    )
-    results = run([node("a", **{ACCEL: 1})], [accel_pod("low", 1, 0, "a"), accel_pod("high", 1, 9)], config=config)
+    cfg = config(plugins={"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}})
+    results = run([node("a", **{ACCEL: 1})], [accel_pod("low", 1, 0, "a"), accel_pod("high", 1, 9)], config=cfg)
     assert results["high"].message == f"0/1 nodes are available: 1 Insufficient {ACCEL}."
     assert evicted(results) == {}
 
@@ -215,8 +197,7 @@ def pod_group(name: str, min_member: int) -> dict:
 
 
 def run_docs(*docs: dict) -> dict:
-    inputs = build_inputs([Document(d, "t.yaml", d["kind"]) for d in docs], base=Inputs())
-    s = Session.start(inputs)
+    s = start(*docs)
     assert not s.rejected
     return {r.pod.name: r for r in s.schedule()}
 
@@ -403,30 +384,11 @@ def test_an_evicted_pod_gives_back_its_exclusive_cpus_on_its_numa_node() -> None
 def test_hard_default_spreading_makes_preemption_use_full_dry_runs() -> None:
     """PodTopologySpread defaultConstraints with DoNotSchedule bind a ReplicaSet's pods: evicting on node a
     would not help (skew), so the dry run must say so and node b's pod is the victim."""
-    cfg = parse_config(
-        {
-            "apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "KubeSchedulerConfiguration",
-            "profiles": [
-                {
-                    "pluginConfig": [
-                        {
-                            "name": "PodTopologySpread",
-                            "args": {
-                                "defaultingType": "List",
-                                "defaultConstraints": [
-                                    {
-                                        "maxSkew": 1,
-                                        "topologyKey": "kubernetes.io/hostname",
-                                        "whenUnsatisfiable": "DoNotSchedule",
-                                    }
-                                ],
-                            },
-                        }
-                    ]
-                }
-            ],
-        }
+    spread = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule"}
+    cfg = config(
+        pluginConfig=[
+            {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": [spread]}}
+        ]
     )
 
     def replica(doc: dict) -> dict:
@@ -458,8 +420,7 @@ def test_a_gang_preemption_that_is_undone_leaves_every_victim_exactly_where_it_w
         member("w-0", "train", 4, 50),
         member("w-1", "train", 4, 50),
     ]
-    inputs = build_inputs([Document(d, "t.yaml", d["kind"]) for d in docs], base=Inputs())
-    s = Session.start(inputs)
+    s = start(*docs)
     cluster = s.cluster
     before = (
         cluster.requested.copy(),
@@ -488,16 +449,8 @@ def test_candidate_count_limits_the_nodes_dry_run() -> None:
     nodes = [node(f"n{i}", **{ACCEL: 1}) for i in range(4)]
     existing = [accel_pod(f"low{i}", 1, 10 * (i + 1), f"n{i}") for i in range(4)]
 
-    def chosen(config: dict | None, seed: int) -> str:
-        cfg = None
-        if config is not None:
-            cfg = parse_config(
-                {
-                    "apiVersion": "kubescheduler.config.k8s.io/v1",
-                    "kind": "KubeSchedulerConfiguration",
-                    "profiles": [{"pluginConfig": [{"name": "DefaultPreemption", "args": config}]}],
-                }
-            )
+    def chosen(args: dict | None, seed: int) -> str:
+        cfg = None if args is None else config(pluginConfig=[{"name": "DefaultPreemption", "args": args}])
         results = run(nodes, [*existing, accel_pod("high", 1, 100)], config=cfg, seed=seed)
         return results["high"].node
 

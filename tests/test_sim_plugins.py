@@ -8,13 +8,12 @@ import json
 import numpy as np
 import pytest
 import yaml
+from builders import start
 from click.testing import CliRunner
 from sim_traces import trace_folder
 
-from accelsched.api.loader import Document, Inputs, build_inputs
 from accelsched.cli import main
 from accelsched.devices.partition import MILLI_RESOURCE
-from accelsched.engine import Session
 from accelsched.errors import InputError
 from accelsched.framework.profile import REGISTRY, parse_config
 from accelsched.sim.policies import POLICIES
@@ -65,8 +64,7 @@ def profile_config(plugin: str, args: dict | None = None) -> dict:
 
 
 def schedule(config: dict, *docs: dict) -> dict:
-    inputs = build_inputs([Document(d, "test.yaml", d["kind"]) for d in docs], base=Inputs())
-    session = Session.start(inputs, parse_config(config))
+    session = start(*docs, config=parse_config(config))
     return {r.pod.name: r for r in session.rejected + session.schedule()}
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import sysfs_builder as sb
 import yaml
+from builders import start
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,8 +66,7 @@ def pod_doc(name: str, gpus: int, *, cpu: str = "1", want: bool = False, node: s
 
 
 def session_of(*docs: dict) -> Session:
-    inputs = build_inputs([Document(d, "test.yaml", d["kind"]) for d in docs], base=Inputs())
-    return Session.start(inputs)
+    return start(*docs)
 
 
 def two_numa(policy: str, scope: str = "pod", per_numa: int = 4) -> dict:
