@@ -457,3 +457,18 @@ def test_candidate_count_limits_the_nodes_dry_run() -> None:
     assert {chosen(None, seed) for seed in range(8)} == {"n0"}
     one = {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 1}
     assert len({chosen(one, seed) for seed in range(8)}) > 1
+
+
+def test_min_resources_short_of_free_capacity_may_still_preempt_lower_priority_pods() -> None:
+    """8 cards in all, 4 held by a low-priority pod: minResources 8 is short of the free 4, but the pods the gang
+    may evict hold the rest, so it preempts; against a pod of its own priority it waits with the gate's message."""
+    group = pod_group("train", 2)
+    group["spec"]["minResources"] = {ACCEL: "8"}
+    workers = [member("w-0", "train", 4, 50), member("w-1", "train", 4, 50)]
+    nodes = [node("a", **{ACCEL: 4}), node("b", **{ACCEL: 4})]
+    results = run_docs(*nodes, accel_pod("low", 4, 0, "a"), group, *workers)
+    assert {results["w-0"].node, results["w-1"].node} == {"a", "b"}
+    assert set(evicted(results)) == {"low"}
+    results = run_docs(*nodes, accel_pod("peer", 4, 50, "a"), group, *workers)
+    assert results["w-0"].node is None and evicted(results) == {}
+    assert f"minResources 8 {ACCEL} but 4 free in the cluster" in results["w-0"].message

@@ -89,9 +89,7 @@ class Coscheduler:
             free = int(cluster.free[row].sum()) if row is not None else 0
             if free < amount:
                 priority = min(p.priority for p in members)
-                evictable = sum(
-                    p.requests.get(res, 0) for on in cluster.pods_on for p in on.values() if p.priority < priority
-                )
+                evictable = int(cluster.requested_below(priority)[row].sum()) if row is not None else 0
                 short.append((res, amount, free, evictable))
         return short
 
