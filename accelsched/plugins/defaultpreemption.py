@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +70,9 @@ class _Memo:
         self.ok[node] = candidate is not None
         if candidate is not None:
             self.highest[node], self.total[node], self.count[node], _ = candidate.rank
+
+
+Gangs = Callable[[], dict[str, list[Pod]]]  # the running gangs' bound members, computed once when first asked
 
 
 @dataclass
@@ -129,6 +133,8 @@ class DefaultPreemption:
         helpful_nodes = np.flatnonzero(helpful)
         wanted = min(max(helpful_nodes.size * self.min_percentage // 100, self.min_absolute), helpful_nodes.size)
         by_fit = _fit_decides(pod, handle)
+        # Which bound pods form each running gang: the same at every node's dry run (each restores the state).
+        gangs = functools.cache(functools.partial(bound_gangs, handle))
         # By Fit, a node's victims depend on its own pods only (unless a gang spans nodes): kept per node and
         # request shape, valid while the node's version is unchanged, so a stream of preemptors re-evaluates only
         # the nodes the previous ones changed.
@@ -153,7 +159,7 @@ class DefaultPreemption:
                 chunk = order[start : start + wanted - found]
                 start += chunk.size
                 for node in chunk[memo.version[chunk] != cluster.node_version[chunk]].tolist():
-                    memo.store(node, *self._evaluate(pod, node, handle, exclude, allowed, by_fit))
+                    memo.store(node, *self._evaluate(pod, node, handle, exclude, allowed, by_fit, gangs))
                 ok = memo.ok[chunk]
                 for node in chunk[~ok].tolist():
                     statuses.update(memo.reasons[node])
@@ -176,12 +182,13 @@ class DefaultPreemption:
         exclude: frozenset[str],
         allowed: np.ndarray | None,
         by_fit: list[tuple[int, int, str]] | None,
+        gangs: Gangs,
     ) -> tuple[int, Candidate | None, list[str]]:
         """(the node's version it holds for, or -1 when it depends on other nodes; the candidate; the reasons)."""
         if by_fit is not None:
-            victims, reasons = self.select_victims_by_fit(pod, node, handle, exclude, by_fit)
+            victims, reasons = self.select_victims_by_fit(pod, node, handle, exclude, by_fit, gangs)
         else:
-            victims, reasons = self.select_victims(pod, node, handle, exclude, allowed)
+            victims, reasons = self.select_victims(pod, node, handle, exclude, allowed, gangs)
         spans = any(gang.group_key(v) is not None for v in handle.cluster.pods_on[node].values())
         version = -1 if spans else int(handle.cluster.node_version[node])
         return version, (Candidate(node, victims) if victims is not None else None), reasons
@@ -204,10 +211,16 @@ class DefaultPreemption:
         return short
 
     def select_victims(
-        self, pod: Pod, node: int, handle: Scheduler, exclude: frozenset[str], allowed: np.ndarray | None
+        self,
+        pod: Pod,
+        node: int,
+        handle: Scheduler,
+        exclude: frozenset[str],
+        allowed: np.ndarray | None,
+        gangs: Gangs | None = None,
     ) -> tuple[list[Pod] | None, list[str]]:
         """SelectVictimsOnNode on the live state, which is restored before returning."""
-        units = eviction_units(pod, node, handle, exclude)
+        units = eviction_units(pod, node, handle, exclude, gangs)
         if not units:
             return None, [NO_VICTIMS]
         home = {v.key: handle.evict(v) for unit in units for v in unit}
@@ -235,12 +248,17 @@ class DefaultPreemption:
 
     @staticmethod
     def select_victims_by_fit(
-        pod: Pod, node: int, handle: Scheduler, exclude: frozenset[str], checks: list[tuple[int, int, str]]
+        pod: Pod,
+        node: int,
+        handle: Scheduler,
+        exclude: frozenset[str],
+        checks: list[tuple[int, int, str]],
+        gangs: Gangs | None = None,
     ) -> tuple[list[Pod] | None, list[str]]:
         """SelectVictimsOnNode in arithmetic, for a pod only NodeResourcesFit can reject once static filters
         passed (``_fit_decides``): the same removal and reprieve, on the node's free amounts, with no dry run."""
         cluster = handle.cluster
-        units = eviction_units(pod, node, handle, exclude)
+        units = eviction_units(pod, node, handle, exclude, gangs)
         if not units:
             return None, [NO_VICTIMS]
         rows = {row for row, _, _ in checks}
@@ -295,23 +313,22 @@ def _fit_decides(pod: Pod, handle: Scheduler) -> list[tuple[int, int, str]] | No
     return fit.checks(pod, cluster) if fit is not None else None
 
 
-def eviction_units(pod: Pod, node: int, handle: Scheduler, exclude: frozenset[str]) -> list[list[Pod]]:
+def eviction_units(
+    pod: Pod, node: int, handle: Scheduler, exclude: frozenset[str], gangs: Gangs | None = None
+) -> list[list[Pod]]:
     """The pods on ``node`` that ``pod`` may evict, grouped: a gang member comes with every bound member of its
-    gang. A unit with any pod of equal or higher priority, or any excluded pod, is not a victim at all."""
+    gang (``gangs``: the running gangs, asked for only when a gang member is met). A unit with any pod of equal
+    or higher priority, or any excluded pod, is not a victim at all."""
     cluster = handle.cluster
+    if gangs is None:
+        gangs = functools.cache(functools.partial(bound_gangs, handle))
     units: list[list[Pod]] = []
     seen: set[str] = set()
-    members: dict[str, list[Pod]] | None = None
     for victim in list(cluster.pods_on[node].values()):
         if victim.priority >= pod.priority or victim.key in exclude or victim.key in seen:
             continue
         key = gang.group_key(victim)
-        if key is None:
-            unit = [victim]
-        else:
-            if members is None:
-                members = bound_gangs(handle)
-            unit = members[key]
+        unit = [victim] if key is None else gangs()[key]
         seen.update(v.key for v in unit)
         if all(v.priority < pod.priority and v.key not in exclude for v in unit):
             units.append(unit)
