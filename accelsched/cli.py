@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from collections.abc import Callable
@@ -14,7 +15,9 @@ from rich.console import Console
 from rich.table import Table
 
 from accelsched import report
+from accelsched.api import limits
 from accelsched.api.loader import load
+from accelsched.api.reader import paused_gc
 from accelsched.engine import Session, config_from
 from accelsched.errors import InputError
 from accelsched.explain import Explainer, Explanation, find_pod
@@ -73,7 +76,9 @@ def _session_from(
         from accelsched.live.whatif import session_from_cluster
 
         try:
-            session, converted = session_from_cluster(Kube(api_client(kubeconfig)), config_from(config), seed)
+            with paused_gc():
+                session, converted = session_from_cluster(Kube(api_client(kubeconfig)), config_from(config), seed)
+            gc.freeze()
         except ApiError as exc:
             raise InputError(f"cannot read the cluster: {exc}", source=kubeconfig or "kubeconfig") from None
         for obj, error in converted.errors.items():
@@ -81,7 +86,10 @@ def _session_from(
         return session
     if not files:
         raise InputError("no input: give -f FILE (repeatable) or --from-cluster", field="-f")
-    return Session.start(load(files), config_from(config), seed)
+    with paused_gc():
+        session = Session.start(load(files), config_from(config), seed)
+    gc.freeze()  # what was read lives until exit: later collections need not walk it again
+    return session
 
 
 config_option = click.option(
@@ -90,6 +98,25 @@ config_option = click.option(
     help="A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).",
 )
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Seed for breaking score ties.")
+
+
+def _set_limits(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
+    try:
+        limits.configure(limits.parse_overrides(value))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+limit_option = click.option(
+    "--limit",
+    multiple=True,
+    metavar="NAME=N",
+    expose_value=False,
+    callback=_set_limits,
+    help="Raise an input limit (repeatable), NAME one of "
+    + ", ".join(f"{n} (default {getattr(limits.DEFAULTS, n)})" for n in limits.NAMES)
+    + ". What each bounds: docs/input.md.",
+)
 
 
 def _warn_ignored(session: Session) -> None:
@@ -110,6 +137,7 @@ def main() -> None:
 @kubeconfig_option
 @config_option
 @seed_option
+@limit_option
 @click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
 @bad_input_exits
 def schedule(
@@ -134,6 +162,7 @@ def schedule(
 @kubeconfig_option
 @config_option
 @seed_option
+@limit_option
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @bad_input_exits
 def explain(

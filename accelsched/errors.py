@@ -15,7 +15,8 @@ class InputError(Exception):
 
     def __str__(self) -> str:
         parts = [p for p in (self.source, self.obj, self.field) if p]
-        return ": ".join([*parts, self.message])
+        # One line whatever the input held: a line break inside an echoed name or value is shown escaped, as Go's %q.
+        return ": ".join([*parts, self.message]).replace("\r", "\\r").replace("\n", "\\n")
 
 
 class Where:

@@ -6,6 +6,9 @@
     python -m benchmarks --workload PodAntiAffinity --profile 25   # cProfile of the measured run only
     python -m cProfile -s cumtime -m benchmarks --inline --workload PodAntiAffinity   # whole process
 
+End to end (the real ``accelsched schedule`` process on generated YAML and ``kubectl get -o json`` dumps, read,
+validated, admitted, scheduled and printed): ``python -m benchmarks.cli`` (benchmarks/cli.py).
+
 The exit status is 1 when a workload failed to schedule what it must (or crashed); speed never fails it.
 """
 

@@ -7,6 +7,8 @@ validated before anything is scheduled: bad input stops the run with one line, n
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -14,9 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from accelsched.api import objects, quantity, workloads
+from accelsched.api import limits, objects, quantity, reader, validation, workloads
 from accelsched.api.objects import Namespace, Node, Pod, PriorityClass
 from accelsched.devices import partition as partitioning
 from accelsched.errors import InputError, Where
@@ -84,19 +84,29 @@ class Inputs:
 
 
 def read_documents(path: str | Path, text: str | None = None) -> list[Document]:
-    """All objects of one file, ``kind: List`` expanded, with their file for error messages."""
+    """All objects of one file, ``kind: List`` expanded, with their file for error messages.
+
+    The bytes are decoded and parsed by api/reader.py (UTF-8 or UTF-16 with a BOM, JSON or YAML, duplicate keys
+    and alias bombs refused), bounded by the ``input_bytes`` and ``objects`` limits (api/limits.py).
+    """
     source = str(path)
     if text is None:
-        try:
-            text = sys.stdin.read() if source == "-" else Path(path).read_text()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+        text = reader.decode(_read_bytes(path, source), source)
+    else:
+        reader.check_size(len(text), source)
+    with reader.paused_gc():
+        return _documents(text, source)
+
+
+def _documents(text: str, source: str) -> list[Document]:
     try:
-        raw = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise InputError(f"malformed YAML{where}: {getattr(exc, 'problem', None) or exc}", source=source) from None
+        raw = reader.parse(text, source)
+    except RecursionError:
+        raise InputError("is nested too deeply to read", source=source) from None
+    count = len(raw) + sum(len(d["items"]) for d in raw if isinstance(d, dict) and isinstance(d.get("items"), list))
+    too_many = limits.exceeded("objects", count, "objects")
+    if too_many:
+        raise InputError(too_many, source=source)
     out: list[Document] = []
     for i, doc in enumerate(raw):
         kind = objects.check_kind(doc, source, i)
@@ -108,7 +118,26 @@ def read_documents(path: str | Path, text: str | None = None) -> list[Document]:
                 out.append(Document(item, source, objects.check_kind(item, f"{source} (items[{j}])", j)))
         else:
             out.append(Document(doc, source, kind))
+    validation.validate_documents(out)  # as the API server would (api/validation.py)
     return out
+
+
+def _read_bytes(path: str | Path, source: str) -> bytes:
+    """The file's bytes (``-``: standard input), refused unread when past the ``input_bytes`` limit."""
+    limit = limits.current().input_bytes
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(path, "rb") as f:
+                info = os.fstat(f.fileno())
+                reader.check_size(info.st_size, source)
+                # A regular file is read whole (its size is known); a pipe or device at most one byte past the limit.
+                data = f.read() if stat.S_ISREG(info.st_mode) else f.read(limit + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+    reader.check_size(len(data), source)
+    return data
 
 
 def load(paths: Iterable[str | Path]) -> Inputs:
@@ -120,6 +149,11 @@ def load(paths: Iterable[str | Path]) -> Inputs:
 
 def build_inputs(docs: list[Document], base: Inputs | None = None) -> Inputs:
     """Parse documents into Inputs. With ``base``, objects replace same-named ones there (kubectl apply)."""
+    with reader.paused_gc():
+        return _build_inputs(docs, base)
+
+
+def _build_inputs(docs: list[Document], base: Inputs | None) -> Inputs:
     inputs = base or Inputs()
     seen: dict[tuple[str, str, str], str] = {}
 
@@ -166,6 +200,7 @@ def build_inputs(docs: list[Document], base: Inputs | None = None) -> Inputs:
         )
 
     pods = {p.key: p for p in inputs.pods}
+    facts = _NodeFacts(nodes)
     for d in docs:
         if d.kind == "Pod":
             new = [objects.parse_pod(d.doc, d.source)]
@@ -181,7 +216,7 @@ def build_inputs(docs: list[Document], base: Inputs | None = None) -> Inputs:
             continue
         for pod in new:
             claim("Pod", pod.namespace, pod.name, d.source)
-            _admit(pod, inputs, nodes, defaults[0] if defaults else None)
+            _admit(pod, inputs, facts, defaults[0] if defaults else None)
             pods[pod.key] = pod
     inputs.pods = list(pods.values())
     gang.check_groups(inputs.pods, inputs.pod_groups, group_where)
@@ -212,40 +247,59 @@ def _apply_topology(docs: list[Document], nodes: Mapping[str, Node]) -> None:
         topology_layout.finish(node, touched.get(node.name) or Where(node.source, f"Node {node.name}"))
 
 
-def _admit(pod: Pod, inputs: Inputs, nodes: Mapping[str, Node], default: PriorityClass | None) -> None:
+class _NodeFacts:
+    """What admission checks every pod against, from the nodes once (not once per pod): the partitioned
+    nodes, the resources the nodes advertise, and each (resource, amount) verdict already given."""
+
+    def __init__(self, nodes: Mapping[str, Node]) -> None:
+        self.nodes = nodes
+        self.partitions = [n.partition for n in nodes.values() if n.partition is not None]
+        self.advertised = {r for n in nodes.values() for r in n.allocatable}
+        extended = sorted(a for a in self.advertised if quantity.is_extended(a))
+        self.listed = f" (nodes advertise: {', '.join(extended)})" if extended else ""
+        self._verdicts: dict[tuple[str, int], str | None] = {}
+
+    def partition_problem(self, res: str, amount: int) -> str | None:
+        """Why no partitioned node could serve ``amount`` of ``res`` (a bad request, not a busy cluster)."""
+        key = (res, amount)
+        if key not in self._verdicts:
+            self._verdicts[key] = partitioning.request_problem(self.partitions, res, amount)
+        return self._verdicts[key]
+
+    def unadvertised(self, res: str) -> str | None:
+        if quantity.is_extended(res) and res not in self.advertised:
+            return f"no node advertises {res}{self.listed}"
+        return None
+
+
+def _admit(pod: Pod, inputs: Inputs, facts: _NodeFacts, default: PriorityClass | None) -> None:
     """What admission does before a pod reaches the scheduler: priority from its class, and sanity checks."""
-    where = Where(pod.source, objects.describe("Pod", pod.namespace, pod.name))
     name = pod.priority_class_name
     if name:
         pc = inputs.priority_classes.get(name) or objects.SYSTEM_PRIORITY_CLASSES.get(name)
         if pc is None:
-            raise where.error("spec.priorityClassName", f"no PriorityClass with name {name} was found")
+            raise _where(pod).error("spec.priorityClassName", f"no PriorityClass with name {name} was found")
     else:
         pc = default
     if pc is not None:
         pod.priority = pc.value
         if "preemptionPolicy" not in (pod.raw.get("spec") or {}):
             pod.preemption_policy = pc.preemption_policy
-    if pod.node_name and not pod.terminal and pod.node_name not in nodes:
-        raise where.error("spec.nodeName", f"node {pod.node_name!r} does not exist in the input")
-    if nodes:
-        partitions = [n.partition for n in nodes.values() if n.partition is not None]
+    if pod.node_name and not pod.terminal and pod.node_name not in facts.nodes:
+        raise _where(pod).error("spec.nodeName", f"node {pod.node_name!r} does not exist in the input")
+    if facts.nodes:
         for res, amount in pod.requests.items():
-            problem = partitioning.request_problem(partitions, res, amount)
+            problem = facts.partition_problem(res, amount)
             if problem:
-                raise where.error(request_path(pod, res), problem)
-        advertised = {r for n in nodes.values() for r in n.allocatable}
+                raise _where(pod).error(request_path(pod, res), problem)
         for res in pod.requests:
-            if quantity.is_extended(res) and res not in advertised:
-                raise where.error(
-                    request_path(pod, res),
-                    f"no node advertises {res}"
-                    + (
-                        f" (nodes advertise: {', '.join(sorted(a for a in advertised if quantity.is_extended(a)))})"
-                        if any(quantity.is_extended(a) for a in advertised)
-                        else ""
-                    ),
-                )
+            problem = facts.unadvertised(res)
+            if problem:
+                raise _where(pod).error(request_path(pod, res), problem)
+
+
+def _where(pod: Pod) -> Where:
+    return Where(pod.source, objects.describe("Pod", pod.namespace, pod.name))
 
 
 def request_path(pod: Pod, resource: str) -> str:

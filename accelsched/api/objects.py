@@ -6,14 +6,13 @@ The raw dict is kept on each object so results can be written back as YAML uncha
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelsched.api import quantity
+from accelsched.api import limits, quantity, reader
 from accelsched.api.selectors import (
     LABEL_SELECTOR_OPERATORS,
     NODE_SELECTOR_OPERATORS,
@@ -37,7 +36,13 @@ SCHEDULE_ANYWAY = "ScheduleAnyway"
 # ---------------------------------------------------------------------------------------------- helpers
 
 
+# The fast paths (``type(value) is dict``/``str``) skip the ABC checks for what parsed JSON and YAML hold; the
+# outcome is the same, they only run hundreds of thousands of times on a large dump.
+
+
 def _mapping(where: Where, value: Any, path: str) -> Mapping[str, Any]:
+    if type(value) is dict:
+        return value
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -46,6 +51,8 @@ def _mapping(where: Where, value: Any, path: str) -> Mapping[str, Any]:
 
 
 def _list(where: Where, value: Any, path: str) -> list[Any]:
+    if type(value) is list:
+        return value
     if value is None:
         return []
     if not isinstance(value, list):
@@ -54,6 +61,8 @@ def _list(where: Where, value: Any, path: str) -> list[Any]:
 
 
 def _str(where: Where, value: Any, path: str, default: str = "") -> str:
+    if type(value) is str:
+        return value
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
@@ -74,7 +83,10 @@ def _int(where: Where, value: Any, path: str, default: int | None = None, minimu
 
 
 def _string_map(where: Where, value: Any, path: str) -> dict[str, str]:
-    return {str(k): _str(where, v, f"{path}.{k}") for k, v in _mapping(where, value, path).items()}
+    mapping = _mapping(where, value, path)
+    if all(type(k) is str and type(v) is str for k, v in mapping.items()):
+        return dict(mapping)
+    return {str(k): _str(where, v, f"{path}.{k}") for k, v in mapping.items()}
 
 
 def _choice(where: Where, value: str, path: str, allowed: tuple[str, ...]) -> str:
@@ -85,13 +97,13 @@ def _choice(where: Where, value: str, path: str, allowed: tuple[str, ...]) -> st
 
 def yaml_annotation(where: Where, key: str, text: str, fields: set[str], expected: str) -> Mapping[str, Any]:
     """An annotation holding a small YAML document (accelsched's compact node forms), checked at the edge."""
-    import yaml
-
     path = f"metadata.annotations[{key}]"
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise where.error(path, f"is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        # The manifests' own reader: libyaml (nesting bounded), duplicate keys refused, aliases bounded.
+        docs = reader.parse(text, "")
+    except InputError as exc:
+        raise where.error(path, f"is not valid YAML ({exc.message})") from None
+    doc = docs[0] if len(docs) == 1 else None
     if not isinstance(doc, Mapping):
         raise where.error(path, f"must be a mapping ({expected})")
     unknown = set(doc) - fields
@@ -100,12 +112,31 @@ def yaml_annotation(where: Where, key: str, text: str, fields: set[str], expecte
     return doc
 
 
+_QUANTITIES: dict[tuple[str, type, Any], int] = {}
+
+
+def parse_quantity(name: str, amount: Any) -> int:
+    """``quantity.parse``, remembered: thousands of objects repeat the same few quantities ("64", "1Gi").
+    The type is part of the key, so ``True`` and ``1`` stay apart; errors are not remembered."""
+    key = (name, type(amount), amount)
+    try:
+        return _QUANTITIES[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable value (a list): the parser words the error
+        return quantity.parse(name, amount)
+    parsed = quantity.parse(name, amount)
+    if len(_QUANTITIES) < 65_536:
+        _QUANTITIES[key] = parsed
+    return parsed
+
+
 def parse_resources(where: Where, value: Any, path: str) -> dict[str, int]:
     """A ResourceList (requests, limits, allocatable) into canonical integers."""
     out: dict[str, int] = {}
     for name, amount in _mapping(where, value, path).items():
         try:
-            out[str(name)] = quantity.parse(str(name), amount)
+            out[str(name)] = parse_quantity(str(name), amount)
         except ValueError as exc:
             raise where.error(f"{path}[{name}]", str(exc)) from None
     return out
@@ -344,7 +375,7 @@ def _is_guaranteed(containers: list[Any]) -> bool:
         for name in (quantity.CPU, quantity.MEMORY):
             if name not in limits:
                 return False
-            if name in requests and quantity.parse(name, requests[name]) != quantity.parse(name, limits[name]):
+            if name in requests and parse_quantity(name, requests[name]) != parse_quantity(name, limits[name]):
                 return False
     return True
 
@@ -568,9 +599,24 @@ def parse_pod(doc: Mapping[str, Any], source: str = "") -> Pod:
         devices=devices,
         container_requests=tuple({k: v for k, v in req.items() if v} for req in app),
         guaranteed=_is_guaranteed(containers + _list(where, spec.get("initContainers"), "spec.initContainers")),
-        raw=copy.deepcopy(dict(doc)),
+        raw=writable_copy(doc),
     )
     return _merge_label_keys(pod)
+
+
+def writable_copy(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod's raw dict, copied only where the scheduler writes (spec.nodeName, metadata.annotations, status):
+    a deep copy of every pod cost more than parsing it, and the rest is only read."""
+    raw = dict(doc)
+    meta = raw.get("metadata")
+    if isinstance(meta, Mapping):
+        raw["metadata"] = meta = dict(meta)
+        if isinstance(meta.get("annotations"), Mapping):
+            meta["annotations"] = dict(meta["annotations"])
+    for key in ("spec", "status"):
+        if isinstance(raw.get(key), Mapping):
+            raw[key] = dict(raw[key])
+    return raw
 
 
 def _merged_term(term: PodAffinityTerm, labels: Mapping[str, str]) -> PodAffinityTerm:
@@ -604,6 +650,8 @@ def parse_devices_annotation(where: Where, text: str, path: str) -> dict[str, li
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise where.error(path, f"is not valid JSON ({exc.msg})") from None
+    except RecursionError:  # nested past the interpreter's limit: an annotation never needs that
+        raise where.error(path, "is nested too deeply to be a device list") from None
     if not isinstance(value, dict) or not all(
         isinstance(v, list) and all(isinstance(x, str) and x for x in v) for v in value.values()
     ):
@@ -646,6 +694,9 @@ def parse_node(doc: Mapping[str, Any], source: str = "") -> Node:
     for res, amount in allocatable.items():
         if res in capacity and amount > capacity[res]:
             raise where.error(f"status.allocatable[{res}]", f"is larger than status.capacity[{res}]")
+        too_many = quantity.is_extended(res) and limits.exceeded(f"{res} devices", amount, "devices")
+        if too_many:  # each device gets an ID: a count in the billions would fill memory
+            raise where.error(f"status.allocatable[{res}]", too_many)
     labels = _string_map(where, meta.get("labels"), "metadata.labels")
     labels.setdefault(HOSTNAME_LABEL, name)
     annotations = _string_map(where, meta.get("annotations"), "metadata.annotations")

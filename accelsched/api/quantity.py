@@ -6,11 +6,7 @@ cpu is kept in millicores, memory-like resources in bytes, everything else (pods
 
 from __future__ import annotations
 
-import math
 import re
-from decimal import Decimal, InvalidOperation
-
-from kubernetes.utils.quantity import parse_quantity
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -20,8 +16,12 @@ PODS = "pods"
 _BYTE_RESOURCES = (MEMORY, EPHEMERAL_STORAGE)
 # resource.Quantity's grammar (apimachinery pkg/api/resource/quantity.go): a signed decimal number, then one
 # suffix: binary SI (Ki..Ei), decimal SI (n, u, m, "", k, M, G, T, P, E) or a decimal exponent (e3, E-2).
-# No spaces, no underscores, no "K"; kubernetes.utils.parse_quantity alone accepts all three.
-_QUANTITY_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?")
+# No spaces, no underscores, no "K" (the Python kubernetes client's parse_quantity accepts all three, and
+# expands exponents into huge integers, so it is not used). Groups: sign, whole, fraction, fraction without a
+# whole part, exponent, suffix.
+GRAMMAR = re.compile(r"([+-]?)(?:([0-9]+)(?:\.([0-9]*))?|\.([0-9]+))(?:[eE]([+-]?[0-9]+)|([KMGTPE]i|[numkMGTPE]))?")
+_DECIMAL_EXP = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_EXP = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _INT64_MAX = 2**63 - 1
 _UNIT = {CPU: "millicores", MEMORY: "bytes", EPHEMERAL_STORAGE: "bytes"}
 _BINARY_SUFFIXES = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
@@ -44,30 +44,70 @@ def parse(name: str, value: object) -> int:
 
     Raises ValueError with a user-facing reason (the caller adds file/object/field).
     Rounds up like resource.Quantity.MilliValue()/Value(): 0.1m cpu still reserves 1m.
+    Time and memory are linear in the text: a huge exponent (``1e9999999``) is judged by its magnitude,
+    never expanded, and anything past int64 in canonical units (about 2^63 millicores or bytes, the most a
+    resource.Quantity holds) is an error rather than a silently capped value.
     """
     if isinstance(value, bool) or value is None:
         raise ValueError(f"{value!r} is not a quantity")
     text = str(value).strip()
-    if not _QUANTITY_RE.fullmatch(text):
-        raise ValueError(f"{text!r} is not a valid quantity (examples: 500m, 2, 1.5Gi, 1e3)")
-    try:
-        number = Decimal(parse_quantity(text))
-    except (ValueError, InvalidOperation, TypeError):
-        raise ValueError(f"{text!r} is not a valid quantity (examples: 500m, 2, 1.5Gi, 1e3)") from None
-    if not number.is_finite():
-        raise ValueError(f"{text!r} is not a finite quantity")
-    if number < 0:
-        raise ValueError(f"{text!r} is negative; quantities must be >= 0")
+    if len(text) <= 15 and text.isascii() and text.isdigit():  # plain counts ("110", "8"): the common case
+        return int(text) * 1000 if name == CPU else int(text)
+    match = GRAMMAR.fullmatch(text)
+    if match is None:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise ValueError(f"{shown!r} is not a valid quantity (examples: 500m, 2, 1.5Gi, 1e3)")
+    sign, whole, frac, frac_only, exponent, suffix = match.groups()
+    frac = frac or frac_only
+    digits = (whole or "") + (frac or "")
+    scale = -len(frac or "")  # value = int(digits) * 10**scale * 2**binary
+    binary = 0
+    if exponent is not None:
+        exponent = exponent.lstrip("+")
+        negative_exp = exponent.startswith("-")
+        exp_digits = exponent.lstrip("-").lstrip("0") or "0"
+        if len(exp_digits) > 18:  # past int64: resource.Quantity cannot parse the suffix either
+            raise ValueError(f"{text[:40]!r}: unable to parse quantity's suffix (exponent out of range)")
+        scale += -int(exp_digits) if negative_exp else int(exp_digits)
+    elif suffix:
+        if suffix.endswith("i"):
+            binary = _BINARY_EXP[suffix]
+        else:
+            scale += _DECIMAL_EXP[suffix]
     if name == CPU:
-        amount = math.ceil(number * 1000)
-    elif is_extended(name) or name == PODS:
-        if number != number.to_integral_value():
-            raise ValueError(f"{text!r} must be a whole number for {name}")
-        amount = int(number)
+        scale += 3  # millicores
+    stripped = digits.lstrip("0")
+    if not stripped:
+        return 0
+    if sign == "-":
+        raise ValueError(f"{text[:40]!r} is negative; quantities must be >= 0")
+    trimmed = stripped.rstrip("0")
+    scale += len(stripped) - len(trimmed)
+    # Magnitude first, in digits: 2**60 is below 10**19, int64 max below 10**19.
+    magnitude = len(trimmed) + scale + (binary * 3 + 9) // 10
+    if magnitude > 20:
+        raise ValueError(f"{text[:40]!r} is too large (more than {_INT64_MAX} {_UNIT.get(name, 'units')})")
+    whole_units = is_extended(name) or name == PODS
+    if magnitude < -20:  # far below one unit: rounds up to 1, as MilliValue()/Value() do
+        if whole_units:
+            raise ValueError(f"{text[:40]!r} must be a whole number for {name}")
+        return 1
+    # Past 40 significant digits only "is there a remainder" matters; the digits left out are not all zero.
+    sticky = len(trimmed) > 40
+    if sticky:
+        scale += len(trimmed) - 40
+        trimmed = trimmed[:40]
+    numerator = int(trimmed) << binary
+    if scale >= 0:
+        amount, remainder = numerator * 10**scale, 0
     else:
-        amount = math.ceil(number)
+        amount, remainder = divmod(numerator, 10**-scale)
+    if remainder or sticky:
+        if whole_units:
+            raise ValueError(f"{text[:40]!r} must be a whole number for {name}")
+        amount += 1
     if amount > _INT64_MAX:
-        raise ValueError(f"{text!r} is too large (more than {_INT64_MAX} {_UNIT.get(name, 'units')})")
+        raise ValueError(f"{text[:40]!r} is too large (more than {_INT64_MAX} {_UNIT.get(name, 'units')})")
     return amount
 
 

@@ -30,7 +30,11 @@ def parse_int64(text: str) -> int | None:
     """
     if not _INT64_RE.fullmatch(text):
         return None
-    value = int(text)
+    sign = "-" if text[0] == "-" else ""
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > 19:  # out of range anyway, and int() of 5,000 digits raises
+        return None
+    value = int(sign + digits)
     return value if _INT64_MIN <= value <= _INT64_MAX else None
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from accelsched.api import objects
+from accelsched.api import limits, objects
 from accelsched.api.selectors import NO_EXECUTE, NO_SCHEDULE, terms_match, untolerated_taint
 from accelsched.errors import InputError, Where
 
@@ -168,6 +168,9 @@ def _count(w: _Workload, key: str, default: int) -> int:
         raise w.where.error(f"spec.{key}", f"must be an integer, got {value!r}")
     if value < 0:
         raise w.where.error(f"spec.{key}", f"must be >= 0, got {value}")
+    problem = limits.exceeded(key, value, "pods")
+    if problem:
+        raise w.where.error(f"spec.{key}", problem)
     return value
 
 

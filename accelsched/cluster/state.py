@@ -168,6 +168,12 @@ class ClusterState:
         self.has_hard_taints = any(t.effect in (NO_SCHEDULE, NO_EXECUTE) for t in self._taints)
         self._toleration_masks: dict[tuple[tuple[Toleration, ...], tuple[str, ...]], np.ndarray] = {}
         self._selector_counts: dict[Conditions, np.ndarray] = {}
+        # Bound pods by (namespace, label key, value), and the cached conditions by the one such triple every pod
+        # they match must carry (see _index_key): a new selector visits only its candidates, and a bind only the
+        # conditions that could count it, instead of every pod or every condition (thousands of workloads).
+        self._pods_by_label: dict[tuple[str, str, str], dict[str, Pod]] = {}
+        self._conditions_by_label: dict[tuple[str, str, str], list[Conditions]] = {}
+        self._conditions_unindexed: list[Conditions] = []
         # Existing pods' affinity terms, by kind: required_anti, required_affinity, preferred_affinity,
         # preferred_anti. Each group counts, per node, the bound pods that carry the term.
         self.term_groups: dict[str, dict[TermGroup, np.ndarray]] = {
@@ -395,8 +401,16 @@ class ClusterState:
         counts = self._selector_counts.get(conditions)
         if counts is None:
             counts = np.zeros(self.n, dtype=np.int32)
-            for i, pods in enumerate(self.pods_on):
-                counts[i] = sum(1 for p in pods.values() if pod_matches_all(p, conditions))
+            key = _index_key(conditions)
+            if key is None:
+                for i, pods in enumerate(self.pods_on):
+                    counts[i] = sum(1 for p in pods.values() if pod_matches_all(p, conditions))
+                self._conditions_unindexed.append(conditions)
+            else:
+                for p in self._pods_by_label.get(key, {}).values():
+                    if pod_matches_all(p, conditions):
+                        counts[self.pod_node[p.key]] += 1
+                self._conditions_by_label.setdefault(key, []).append(conditions)
             self._selector_counts[conditions] = counts
         return counts
 
@@ -427,6 +441,8 @@ class ClusterState:
         self.nonzero_requested[1, node] += mem
         self.pods_on[node][pod.key] = pod
         self.pod_node[pod.key] = node
+        for k, v in pod.labels.items():
+            self._pods_by_label.setdefault((pod.namespace, k, v), {})[pod.key] = pod
         if pod.key not in self.bound_seq:
             self.bound_seq[pod.key] = self._next_seq
             self._next_seq += 1
@@ -452,6 +468,8 @@ class ClusterState:
         self.nonzero_requested[0, node] -= cpu
         self.nonzero_requested[1, node] -= mem
         del self.pods_on[node][pod.key]
+        for k, v in pod.labels.items():
+            self._pods_by_label.get((pod.namespace, k, v), {}).pop(pod.key, None)
         if pod.priority == self.min_priority[node]:
             self.min_priority[node] = min((p.priority for p in self.pods_on[node].values()), default=NO_PODS_PRIORITY)
         if self._below:
@@ -469,9 +487,13 @@ class ClusterState:
 
     def _count(self, pod: Pod, node: int, delta: int) -> None:
         self.namespace_labels(pod.namespace)
-        for conditions, counts in self._selector_counts.items():
+        for conditions in self._conditions_unindexed:
             if pod_matches_all(pod, conditions):
-                counts[node] += delta
+                self._selector_counts[conditions][node] += delta
+        for k, v in pod.labels.items():
+            for conditions in self._conditions_by_label.get((pod.namespace, k, v), ()):
+                if pod_matches_all(pod, conditions):
+                    self._selector_counts[conditions][node] += delta
         if not pod.has_pod_affinity:
             return
         kinds = (
@@ -499,6 +521,17 @@ class ClusterState:
                 counts[node] += delta
                 if delta < 0 and not counts.any():
                     del groups[group]
+
+
+def _index_key(conditions: Conditions) -> tuple[str, str, str] | None:
+    """A (namespace, label key, value) that every pod matching ``conditions`` carries: from a condition of one
+    namespace whose selector has matchLabels. None when there is none (all namespaces, expressions only)."""
+    for selector, namespaces in conditions:
+        if namespaces is not None and len(namespaces) == 1 and selector.match_labels:
+            (namespace,) = namespaces
+            key, value = selector.match_labels[0]
+            return namespace, key, value
+    return None
 
 
 def _pod_matches(pod: Pod, selector: LabelSelector, namespaces: NamespaceFilter) -> bool:

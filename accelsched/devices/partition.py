@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelsched.api import limits
 from accelsched.api.objects import yaml_annotation
 from accelsched.devices import mig
 from accelsched.errors import Where
@@ -459,6 +460,9 @@ def parse(where: Where, text: str, node_devices: Mapping[str, list[str]]) -> Par
     if isinstance(devices, int) and not isinstance(devices, bool):
         if devices < 1:
             raise where.error(f"{path}.devices", f"must be >= 1, got {devices}")
+        problem = limits.exceeded("devices", devices, "devices")
+        if problem:
+            raise where.error(f"{path}.devices", problem)
         devices = [f"gpu-{i}" for i in range(devices)]
     if (
         not isinstance(devices, list)
@@ -466,6 +470,9 @@ def parse(where: Where, text: str, node_devices: Mapping[str, list[str]]) -> Par
         or len(set(devices)) != len(devices)
     ):
         raise where.error(f"{path}.devices", "must be a device count or a list of distinct device IDs")
+    problem = limits.exceeded("devices", len(devices), "devices")
+    if problem:
+        raise where.error(f"{path}.devices", problem)
     part = Partition(mode, list(devices))
     part.instances = [[] for _ in devices]
     part.used = [set() for _ in devices]
@@ -478,13 +485,20 @@ def parse(where: Where, text: str, node_devices: Mapping[str, list[str]]) -> Par
         part.strategy = doc.get("strategy", "mixed")
         if part.strategy not in ("mixed", "single"):
             raise where.error(f"{path}.strategy", f"unknown MIG strategy {part.strategy!r} (mixed, single)")
-        part.dynamic = bool(doc.get("dynamic", True))
+        part.dynamic = doc.get("dynamic", True)
+        if not isinstance(part.dynamic, bool):
+            raise where.error(f"{path}.dynamic", f"must be true or false, got {part.dynamic!r}")
         if part.strategy == "single":
             try:
                 part.profile = part.model.profile(str(doc.get("profile", ""))).name
             except ValueError as exc:
                 raise where.error(f"{path}.profile", str(exc)) from None
-        for dev, items in (doc.get("instances") or {}).items():
+        instances = doc.get("instances") or {}
+        if not isinstance(instances, Mapping):
+            raise where.error(f"{path}.instances", "must map a device ID to its list of instances")
+        for dev, items in instances.items():
+            if not isinstance(items, list) and items is not None:
+                raise where.error(f"{path}.instances.{dev}", "must be a list of instances, e.g. [3g.20gb@0]")
             if dev not in part.devices:
                 raise where.error(f"{path}.instances", f"unknown device {dev!r} (devices: {', '.join(part.devices)})")
             d = part.devices.index(dev)

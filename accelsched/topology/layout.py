@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelsched.api import limits
 from accelsched.api.objects import yaml_annotation
 from accelsched.cluster.devices import default_device_ids
 from accelsched.errors import Where
@@ -120,7 +121,10 @@ def from_annotation(where: Where, text: str) -> NodeLayout:
     doc = yaml_annotation(where, TOPOLOGY_ANNOTATION, text, fields, "policy, scope, numa, devices, nics")
     policy, scope = _check_policy(where, f"{path}.", doc.get("policy", "none"), doc.get("scope", "container"))
     layout = NodeLayout(policy, scope)
-    for zone, spec in (doc.get("numa") or {}).items():
+    numa_zones = doc.get("numa") or {}
+    if not isinstance(numa_zones, Mapping):
+        raise where.error(f"{path}.numa", "must map a NUMA node number to {cpus: N}")
+    for zone, spec in numa_zones.items():
         cpus = (spec or {}).get("cpus", 0) if isinstance(spec, Mapping) else spec
         if not isinstance(zone, int) or not isinstance(cpus, int) or cpus < 0:
             raise where.error(f"{path}.numa.{zone}", "must map a NUMA node number to {cpus: N}")
@@ -179,66 +183,105 @@ def finish(node: Any, where: Where) -> None:
             ]
 
 
+def _items(where: Where, value: Any, path: str) -> list[Mapping[str, Any]]:
+    """A list of objects (zones, resources, attributes, devices): anything else is bad input, not a traceback."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise where.error(path, "must be a list of objects")
+    return value
+
+
+def _text(where: Where, value: Any, path: str, default: str = "") -> str:
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise where.error(path, f"must be a string, got {type(value).__name__}")
+    return value
+
+
 def apply_nrt(layout: NodeLayout, where: Where, doc: Mapping[str, Any], device_resources: set[str]) -> None:
     """Zones, per-zone CPUs and policy from a NodeResourceTopology; per-zone device counts when no device list."""
-    attrs = {a.get("name"): a.get("value") for a in doc.get("attributes") or [] if isinstance(a, Mapping)}
+    attrs = {
+        _text(where, a.get("name"), f"attributes[{i}].name"): _text(where, a.get("value"), f"attributes[{i}].value")
+        for i, a in enumerate(_items(where, doc.get("attributes"), "attributes"))
+    }
     policy, scope = layout.policy, layout.scope
-    for old in doc.get("topologyPolicies") or []:
-        policy, scope = _NRT_POLICIES.get(old, (policy, scope))
+    old_policies = doc.get("topologyPolicies") or []
+    if not isinstance(old_policies, list):
+        raise where.error("topologyPolicies", "must be a list of strings")
+    for j, old in enumerate(old_policies):
+        policy, scope = _NRT_POLICIES.get(_text(where, old, f"topologyPolicies[{j}]"), (policy, scope))
     policy = attrs.get("topologyManagerPolicy", policy)
     scope = attrs.get("topologyManagerScope", scope)
     layout.policy, layout.scope = _check_policy(where, "attributes.", policy, scope)
     counts: dict[str, list[tuple[int, int]]] = {}
-    for i, zone in enumerate(doc.get("zones") or []):
-        name = str((zone or {}).get("name", ""))
-        if (zone or {}).get("type", "Node") != "Node":
+    for i, zone in enumerate(_items(where, doc.get("zones"), "zones")):
+        name = _text(where, zone.get("name"), f"zones[{i}].name")
+        if _text(where, zone.get("type"), f"zones[{i}].type", "Node") != "Node":
             continue
         try:
             numa = int(name.rsplit("-", 1)[-1])
         except ValueError:
             raise where.error(f"zones[{i}].name", f"{name!r}: expected node-<NUMA id>") from None
-        for res in zone.get("resources") or []:
-            rname = res.get("name")
+        for j, res in enumerate(_items(where, zone.get("resources"), f"zones[{i}].resources")):
+            rname = _text(where, res.get("name"), f"zones[{i}].resources[{j}].name")
             amount = res.get("allocatable", res.get("capacity", 0))
-            try:
-                amount = int(str(amount))
-            except ValueError:
-                raise where.error(f"zones[{i}].resources[{rname}]", f"{amount!r} is not a whole number") from None
+            text = str(amount)
+            if isinstance(amount, bool) or not isinstance(amount, (int, str)) or not text.isdigit() or len(text) > 18:
+                raise where.error(f"zones[{i}].resources[{rname}]", f"{text[:40]!r} is not a whole number") from None
+            amount = int(text)
             if rname == "cpu":
                 layout.cpus[numa] = amount
             elif rname in device_resources:
                 counts.setdefault(rname, []).append((numa, amount))
     for res, zones in counts.items():
+        problem = limits.exceeded(f"{res} devices", sum(n for _, n in zones), "devices")
+        if problem:
+            raise where.error("zones", problem)
         if res not in layout.devices:
             layout.devices[res] = [
                 make_device("", numa, None, None, "accelerator") for numa, n in zones for _ in range(n)
             ]
 
 
+def _attribute(where: Where, value: Any, path: str) -> Any:
+    """A DeviceAttribute ({int|bool|string|version: value}, or the bare value): a scalar or bad input."""
+    if isinstance(value, Mapping):
+        value = next(iter(value.values()), None)
+    if value is not None and not isinstance(value, (str, int)):
+        raise where.error(path, f"must hold a string, integer or boolean, got {type(value).__name__}")
+    return value
+
+
 def apply_resource_slice(layout: NodeLayout, where: Where, doc: Mapping[str, Any]) -> None:
     """Devices with numaNode / pcieRoot / pcieSwitch attributes; accelsched.io/resource names the resource."""
     spec = doc.get("spec") or {}
-    for i, dev in enumerate(spec.get("devices") or []):
-        attrs = {
-            k: next(iter(v.values()), None) if isinstance(v, Mapping) else v
-            for k, v in (dev.get("attributes") or {}).items()
-        }
-        kind = attrs.get(ATTR_KIND, "accelerator")
-        res = attrs.get(ATTR_RESOURCE)
+    if not isinstance(spec, Mapping):
+        raise where.error("spec", "must be an object")
+    for i, dev in enumerate(_items(where, spec.get("devices"), "spec.devices")):
+        raw = dev.get("attributes") or {}
+        if not isinstance(raw, Mapping):
+            raise where.error(f"spec.devices[{i}].attributes", "must map attribute names to values")
+        attrs = {k: _attribute(where, v, f"spec.devices[{i}].attributes[{k}]") for k, v in raw.items()}
+        p = f"spec.devices[{i}].attributes"
+        kind = _text(where, attrs.get(ATTR_KIND), f"{p}[{ATTR_KIND}]", "accelerator")
+        res = _text(where, attrs.get(ATTR_RESOURCE), f"{p}[{ATTR_RESOURCE}]")
         if kind != "nic" and not res:
-            raise where.error(
-                f"spec.devices[{i}].attributes", f"needs {ATTR_RESOURCE} (the extended resource it backs)"
-            )
-        path = attrs.get(ATTR_PATH)
+            raise where.error(p, f"needs {ATTR_RESOURCE} (the extended resource it backs)")
+        numa = attrs.get(ATTR_NUMA)
+        if numa is not None and (isinstance(numa, bool) or not isinstance(numa, int) or numa < 0):
+            raise where.error(f"{p}[{ATTR_NUMA}]", f"must be a NUMA node number, got {numa!r}")
+        path = _text(where, attrs.get(ATTR_PATH), f"{p}[{ATTR_PATH}]")
         device = make_device(
-            str(dev.get("name")),
-            attrs.get(ATTR_NUMA),
-            attrs.get(ATTR_SWITCH),
-            attrs.get(ATTR_PCIE_ROOT),
+            _text(where, dev.get("name"), f"spec.devices[{i}].name"),
+            numa,
+            _text(where, attrs.get(ATTR_SWITCH), f"{p}[{ATTR_SWITCH}]") or None,
+            _text(where, attrs.get(ATTR_PCIE_ROOT), f"{p}[{ATTR_PCIE_ROOT}]") or None,
             kind,
-            bridges=tuple(str(path).split("/")) if path else None,
+            bridges=tuple(path.split("/")) if path else None,
         )
         if kind == "nic":
             layout.nics.append(device)
         else:
-            layout.devices.setdefault(str(res), []).append(device)
+            layout.devices.setdefault(res, []).append(device)

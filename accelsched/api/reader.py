@@ -1,0 +1,476 @@
+"""Manifest files to plain documents: bytes decoded as kubectl does, JSON by a JSON parser, YAML strictly.
+
+What the API server's strict decoding refuses is refused here, with the file, the object and the line:
+
+- text is UTF-8, or UTF-16 with a byte-order mark (kubectl's file reader honours a BOM, cli-runtime's
+  ``unicode.BOMOverride``); anything else is an error naming the byte offset, never a traceback;
+- a mapping key given twice is an error (YAML: ``key "cpu" already set in map``; JSON: ``duplicate field``),
+  so ``requests: {cpu: "64", cpu: "1"}`` never schedules with one of the two silently;
+- YAML aliases may not expand a document past go-yaml's bound ("document contains excessive aliasing"), and
+  an anchor may not contain itself: an alias bomb is refused before anything copies it.
+
+JSON (what ``kubectl get -o json`` prints) goes through the standard library's C decoder. YAML goes through
+libyaml's event stream with a small builder (``_fast_yaml``) that does what PyYAML's SafeLoader does for plain
+documents at about twice its speed; anything unusual (explicit tags, merge keys, complex keys, or any error)
+is read again by the SafeLoader-based strict path (``_strict_yaml``), which alone words the errors.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import gc
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import yaml
+from yaml.events import (
+    AliasEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from accelsched.api import limits
+from accelsched.errors import InputError
+
+MERGE_TAG = "tag:yaml.org,2002:merge"
+# go-yaml v2 (sigs.k8s.io/yaml's decoder, go.yaml.in/yaml/v2 decode.go): up to 400,000 decoded nodes 99% may come
+# from alias expansion, from 4,000,000 on only 10%, scaled linearly between.
+_ALIAS_RATIO_LOW, _ALIAS_RATIO_HIGH = 400_000, 4_000_000
+# JSON that fails (bad syntax, a duplicate field) is read again as YAML, for YAML flow style and for the line of
+# a duplicate; past this size that second read would take longer than it is worth, and the JSON error stands.
+_REREAD_AS_YAML_CHARS = 16 << 20
+
+
+# The longest integer literal read as a number (int64 has 19 digits; sign, underscores, 0x/0o/0b prefixes fit).
+_MAX_INT_CHARS = 100
+
+
+class _Fallback(Exception):
+    """The fast YAML builder met something it leaves to the strict path."""
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection while a manifest becomes objects: reading builds millions of dicts and none
+    of them is garbage yet, so each collection would only walk them again (a third of the time of a large read).
+    Reference counting still frees what is dropped; the collector runs again afterwards."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# ---------------------------------------------------------------------------------------------- bytes to text
+
+
+def decode(data: bytes, source: str) -> str:
+    """UTF-8 (an optional BOM dropped) or UTF-16 with a BOM; otherwise an error naming the byte offset."""
+    if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        raise InputError("is UTF-32 (byte-order mark at byte offset 0); manifests are UTF-8, or UTF-16", source=source)
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        encoding, skip = ("utf-16-le" if data.startswith(codecs.BOM_UTF16_LE) else "utf-16-be"), 2
+    else:
+        encoding, skip = "utf-8", 3 if data.startswith(codecs.BOM_UTF8) else 0
+    if encoding == "utf-8" and (nul := data.find(b"\x00")) >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise InputError(
+            f"is not UTF-8 text: a NUL byte at byte offset {nul} (line {line}); a binary "
+            "file, or UTF-16 without a byte-order mark? Manifests are UTF-8, or UTF-16 with a byte-order mark",
+            source=source,
+        )
+    try:
+        return data[skip:].decode(encoding)
+    except UnicodeDecodeError as exc:
+        offset = exc.start + skip
+        line = data.count(b"\n", 0, offset) + 1 if encoding == "utf-8" else None
+        at = f"byte offset {offset}" + (f" (line {line})" if line else "")
+        raise InputError(
+            f"is not {encoding.upper()[:6]} text: invalid byte 0x{data[offset]:02x} at {at}; "
+            "manifests are UTF-8, or UTF-16 with a byte-order mark",
+            source=source,
+        ) from None
+
+
+def check_size(size: int, source: str) -> None:
+    """A file past the ``input_bytes`` limit is refused before it is read into memory."""
+    too_big = limits.exceeded("size in bytes", size, "input_bytes")
+    if too_big:
+        raise InputError(too_big, source=source)
+
+
+# ---------------------------------------------------------------------------------------------- text to documents
+
+
+def parse(text: str, source: str) -> list[Any]:
+    """Every document of ``text`` (None documents dropped), JSON when it starts like JSON, else YAML."""
+    start = len(text) - len(text.lstrip())
+    if text[start : start + 1] in ("{", "["):
+        small = len(text) <= _REREAD_AS_YAML_CHARS
+        try:
+            return _json_documents(text, start)
+        except (ValueError, RecursionError, _DuplicateField) as exc:
+            # Not JSON after all? YAML flow style (``{kind: Pod, ...}``) also starts with a brace. And the YAML
+            # reading of JSON names the line and the object of a duplicate field, a huge number or deep nesting.
+            if small:
+                try:
+                    return _strict_yaml(text, source)
+                except InputError:
+                    if not isinstance(exc, json.JSONDecodeError):
+                        raise
+            raise InputError(_json_problem(exc), source=source) from None
+    try:
+        return _fast_yaml(text)
+    except _Fallback:
+        return _strict_yaml(text, source)
+
+
+def _json_problem(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    if isinstance(exc, _DuplicateField):
+        return f'duplicate field "{exc.key}" (strict decoding)'
+    if isinstance(exc, RecursionError):
+        return "malformed JSON: nesting too deep"
+    return f"malformed JSON: a number is out of range ({exc})"  # int() past Python's digit limit
+
+
+class _DuplicateField(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateField(key)
+            seen.add(key)
+    return out
+
+
+def _no_constant(name: str) -> None:
+    # Python's json reads NaN and Infinity; JSON (and the API server) does not.
+    raise json.JSONDecodeError(f"{name} is not valid JSON", name, 0)
+
+
+_JSON = json.JSONDecoder(object_pairs_hook=_unique_object, parse_constant=_no_constant)
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _json_documents(text: str, start: int) -> list[Any]:
+    """One JSON value or a stream of them (kubectl accepts concatenated objects), as the C decoder reads them."""
+    out = []
+    pos, end = start, len(text)
+    while pos < end:
+        value, pos = _JSON.raw_decode(text, pos)
+        if value is not None:
+            out.append(value)
+        pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- YAML, fast
+
+
+_RESOLVERS = yaml.CSafeLoader.yaml_implicit_resolvers
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+_SCALARS: dict[tuple[str, str], Any] = {}
+_SHARED_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float")}
+
+
+def _plain_scalar(value: str) -> Any:
+    """A plain (unquoted, untagged) scalar, resolved and built exactly as SafeLoader does."""
+    tag = None
+    for candidate, regexp in _RESOLVERS.get(value[:1], ()):
+        if regexp.match(value):
+            tag = candidate
+            break
+    if tag is None:
+        return value
+    key = (tag, value)
+    try:
+        return _SCALARS[key]
+    except KeyError:
+        pass
+    construct = _CONSTRUCTOR.yaml_constructors.get(tag)
+    if construct is None:  # the merge key ``<<`` and the value key ``=``: the strict path
+        raise _Fallback
+    try:
+        result = construct(_CONSTRUCTOR, ScalarNode(tag, value))
+    except ValueError:  # an integer past Python's digit limit: the strict path words it, with its line
+        raise _Fallback from None
+    # Numbers, booleans and null are shared, as YAML repeats them; not timestamps: a datetime met twice in
+    # ``-o yaml`` output would be printed as an anchor and an alias.
+    if tag in _SHARED_TAGS and len(_SCALARS) < 100_000:
+        _SCALARS[key] = result
+    return result
+
+
+def _alias_ratio_ok(aliased: int, decoded: int) -> bool:
+    if aliased <= 100 or decoded <= 1000:
+        return True
+    if decoded <= _ALIAS_RATIO_LOW:
+        allowed = 0.99
+    elif decoded >= _ALIAS_RATIO_HIGH:
+        allowed = 0.10
+    else:
+        allowed = 0.99 - 0.89 * (decoded - _ALIAS_RATIO_LOW) / (_ALIAS_RATIO_HIGH - _ALIAS_RATIO_LOW)
+    return aliased / decoded <= allowed
+
+
+def _fast_yaml(text: str) -> list[Any]:
+    """libyaml's events into dicts, lists and scalars; ``_Fallback`` at anything out of the ordinary.
+
+    Aliases share the anchored object, as SafeLoader's do; ``decoded`` counts nodes as expanded, so an alias bomb
+    is caught by its size, not by expanding it.
+    """
+    parser = yaml.CSafeLoader(text)
+    get = parser.get_event
+    missing = object()
+    out: list[Any] = []
+    try:
+        get()  # StreamStartEvent
+        while not isinstance(get(), StreamEndEvent):  # DocumentStartEvent, or the end
+            anchors: dict[str, tuple[Any, int]] = {}
+            open_anchors: dict[str, None] = {}
+            # Frames: [container, key (missing until read), anchor, decoded at start]
+            stack: list[list[Any]] = []
+            decoded = aliased = 0
+            while True:
+                ev = get()
+                kind = type(ev)
+                if kind is ScalarEvent:
+                    if ev.tag is not None:
+                        raise _Fallback
+                    value = _plain_scalar(ev.value) if ev.implicit[0] else ev.value
+                    decoded += 1
+                    if ev.anchor is not None:
+                        anchors[ev.anchor] = (value, 1)
+                elif kind is MappingStartEvent or kind is SequenceStartEvent:
+                    if ev.tag is not None:
+                        raise _Fallback
+                    if stack and stack[-1][1] is missing and type(stack[-1][0]) is dict:
+                        raise _Fallback  # a complex key
+                    decoded += 1
+                    if ev.anchor is not None:
+                        open_anchors[ev.anchor] = None
+                    stack.append([{} if kind is MappingStartEvent else [], missing, ev.anchor, decoded])
+                    continue
+                elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                    value, _, anchor, at = stack.pop()
+                    if anchor is not None:
+                        anchors[anchor] = (value, decoded - at + 1)
+                        del open_anchors[anchor]
+                elif kind is AliasEvent:
+                    if ev.anchor not in anchors:  # undefined, or contains itself: the strict path words it
+                        raise _Fallback
+                    value, size = anchors[ev.anchor]
+                    decoded += size
+                    aliased += size
+                    if not _alias_ratio_ok(aliased, decoded):
+                        raise _Fallback
+                else:
+                    raise _Fallback
+                if not stack:
+                    break
+                frame = stack[-1]
+                container = frame[0]
+                if type(container) is list:
+                    container.append(value)
+                elif frame[1] is missing:
+                    if (kind is not ScalarEvent and kind is not AliasEvent) or value.__hash__ is None:
+                        raise _Fallback
+                    if value in container:
+                        raise _Fallback  # a duplicate key: the strict path names it
+                    frame[1] = value
+                else:
+                    container[frame[1]] = value
+                    frame[1] = missing
+            get()  # DocumentEndEvent
+            if value is not None:
+                out.append(value)
+    except yaml.YAMLError:
+        raise _Fallback from None
+    finally:
+        parser.dispose()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- YAML, strict
+
+
+class _NodeProblem(Exception):
+    """Something wrong at one node of a composed document: worded with the object and field path around it."""
+
+    def __init__(self, node: Node, message: str) -> None:
+        super().__init__(message)
+        self.node, self.message = node, message
+
+
+class _StrictLoader(yaml.CSafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (keys a ``<<`` merge brings in may be overridden,
+    as the merge defines)."""
+
+    def construct_mapping(self, node: Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, MappingNode):
+            seen: dict[tuple[str, str], ScalarNode] = {}
+            for key_node, _ in node.value:
+                if isinstance(key_node, ScalarNode) and key_node.tag != MERGE_TAG:
+                    first = seen.setdefault((key_node.tag, key_node.value), key_node)
+                    if first is not key_node:
+                        raise _NodeProblem(
+                            node,
+                            f'line {key_node.start_mark.line + 1}: key "{key_node.value}" already set in map '
+                            f"(first at line {first.start_mark.line + 1})",
+                        )
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+
+    def construct_yaml_int(self, node: ScalarNode) -> int:
+        # Past int64 no Kubernetes field holds it, and past Python's int-digit limit int() raises ValueError.
+        if len(node.value) > _MAX_INT_CHARS:
+            line = node.start_mark.line + 1
+            raise _NodeProblem(node, f"line {line}: an integer of {len(node.value)} digits is out of range")
+        return super().construct_yaml_int(node)  # type: ignore[no-any-return]
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
+
+
+def _strict_yaml(text: str, source: str) -> list[Any]:
+    loader = _StrictLoader(text)
+    out: list[Any] = []
+    may_alias = "&" in text
+    try:
+        while loader.check_node():
+            root = loader.get_node()
+            if may_alias:
+                _check_aliases(root, source)
+            try:
+                doc = loader.construct_document(root)
+            except _NodeProblem as problem:
+                raise _node_error(root, problem, source) from None
+            if doc is not None:
+                out.append(doc)
+    except yaml.YAMLError as exc:
+        raise InputError(f"malformed YAML{_yaml_problem(exc, text)}", source=source) from None
+    finally:
+        loader.dispose()
+    return out
+
+
+def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
+    """`` at line 3, column 7: what`` on one line, whichever of PyYAML's errors it is."""
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow: no mark, a position
+        line = text.count("\n", 0, exc.position) + 1
+        return f" at line {line} (character offset {exc.position}): {exc.reason} (#x{exc.character:04x})"
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    return f"{where}: {' '.join(str(getattr(exc, 'problem', None) or exc).split())}"
+
+
+def _children(node: Node) -> Iterator[tuple[Any, Node]]:
+    if isinstance(node, MappingNode):
+        for k, v in node.value:
+            yield (k.value if isinstance(k, ScalarNode) else "?"), v
+    elif isinstance(node, SequenceNode):
+        yield from enumerate(node.value)
+
+
+def _check_aliases(root: Node, source: str) -> None:
+    """Refuse an anchor that contains itself and a document that aliases expand past go-yaml's bound."""
+    sizes: dict[int, int] = {}
+    in_progress: set[int] = set()
+    aliased = 0
+
+    def size(node: Node) -> int:
+        nonlocal aliased
+        ident = id(node)
+        if ident in sizes:
+            aliased += sizes[ident]  # the same node again: an alias
+            return sizes[ident]
+        if ident in in_progress:
+            line = node.start_mark.line + 1
+            raise InputError(f"line {line}: an anchor's value contains an alias of itself", source=source)
+        in_progress.add(ident)
+        total = 1
+        if isinstance(node, MappingNode):
+            for k, v in node.value:
+                total += size(k) + size(v)
+        elif isinstance(node, SequenceNode):
+            for v in node.value:
+                total += size(v)
+        in_progress.discard(ident)
+        sizes[ident] = total
+        return total
+
+    decoded = size(root)
+    if not _alias_ratio_ok(aliased, decoded):
+        raise InputError(
+            f"document at line {root.start_mark.line + 1} contains excessive aliasing: aliases expand it to "
+            f"{decoded} nodes, {aliased} of them copies (go-yaml's bound, as the API server reads YAML)",
+            source=source,
+        )
+
+
+def _node_error(root: Node, problem: _NodeProblem, source: str) -> InputError:
+    """``FILE: Pod ns/name: spec.containers[0].resources.requests: line 12: key "cpu" already set (line 11)``."""
+    path = _path_to(root, problem.node) or []
+    doc, prefix = root, ""
+    if _scalar_child(root, "kind", "").endswith("List") and path[:1] == ["items"] and len(path) > 1:
+        doc = dict(_children(_child(root, "items")))[path[1]]  # type: ignore[arg-type]
+        prefix, path = f"items[{path[1]}]", path[2:]
+    kind = _scalar_child(doc, "kind", "")
+    meta = _child(doc, "metadata")
+    name = _scalar_child(meta, "name", "") if meta is not None else ""
+    namespace = _scalar_child(meta, "namespace", "") if meta is not None else ""
+    obj = " ".join(p for p in (kind, f"{namespace}/{name}" if namespace else name) if p)
+    field = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(path))
+    return InputError(
+        problem.message,
+        source=f"{source} ({prefix})" if prefix else source,
+        obj=obj or f"document at line {root.start_mark.line + 1}",
+        field=field,
+    )
+
+
+def _child(node: Node | None, key: str) -> Node | None:
+    if isinstance(node, MappingNode):
+        for k, v in node.value:
+            if isinstance(k, ScalarNode) and k.value == key:
+                return v  # type: ignore[no-any-return]
+    return None
+
+
+def _scalar_child(node: Node | None, key: str, default: str) -> str:
+    child = _child(node, key)
+    return str(child.value) if isinstance(child, ScalarNode) else default
+
+
+def _path_to(node: Node, target: Node) -> list[Any] | None:
+    """The keys and indexes from ``node`` down to ``target`` (iterative: deep documents stay cheap)."""
+    stack: list[tuple[Node, list[Any]]] = [(node, [])]
+    seen: set[int] = set()
+    while stack:
+        current, path = stack.pop()
+        if current is target:
+            return path
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for key, child in _children(current):
+            stack.append((child, [*path, key]))
+    return None
