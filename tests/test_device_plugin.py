@@ -236,6 +236,8 @@ def test_allocate_returns_env_device_nodes_mounts_and_cdi_names(plugin: DevicePl
         ([[]], grpc.StatusCode.INVALID_ARGUMENT, "lists no devices_ids"),
         ([], grpc.StatusCode.INVALID_ARGUMENT, "no container_requests"),
         ([["qaic-0", "qaic-0"]], grpc.StatusCode.INVALID_ARGUMENT, "listed twice"),
+        # Thousands of unknown IDs: a few are named, so the status still fits in the trailers (8 KiB).
+        ([["x" * 10000, *(f"u{i}" for i in range(3000))]], grpc.StatusCode.NOT_FOUND, "'u3' and 2996 more"),
     ],
 )
 def test_bad_allocate_is_a_grpc_error_and_the_plugin_keeps_serving(

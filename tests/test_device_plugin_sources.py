@@ -150,9 +150,9 @@ def write(tmp_path: Path, doc: Any) -> str:
         ({"resourceName": "gpu"}, "resourceName", "not an extended resource name"),
         ({"source": "nvml"}, "source", "unknown source 'nvml'"),
         ({"colour": "red"}, "(top level)", "unknown field(s) colour"),
-        ({"fake": {"devices": -1}}, "fake.devices", "must be >= 0"),
+        ({"fake": {"devices": -1}}, "fake.devices", "must be 0..1024"),
         ({"fake": {"health": [{"device": "x-0", "health": "Sick"}]}}, "fake.health[0].health", "Healthy, Unhealthy"),
-        ({"fake": {"devices": 2, "numa": [0]}}, "fake.numa", "one NUMA node (>= 0) per device (2)"),
+        ({"fake": {"devices": 2, "numa": [0]}}, "fake.numa", "one NUMA node (0..1023) per device (2)"),
         ({"allocate": {"envVar": "A-B"}}, "allocate.envVar", "not an environment variable name"),
         ({"allocate": {"permissions": "rwx"}}, "allocate.permissions", "letters of rwm"),
         ({"allocate": {"deviceNodes": ["/dev/x{minor}"]}}, "allocate.deviceNodes", "{index}, {id}, {accel}"),
@@ -375,7 +375,7 @@ def test_cli_bad_config_exits_2_with_one_line(tmp_path: Path) -> None:
     path = write(tmp_path, {"source": "fake", "fake": {"devices": 2, "numa": [0]}})
     result = CliRunner().invoke(main, ["device-plugin", "--config", path])
     assert result.exit_code == 2
-    why = "must list one NUMA node (>= 0) per device (2), got [0]"
+    why = "must list one NUMA node (0..1023) per device (2), got [0]"
     assert result.stderr.strip().splitlines() == [f"accelsched: error: {path}: DevicePluginConfig: fake.numa: {why}"]
 
 

@@ -28,29 +28,41 @@ Unknown fields and wrong types are errors naming the file and the field, never s
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from accelsched.api import reader
 from accelsched.errors import InputError
 
 KUBELET_DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 SOURCES = ("sysfs", "fake")
 HEALTH_VALUES = ("Healthy", "Unhealthy")
 OBJECT = "DevicePluginConfig"
-# An extended resource name: a DNS subdomain prefix and a name (what the kubelet accepts from Register).
-RESOURCE_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-PERMISSIONS_RE = re.compile(r"^(?!.*(.).*\1)[rwm]{1,3}$")
+# Limits on what the config multiplies, so a typo cannot make the plugin build millions of devices. 1,024 fake
+# devices (times at most 64 time-slicing replicas) keeps ListAndWatch's answer under gRPC's 4 MiB message limit;
+# 1,024 NUMA nodes is the kernel's MAX_NUMNODES (NODES_SHIFT 10); a day is the longest interval worth polling at.
+MAX_FAKE_DEVICES = 1024
+MAX_NUMA_NODES = 1024
+MAX_INTERVAL_SECONDS = 86400.0
+# The kubelet's Register accepts an extended resource name (pkg/apis/core/v1/helper IsExtendedResourceName): it has a
+# "/", is outside *kubernetes.io/, does not start with "requests.", and "requests." + name is a qualified name.
+REQUESTS_PREFIX = "requests."
+DNS1123_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN_RE = re.compile(rf"{DNS1123_LABEL}(?:\.{DNS1123_LABEL})*")
+QUALIFIED_NAME_RE = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?")
+DNS1123_SUBDOMAIN_MAX, QUALIFIED_NAME_MAX = 253, 63
+# Regexes below are used with fullmatch: "$" would also match before a trailing newline.
+ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+PERMISSIONS_RE = re.compile(r"(?!.*(.).*\1)[rwm]{1,3}")
 # The CDI parser's rules (container-device-interface pkg/parser): vendor and class start with a letter, the device
 # name with a letter or digit; both end with a letter or digit; inside, letters, digits and _ - . (names also :).
 _CDI_VENDOR_OR_CLASS = r"[A-Za-z](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?"
-CDI_KIND_RE = re.compile(rf"^{_CDI_VENDOR_OR_CLASS}/{_CDI_VENDOR_OR_CLASS}$")
-CDI_DEVICE_NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.:-]*[A-Za-z0-9])?$")
+CDI_KIND_RE = re.compile(rf"{_CDI_VENDOR_OR_CLASS}/{_CDI_VENDOR_OR_CLASS}")
+CDI_DEVICE_NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.:-]*[A-Za-z0-9])?")
 # Device-node placeholders read from sysfs: {accel} is N of <device>/accel/accelN (/dev/accel/accelN), {render} of
 # <device>/drm/renderDN (/dev/dri/renderDN), {card} of <device>/drm/cardN. Value: the sysfs name's prefix.
 NODE_PLACEHOLDERS = {"accel": "accel", "render": "renderD", "card": "card"}
@@ -149,20 +161,66 @@ class _Reader:
             raise self.error(name, f"must be {want}, got {value!r}")
         return value
 
-    def number(self, name: str, default: float, minimum: float) -> float:
-        value = float(self.get(name, (int, float), default))
-        if value < minimum:
-            raise self.error(name, f"must be >= {minimum}, got {value}")
+    def number(self, name: str, default: float, minimum: float, maximum: float = math.inf) -> float:
+        """A finite int or float in [minimum, maximum]: YAML's .inf and .nan are floats, and would otherwise reach
+        int() (OverflowError, ValueError) or a sleep that never ends."""
+        value = self.get(name, (int, float), default)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.error(name, f"must be a finite number, got {value}")
+        if not minimum <= value <= maximum:
+            bound = f"{minimum}..{maximum}" if math.isfinite(maximum) else f">= {minimum}"
+            raise self.error(name, f"must be {bound}, got {value}")
+        return float(value)
+
+    def integer(self, name: str, default: int, minimum: int, maximum: int) -> int:
+        """An int (not a float, not a bool) in [minimum, maximum]."""
+        value = self.get(name, int, default)
+        if not minimum <= value <= maximum:
+            raise self.error(name, f"must be {minimum}..{maximum}, got {value}")
+        return value
+
+    def string(self, name: str, default: str | None) -> Any:
+        """A path string without NUL (the OS refuses it with a ValueError) or other control characters."""
+        value = self.get(name, str, default)
+        if value is not None and _has_control(value):
+            raise self.error(name, f"{value!r} contains a control character")
         return value
 
     def strings(self, name: str) -> tuple[str, ...]:
         items = self.get(name, list, [])
-        if not all(isinstance(s, str) and s for s in items):
-            raise self.error(name, f"must be a list of non-empty strings, got {items!r}")
+        if not all(isinstance(s, str) and s and not _has_control(s) for s in items):
+            raise self.error(name, f"must be a list of non-empty strings without control characters, got {items!r}")
         return tuple(items)
 
     def sub(self, name: str, fields: set[str]) -> _Reader:
         return _Reader(self.source, self.doc.get(name), ".".join(p for p in (self.path, name) if p), fields)
+
+
+def _has_control(text: str) -> bool:
+    return any(ord(c) < 0x20 or ord(c) == 0x7F for c in text)
+
+
+def extended_resource_name_error(name: str) -> str:
+    """Why the kubelet's Register would refuse ``name`` as a device plugin's resource, or "" when it accepts it."""
+    prefix, slash, basename = name.partition("/")
+    if not slash:
+        return "has no domain prefix (like vendor.com/gpu)"
+    if "kubernetes.io/" in name:
+        return "is in the kubernetes.io/ namespace, which is for native resources"
+    if name.startswith(REQUESTS_PREFIX):
+        return f"starts with {REQUESTS_PREFIX!r}, which is for quota"
+    quota_prefix = REQUESTS_PREFIX + prefix
+    if len(quota_prefix) > DNS1123_SUBDOMAIN_MAX or not DNS1123_SUBDOMAIN_RE.fullmatch(quota_prefix):
+        return (
+            f"prefix {prefix!r} must be a DNS-1123 subdomain (lower case letters, digits, '-' and '.', starting and"
+            f" ending with a letter or digit) of at most {DNS1123_SUBDOMAIN_MAX - len(REQUESTS_PREFIX)} characters"
+        )
+    if len(basename) > QUALIFIED_NAME_MAX or not QUALIFIED_NAME_RE.fullmatch(basename):
+        return (
+            f"name part {basename!r} must be at most {QUALIFIED_NAME_MAX} characters of letters, digits, '-', '_'"
+            " and '.', starting and ending with a letter or digit"
+        )
+    return ""
 
 
 def load(path: str | None, overrides: Mapping[str, Any] | None = None) -> PluginConfig:
@@ -171,11 +229,15 @@ def load(path: str | None, overrides: Mapping[str, Any] | None = None) -> Plugin
     source = path or "(flags)"
     if path is not None:
         try:
-            loaded = yaml.safe_load(Path(path).read_text())
+            data = Path(path).read_bytes()
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror or exc}", source=path) from None
-        except yaml.YAMLError as exc:
-            raise InputError(f"is not valid YAML ({getattr(exc, 'problem', exc)})", source=path) from None
+        # As the manifests are read: UTF-8 or UTF-16 with a BOM, duplicate keys and alias bombs refused.
+        reader.check_size(len(data), path)
+        docs = reader.parse(reader.decode(data, path), path)
+        if len(docs) > 1:
+            raise InputError(f"holds {len(docs)} documents; the config is one", source=path, obj=OBJECT)
+        loaded = docs[0] if docs else None
         if loaded is not None and not isinstance(loaded, Mapping):
             raise InputError(f"must be a mapping, got {type(loaded).__name__}", source=path, obj=OBJECT)
         doc = dict(loaded or {})
@@ -203,14 +265,15 @@ def parse(doc: Mapping[str, Any], source: str = "") -> PluginConfig:
     )  # fmt: skip
     cfg = PluginConfig(source_file=source)
     cfg.resource_name = top.get("resourceName", str, cfg.resource_name)
-    if not RESOURCE_NAME_RE.match(cfg.resource_name):
-        raise top.error("resourceName", f"{cfg.resource_name!r} is not an extended resource name like vendor.com/gpu")
+    problem = extended_resource_name_error(cfg.resource_name)
+    if problem:
+        raise top.error("resourceName", f"{cfg.resource_name!r} is not an extended resource name: {problem}")
     cfg.source = top.get("source", str, cfg.source)
     if cfg.source not in SOURCES:
         raise top.error("source", f"unknown source {cfg.source!r} ({', '.join(SOURCES)})")
-    cfg.socket_dir = top.get("socketDir", str, cfg.socket_dir)
-    cfg.health_interval = top.number("healthIntervalSeconds", cfg.health_interval, 0.01)
-    cfg.watch_interval = top.number("watchIntervalSeconds", cfg.watch_interval, 0.01)
+    cfg.socket_dir = top.string("socketDir", cfg.socket_dir)
+    cfg.health_interval = top.number("healthIntervalSeconds", cfg.health_interval, 0.01, MAX_INTERVAL_SECONDS)
+    cfg.watch_interval = top.number("watchIntervalSeconds", cfg.watch_interval, 0.01, MAX_INTERVAL_SECONDS)
     cfg.sysfs = _sysfs(top.sub("sysfs", {"root", "vendors", "requireDriver"}))
     cfg.fake = _fake(top.sub("fake", {"devices", "idPrefix", "numa", "numaNodes", "devicesPerSwitch", "health"}))
     cfg.fake.id_prefix = cfg.fake.id_prefix or cfg.basename
@@ -229,36 +292,42 @@ def parse(doc: Mapping[str, Any], source: str = "") -> PluginConfig:
             " use NVIDIA's device plugin for real MIG instances",
         )
     metrics = top.sub("metrics", {"address", "port", "enabled"})
-    cfg.metrics_address = metrics.get("address", str, cfg.metrics_address)
-    port = metrics.get("port", int, cfg.metrics_port)
-    if not 0 <= port <= 65535:
-        raise metrics.error("port", f"must be 0..65535, got {port}")
+    cfg.metrics_address = metrics.string("address", cfg.metrics_address)
+    port = metrics.integer("port", 8080, 0, 65535)
     cfg.metrics_port = port if metrics.get("enabled", bool, True) else None
     return cfg
 
 
 def _sysfs(r: _Reader) -> SysfsConfig:
-    out = SysfsConfig(root=r.get("root", str, "/"), require_driver=r.get("requireDriver", bool, True))
+    out = SysfsConfig(root=r.string("root", "/"), require_driver=r.get("requireDriver", bool, True))
     vendors = []
     for v in r.get("vendors", list, []):
-        try:
-            vendors.append(v if isinstance(v, int) and not isinstance(v, bool) else int(str(v), 16))
-        except ValueError:
-            raise r.error("vendors", f"{v!r} is not a PCI vendor ID like 0x17cb") from None
+        if isinstance(v, int) and not isinstance(v, bool):
+            vendor = v
+        elif isinstance(v, str) and re.fullmatch(r"(0[xX])?[0-9a-fA-F]{1,4}", v):
+            vendor = int(v, 16)
+        else:
+            raise r.error("vendors", f"{v!r} is not a PCI vendor ID like 0x17cb")
+        if not 0 <= vendor <= 0xFFFF:
+            raise r.error("vendors", f"{v!r} is not a 16-bit PCI vendor ID")
+        vendors.append(vendor)
     out.vendors = tuple(vendors)
     return out
 
 
 def _fake(r: _Reader) -> FakeConfig:
     out = FakeConfig(
-        devices=int(r.number("devices", 4, 0)),
-        id_prefix=r.get("idPrefix", str, ""),
-        numa_nodes=int(r.number("numaNodes", 1, 1)),
-        devices_per_switch=int(r.number("devicesPerSwitch", 0, 0)),
+        devices=r.integer("devices", 4, 0, MAX_FAKE_DEVICES),
+        id_prefix=r.string("idPrefix", ""),
+        numa_nodes=r.integer("numaNodes", 1, 1, MAX_NUMA_NODES),
+        devices_per_switch=r.integer("devicesPerSwitch", 0, 0, MAX_FAKE_DEVICES),
     )
     numa = r.get("numa", list, [])
-    if numa and (len(numa) != out.devices or not all(isinstance(n, int) and n >= 0 for n in numa)):
-        raise r.error("numa", f"must list one NUMA node (>= 0) per device ({out.devices}), got {numa!r}")
+    valid = all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < MAX_NUMA_NODES for n in numa)
+    if numa and (len(numa) != out.devices or not valid):
+        raise r.error(
+            "numa", f"must list one NUMA node (0..{MAX_NUMA_NODES - 1}) per device ({out.devices}), got {numa!r}"
+        )
     out.numa = tuple(numa)
     events = []
     for i, item in enumerate(r.get("health", list, [])):
@@ -266,7 +335,7 @@ def _fake(r: _Reader) -> FakeConfig:
         health = step.get("health", str, None)
         if health not in HEALTH_VALUES:
             raise step.error("health", f"must be one of {', '.join(HEALTH_VALUES)}, got {health!r}")
-        device = step.get("device", str, None)
+        device = step.string("device", None)
         if device is None:
             raise step.error("device", "is required")
         events.append(HealthEvent(step.number("afterSeconds", 0.0, 0.0), device, health == "Healthy"))
@@ -282,11 +351,11 @@ def _allocate(r: _Reader) -> AllocateConfig:
         permissions=r.get("permissions", str, "rw"),
         cdi_kind=r.get("cdiKind", str, ""),
     )
-    if not ENV_NAME_RE.match(out.env_var):
+    if not ENV_NAME_RE.fullmatch(out.env_var):
         raise r.error("envVar", f"{out.env_var!r} is not an environment variable name")
-    if not PERMISSIONS_RE.match(out.permissions):
+    if not PERMISSIONS_RE.fullmatch(out.permissions):
         raise r.error("permissions", f"must be letters of rwm, each at most once, got {out.permissions!r}")
-    if out.cdi_kind and not CDI_KIND_RE.match(out.cdi_kind):
+    if out.cdi_kind and not CDI_KIND_RE.fullmatch(out.cdi_kind):
         raise r.error(
             "cdiKind",
             f"{out.cdi_kind!r} is not a CDI kind like vendor.com/class (each part starts with a letter, ends with a"
@@ -308,7 +377,7 @@ def _allocate(r: _Reader) -> AllocateConfig:
     mounts = []
     for i, item in enumerate(r.get("mounts", list, [])):
         m = _Reader(r.source, item, f"{r.path}.mounts[{i}]", {"hostPath", "containerPath", "readOnly"})
-        host, container = m.get("hostPath", str, ""), m.get("containerPath", str, "")
+        host, container = m.string("hostPath", ""), m.string("containerPath", "")
         if not host.startswith("/") or not container.startswith("/"):
             raise m.error("hostPath" if not host.startswith("/") else "containerPath", "must be an absolute path")
         mounts.append(MountConfig(host, container, m.get("readOnly", bool, False)))

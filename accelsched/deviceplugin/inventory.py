@@ -47,7 +47,7 @@ def units_by_resource(config: PluginConfig, devices: list[PhysicalDevice]) -> di
                 obj="DevicePluginConfig",
                 field="partitioning" if config.partitioning else config.source,
             )
-        bad = next((u.visible for u in items if kind and not CDI_DEVICE_NAME_RE.match(u.visible)), None)
+        bad = next((u.visible for u in items if kind and not CDI_DEVICE_NAME_RE.fullmatch(u.visible)), None)
         if bad:
             raise InputError(
                 f"{kind}={bad} is not a CDI device name (letters, digits, _ - . : between a letter or digit at each"

@@ -39,6 +39,7 @@ TEMP_SOCKET_PREFIX = ".accelsched-"  # + 8 hex digits + .sock: where a socket is
 TEMP_SOCKET_NAME_LENGTH = len(TEMP_SOCKET_PREFIX) + 8 + len(".sock")
 UNIX_PATH_MAX = 107  # bytes in a unix socket path (sun_path is 108, with the terminating NUL)
 OURS, MISSING, REPLACED = "ours", "missing", "replaced"
+MAX_IDS_IN_MESSAGE, MAX_ID_IN_MESSAGE = 5, 64  # unknown IDs named in a refusal, and characters of each
 
 
 class RequestError(Exception):
@@ -106,9 +107,10 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
     def _known(self, ids: Sequence[str], field: str) -> list[int]:
         unknown = [i for i in ids if i not in self.by_id]
         if unknown:
-            raise RequestError(
-                grpc.StatusCode.NOT_FOUND, f"{field}: unknown device ID(s) {', '.join(map(repr, unknown))}"
-            )
+            # A status message travels in HTTP/2 trailers (8 KiB by default): name a few, count the rest.
+            named = ", ".join(repr(i[:MAX_ID_IN_MESSAGE]) for i in unknown[:MAX_IDS_IN_MESSAGE])
+            more = f" and {len(unknown) - MAX_IDS_IN_MESSAGE} more" if len(unknown) > MAX_IDS_IN_MESSAGE else ""
+            raise RequestError(grpc.StatusCode.NOT_FOUND, f"{field}: unknown device ID(s) {named}{more}")
         if len(set(ids)) != len(ids):
             raise RequestError(grpc.StatusCode.INVALID_ARGUMENT, f"{field}: a device ID is listed twice")
         return [self.by_id[i] for i in ids]

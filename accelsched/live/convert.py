@@ -28,6 +28,20 @@ from accelsched.live.kube import JSON
 
 SOURCE = "cluster"
 T = TypeVar("T")
+# What parsing one odd object can raise. The API server validates built-in fields, but not annotations, nor CRDs
+# (NodeResourceTopology, PodGroup) whose schema preserves unknown fields: a list where a string belongs, a huge
+# quantity, a bad annotation can reach a parser that was written for files and raise more than InputError there.
+# Any of these leaves that one object out (logged, named); scheduling goes on with the rest.
+UNUSABLE: tuple[type[Exception], ...] = (
+    InputError, ValueError, TypeError, KeyError, AttributeError, IndexError, ArithmeticError, RecursionError,
+)  # fmt: skip
+
+
+def unusable_message(exc: Exception) -> str:
+    """The error to log and report for an object left out: InputError's own line, else the exception named."""
+    if isinstance(exc, InputError):
+        return str(exc)
+    return f"cannot be used ({type(exc).__name__}: {str(exc)[:200]})"
 
 
 @dataclass
@@ -50,18 +64,13 @@ class Converted:
     orphans: list[str] = field(default_factory=list)  # bound pods whose node is gone (not accounted)
 
 
-def _describe(doc: JSON, kind: str) -> str:
-    meta = doc.get("metadata") or {}
-    return objects.describe(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-
-
 def _parsed(docs: list[JSON], parse: Callable[[JSON, str], T], kind: str, errors: dict[str, str]) -> Iterator[T]:
     """Each object parsed; one the parser rejects is left out and its error kept."""
     for doc in docs:
         try:
             yield parse(doc, SOURCE)
-        except InputError as exc:
-            errors[_describe(doc, kind)] = str(exc)
+        except UNUSABLE as exc:
+            errors[_describe(doc, kind)] = unusable_message(exc)
 
 
 def _build_cluster(docs: list[Document], errors: dict[str, str]) -> Inputs:
@@ -70,12 +79,49 @@ def _build_cluster(docs: list[Document], errors: dict[str, str]) -> Inputs:
     while True:
         try:
             return build_inputs(docs)
-        except InputError as exc:
-            bad = [i for i, d in enumerate(docs) if _describe(dict(d.doc), d.kind) == exc.obj]
+        except UNUSABLE as exc:
+            named = isinstance(exc, InputError) and exc.obj
+            bad = [i for i, d in enumerate(docs) if named and _describe(d.doc, d.kind) == exc.obj]
+            if not bad:
+                # An error that names no object we can find (no name, or not an InputError): the objects that fail
+                # the same way on their own are the culprits (a rare path: one build per object).
+                bad = [i for i, d in enumerate(docs) if _same_failure(_lone_failure(d, docs), exc)]
             if not bad:
                 raise
-            errors[exc.obj] = str(exc)
-            del docs[bad[0]]
+            for i in reversed(bad if not named else bad[:1]):
+                errors[_describe(docs[i].doc, docs[i].kind)] = unusable_message(exc)
+                del docs[i]
+
+
+def _lone_failure(doc: Document, docs: list[Document]) -> Exception | None:
+    """What building this one object raises (a NodeResourceTopology with its Node, which it needs), or None."""
+    alone = [doc]
+    if doc.kind == "NodeResourceTopology":
+        name = _describe(doc.doc, "Node")
+        alone = [d for d in docs if d.kind == "Node" and _describe(d.doc, "Node") == name] + alone
+    try:
+        build_inputs(alone)
+    except UNUSABLE as exc:
+        return exc
+    return None
+
+
+def _same_failure(a: Exception | None, b: Exception) -> bool:
+    if a is None or type(a) is not type(b):
+        return False
+    if isinstance(a, InputError) and isinstance(b, InputError):
+        return (a.field, a.message) == (b.field, b.message)
+    return str(a) == str(b)
+
+
+def _describe(doc: JSON, kind: str) -> str:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    # A name that is not a string is shown by its type: str() of a 5,000-digit int is itself a ValueError.
+    namespace, name = (
+        v[:253] if isinstance(v := meta.get(k) or "", str) else f"<{type(v).__name__}>" for k in ("namespace", "name")
+    )
+    return objects.describe(kind, namespace, name).strip()
 
 
 def convert(snapshot: Snapshot, scheduler_names: Iterable[str] | None = None) -> Converted:

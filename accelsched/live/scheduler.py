@@ -35,7 +35,6 @@ from pathlib import Path
 from accelsched.api import objects
 from accelsched.api.objects import DEVICES_ANNOTATION, Pod
 from accelsched.engine import Session
-from accelsched.errors import InputError
 from accelsched.framework import gang
 from accelsched.framework.profile import SchedulerConfig, default_config, load_config
 from accelsched.framework.queue import SchedulingQueue
@@ -414,8 +413,10 @@ class LiveScheduler:
             if pod is None:
                 try:
                     pod = objects.parse_pod(obj, live_convert.SOURCE)
-                except InputError as exc:
-                    self._pool.submit(self.recorder.event, obj, FAILED_SCHEDULING, str(exc))
+                except live_convert.UNUSABLE as exc:  # not only InputError: an odd object must not stop the loop
+                    message = live_convert.unusable_message(exc)
+                    log.warning("object left out", extra={"object": key, "error": message})
+                    self._pool.submit(self.recorder.event, obj, FAILED_SCHEDULING, message)
                     continue
                 if gang.group_key(pod) is not None and not rebuilt:
                     with self.lock:  # gang pods are taken from a rebuilt session (their gang's member count)
@@ -451,8 +452,8 @@ class LiveScheduler:
                     continue
                 try:
                     out.append(Nomination(objects.parse_pod(obj, live_convert.SOURCE), index[node]))
-                except InputError:
-                    continue
+                except live_convert.UNUSABLE:
+                    continue  # reported when the pod itself is tried (_pods_for)
         return out
 
     def _run(self, pods: list[Pod], nominations: list[Nomination] | None = None) -> list[ScheduleResult]:

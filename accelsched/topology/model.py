@@ -6,6 +6,7 @@ data means a topology captured on one machine (``to_dict``) can be replayed in t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,16 +57,35 @@ def device_kind(pci_class: int, vendor: int) -> str:
     return "other"
 
 
+# The most CPUs a Linux kernel can be built for (CONFIG_NR_CPUS: 8192 on x86-64 with MAXSMP and on powerpc, less
+# elsewhere): a CPU id at or past it cannot come from a kernel, and bounding it keeps a cpulist like 0-99999999 from
+# being expanded into a hundred million ints.
+MAX_CPUS = 8192
+_CPU_RANGE_RE = re.compile(r"^([0-9]{1,5})(?:-([0-9]{1,5}))?$")  # digits only: int() would also take "+5" and "1_0"
+
+
+class CpuLimitError(ValueError):
+    """A cpulist names a CPU id no kernel has (at or past MAX_CPUS)."""
+
+
 def parse_cpulist(text: str) -> tuple[int, ...]:
-    """``"0-3,8-11"`` -> (0, 1, 2, 3, 8, 9, 10, 11); empty -> (). Raises ValueError on anything else."""
+    """``"0-3,8-11"`` -> (0, 1, 2, 3, 8, 9, 10, 11); empty -> (). Raises ValueError on anything else, and
+    CpuLimitError (a ValueError) for a CPU id at or past MAX_CPUS."""
     cpus: set[int] = set()
     for part in text.strip().split(","):
         part = part.strip()
         if not part:
             continue
-        lo, sep, hi = part.partition("-")
-        first, last = int(lo), int(hi) if sep else int(lo)
-        if first < 0 or last < first:
+        m = _CPU_RANGE_RE.match(part)
+        if not m:
+            if re.fullmatch(r"[0-9]+(-[0-9]+)?", part):
+                raise CpuLimitError(f"CPU range {part[:40]!r} goes past the kernel's limit of {MAX_CPUS} CPUs")
+            raise ValueError(f"bad CPU range {part[:40]!r}")
+        first = int(m.group(1))
+        last = int(m.group(2)) if m.group(2) is not None else first
+        if last >= MAX_CPUS:
+            raise CpuLimitError(f"CPU range {part!r} goes past the kernel's limit of {MAX_CPUS} CPUs")
+        if last < first:
             raise ValueError(f"bad CPU range {part!r}")
         cpus.update(range(first, last + 1))
     return tuple(sorted(cpus))

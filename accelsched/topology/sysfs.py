@@ -1,23 +1,38 @@
 """Discover a node's NUMA and PCIe topology from sysfs, the same files hwloc and nvidia-smi read.
 
 ``root`` lets tests point discovery at a fixture tree (``tests/sysfs_builder.py``) or a copied /sys. Real machines
-have odd sysfs (VMs without NUMA, firmware that reports no node, files only root may read), so nothing here raises on
-bad input: each problem becomes a line in ``NodeTopology.warnings`` naming the path, and discovery carries on.
+have odd sysfs (VMs without NUMA, firmware that reports no node, files only root may read), so what a real kernel can
+show becomes a line in ``NodeTopology.warnings`` naming the path, and discovery carries on. What no kernel can show
+(a FIFO or a device node where an attribute belongs, a file longer than a page, a CPU id past NR_CPUS, a number too
+long for 64 bits) means the tree is not a sysfs: that raises InputError naming the file, before it can hang the read
+or fill memory.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
-from accelsched.topology.model import NodeTopology, NumaNode, PciDevice, device_kind, parse_cpulist
+from accelsched.errors import InputError
+from accelsched.topology.model import (
+    CpuLimitError,
+    NodeTopology,
+    NumaNode,
+    PciDevice,
+    device_kind,
+    parse_cpulist,
+)
 
 # A PCI function (domain:bus:device.function); VMD and Hyper-V use domains wider than four digits.
 BDF_RE = re.compile(r"^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", re.IGNORECASE)
 # A root complex (host bridge) directory under /sys/devices, e.g. pci0000:00.
 ROOT_RE = re.compile(r"^pci[0-9a-f]{4,}:[0-9a-f]{2}$", re.IGNORECASE)
 MEMTOTAL_RE = re.compile(r"MemTotal:\s+(\d+)\s*kB")
+# A sysfs attribute is at most one page (PAGE_SIZE; 64 KiB is the largest page Linux uses, on arm64 and ppc64).
+MAX_ATTRIBUTE_BYTES = 64 * 1024
+MAX_MEMTOTAL_DIGITS = 17  # kB: 10^17 kB is past 2^63 bytes, so a longer number cannot be real memory
 NODE_DIR_RE = re.compile(r"^node(\d+)$")
 
 
@@ -35,9 +50,29 @@ class _Reader:
         self.warnings.append(f"{path}: {problem}")
 
     def text(self, path: Path) -> str | None:
-        """The file's stripped content, or None with a warning if it cannot be read."""
+        """The file's stripped content, or None with a warning if it cannot be read.
+
+        Only a regular file (after symlinks) of at most MAX_ATTRIBUTE_BYTES is read: a FIFO would block the open or
+        the read forever and /dev/zero never ends, so those raise InputError naming the file instead.
+        """
         try:
-            return path.read_text(encoding="ascii").strip()
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: opening a FIFO must not wait for a writer
+            try:
+                mode = os.fstat(fd).st_mode
+                if not stat.S_ISREG(mode):
+                    raise InputError(
+                        f"not a regular file ({_file_type(mode)}); sysfs attributes are regular files",
+                        source=str(path),
+                    )
+                data = os.read(fd, MAX_ATTRIBUTE_BYTES + 1)
+            finally:
+                os.close(fd)
+            if len(data) > MAX_ATTRIBUTE_BYTES:
+                raise InputError(
+                    f"longer than {MAX_ATTRIBUTE_BYTES} bytes; a sysfs attribute is at most one page",
+                    source=str(path),
+                )
+            return data.decode("ascii").strip()
         except FileNotFoundError:
             self.warn(path, "missing")
         except PermissionError:
@@ -70,6 +105,19 @@ class _Reader:
             return []
 
 
+def _file_type(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
 def discover(root: str | Path = "/", all_devices: bool = False) -> NodeTopology:
     """Read NUMA nodes and PCI devices under ``root``; keep only accelerators and NICs unless ``all_devices``."""
     reader = _Reader(root)
@@ -84,6 +132,8 @@ def _cpulist(reader: _Reader, path: Path) -> tuple[int, ...]:
         return ()
     try:
         return parse_cpulist(text)
+    except CpuLimitError as e:
+        raise InputError(str(e), source=str(path)) from None
     except ValueError:
         reader.warn(path, f"garbage {text[:40]!r}, expected a CPU list like 0-3,8-11")
         return ()
@@ -111,6 +161,9 @@ def _numa_nodes(reader: _Reader) -> list[NumaNode]:
         text = reader.text(base / "meminfo")
         if text is not None:
             m = MEMTOTAL_RE.search(text)
+            if m and len(m.group(1)) > MAX_MEMTOTAL_DIGITS:
+                digits = len(m.group(1))
+                raise InputError(f"MemTotal has {digits} digits: too large", source=str(base / "meminfo"))
             if m:
                 memory = int(m.group(1)) * 1024
             else:
