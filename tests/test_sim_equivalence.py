@@ -7,11 +7,14 @@ runs out first, a choice made on the post-assume CPU picks another GPU."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sim_traces import TIGHT_CPUS, openb_slice, write_trace
 
+from accelsched.errors import InputError
+from accelsched.plugins.gpushare import FACTORIES, pod_shape
 from accelsched.sim import generic
 from accelsched.sim.fragmentation import trace_typical_pods
 from accelsched.sim.policies import POLICIES
@@ -22,7 +25,7 @@ from accelsched.sim.trace import load_nodes, load_pods, trace_paths
 def replay_both(nodes, pods, typical, policy, seed, tie_break):
     """Schedule ``pods`` in order on both paths; every placement must agree. Returns (placed, failed, shared)."""
     fast = FastEngine(nodes, typical, pods.specs, policy, seed, tie_break)
-    slow = generic.GenericEngine(nodes, generic.policy_config(policy, typical, nodes.models, seed), seed, tie_break)
+    slow = generic.GenericEngine(nodes, generic.policy_config(policy, typical, seed), seed, tie_break)
     placed = failed = shared = 0
     for i, shape in enumerate(shapes_of(pods)):
         want = slow.schedule(generic.trace_pod(pods, i, f"{pods.names[i]}-{i}"), int(pods.gpu_request[i]))
@@ -70,10 +73,7 @@ def test_fgd_chooses_the_gpu_on_cpu_tight_nodes_as_it_scored(tmp_path, seed):
 def test_fast_path_places_like_the_scheduler_on_the_real_trace(policy, max_cpu, count, tail):
     """The openb trace's own nodes (the CPU-tight ones, 8-16 cores with 1-2 GPUs, in the unit suite) and pods, with
     its typical-pod distribution computed from the whole trace, as the experiment does."""
-    sliced = openb_slice(max_cpu, count, tail=tail)
-    if sliced is None:
-        pytest.skip("the openb trace is not at ../shared/data/alibaba-gpu-v2023")
-    nodes, pods = sliced
+    nodes, pods = openb_slice(max_cpu, count, tail=tail)
     typical = trace_typical_pods(load_pods(trace_paths("openb", "default")[1]), nodes.models)
     placed, _, shared = replay_both(nodes, pods, typical, policy, 42, "name" if tail else "paper")
     assert placed > count // 4 and shared > count // 10
@@ -96,12 +96,47 @@ def test_fgd_gpu_choice_at_reserve_sees_the_node_before_the_pod(tmp_path):
     typical = from_shapes([(0, 1, 500, frozenset())], [5], nodes.models)
     for engine in (
         FastEngine(nodes, typical, pods.specs, "fgd", 0),
-        generic.GenericEngine(nodes, generic.policy_config("fgd", typical, nodes.models), 0),
+        generic.GenericEngine(nodes, generic.policy_config("fgd", typical), 0),
     ):
         placed = [engine.schedule(*args) for args in _both_args(engine, pods)]
         first, second = placed[0][1][0], placed[1][1][0]
         assert {first, second} == {0, 1}
         assert placed[2] == (0, (second,)), f"{type(engine).__name__}: {placed}"
+
+
+def test_fgd_counts_a_typical_pod_no_node_accepts_as_fragment_on_both_paths(tmp_path):
+    """Hand-computed (the case the CPU-tight property found): two G2 nodes, 4 and 8 cores, one GPU each; typical
+    pods (0 cores, no GPU) x2, (4 cores, no GPU) and (6 cores, one whole GPU, T4 only). No node has a T4, so for
+    every shape all of a node's free GPU milli is fragment (the paper's NoAccess, as for a CPU-only shape), and a
+    4-core CPU-only pod changes no node's fragmentation: FGD scores both nodes int(100 sigmoid(0)) = 50. Handed to
+    FGDScore as "gpuModels: []" (none of this cluster's models), the T4 shape read as any model: on n1 the pod would
+    leave 4 of the 6 cores it needs, 1000 x 1/4 milli more fragment, int(100 sigmoid(-0.25)) = 43."""
+    from sim_traces import NODE_HEADER, POD_HEADER
+
+    from accelsched.framework.interface import CycleState
+
+    node_path, pod_path = tmp_path / "nodes.csv", tmp_path / "pods.csv"
+    node_path.write_text(f"{NODE_HEADER}\nn0,4000,65536,1,G2\nn1,8000,65536,1,G2\n")
+    rows = ["p0,0,1024,0,0,", "p1,0,1024,0,0,", "p2,4000,1024,0,0,", "p3,6000,1024,1,1000,T4"]
+    pod_path.write_text(POD_HEADER + "\n" + "\n".join(f"{r},LS,Running,0,1,0" for r in rows) + "\n")
+    nodes, pods = load_nodes(node_path), load_pods(pod_path)
+    typical = trace_typical_pods(pods, nodes.models)
+    t4 = {"cpuMilli": 6000, "numGpu": 1, "gpuMilli": 1000, "weight": 1, "gpuModels": ["T4"]}
+    assert t4 in generic.typical_args(typical)
+
+    fast = FastEngine(nodes, typical, pods.specs, "fgd", 3, "random")
+    slow = generic.GenericEngine(nodes, generic.policy_config("fgd", typical, 3), 3, "random")
+    pod = generic.trace_pod(pods, 2, "p2")
+    (plugin,) = slow.scheduler.config.profiles[generic.SCHEDULER_NAME].at("score")
+    shape = shapes_of(pods)[2]
+    assert pod_shape(pod) == shape
+    assert plugin.score(CycleState(), pod, slow.cluster, np.arange(2)).tolist() == [50, 50]
+    assert fast.scores(shape).tolist() == [50, 50]
+
+    # The args themselves cannot say "no model" any more: an empty list is refused, not read as any model.
+    with pytest.raises(InputError, match="non-empty list") as err:
+        FACTORIES["FGDScore"]({"typicalPods": [{**t4, "gpuModels": []}]}, None)
+    assert err.value.field == "args.typicalPods[0].gpuModels"
 
 
 def _both_args(engine, pods):
@@ -133,6 +168,15 @@ tight_pod_st = st.tuples(
     rows=st.lists(tight_pod_st, min_size=1, max_size=40),
     policy=st.sampled_from(sorted(POLICIES)),
     tie_break=st.sampled_from(["paper", "name", "random"]),
+)
+# Found by this property: a T4-only typical pod on a cluster of G2 nodes reached FGDScore's args as "gpuModels: []",
+# read as any model, so the Scheduler scored n1 lower for p2 (its 4 cores would leave too few for that pod) and took
+# n0 where the fast path drew between two equal nodes.
+@example(
+    spec=[(4000, 1, "G2"), (8000, 1, "G2")],
+    rows=[(0, (0, 0), ""), (0, (0, 0), ""), (4000, (0, 0), ""), (6000, (1, 1000), "T4")],
+    policy="fgd",
+    tie_break="random",
 )
 def test_fast_path_places_like_the_scheduler_on_cpu_tight_nodes(tmp_path_factory, spec, rows, policy, tie_break):
     """Random small clusters whose CPU (4-12 cores) runs out before their GPUs, and pods that use it up."""

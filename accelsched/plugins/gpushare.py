@@ -18,6 +18,9 @@ Enable one like any score plugin, e.g. in a KubeSchedulerConfiguration profile::
           typicalPods:   # optional; without it, the shapes of the pods bound in the cluster now
             - {cpuMilli: 4000, numGpu: 1, gpuMilli: 500, weight: 30}
             - {cpuMilli: 12000, numGpu: 1, gpuMilli: 1000, gpuModels: [V100M32], weight: 10}
+
+``gpuModels`` names the models a typical pod accepts (its gpu_spec; left out: any). It may name models no node has:
+such a pod can run nowhere, so all free GPU milli is fragment for it, as in the paper. An empty list is refused.
 """
 
 from __future__ import annotations
@@ -262,9 +265,17 @@ def _typical_args(name: str, args: dict) -> list[tuple[tuple[int, int, int, froz
         cpu, num, milli, weight = values
         if num == 1 and not milli:
             raise InputError("a GPU pod needs gpuMilli 1..1000", obj=f"pluginConfig {name}", field=f"{path}.gpuMilli")
-        models = item.get("gpuModels") or []
-        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
-            raise InputError("must be a list of GPU model names", obj=f"pluginConfig {name}", field=f"{path}.gpuModels")
+        # Left out (or null): any model. An empty list is refused, as a node selector's "In" with no values is: read
+        # as "any" it would silently drop a restriction (a shape that accepts no model of the cluster).
+        models = item.get("gpuModels")
+        if models is None:
+            models = []
+        elif not isinstance(models, list) or not models or not all(isinstance(m, str) and m for m in models):
+            raise InputError(
+                "must be a non-empty list of GPU model names (leave it out for any model)",
+                obj=f"pluginConfig {name}",
+                field=f"{path}.gpuModels",
+            )
         out.append(((cpu, num, milli if num == 1 else (MILLI if num else 0), frozenset(models)), weight))
     return out
 
@@ -280,8 +291,10 @@ def _factory(key: str) -> Callable[[dict, Any], GpuShareScore]:
                 f"unknown field(s) {', '.join(sorted(unknown))}", obj=f"pluginConfig {cls.name}", field="args"
             )
         seed = args.get("seed", 0)
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            raise InputError(f"must be a whole number, got {seed!r}", obj=f"pluginConfig {cls.name}", field="args.seed")
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:  # numpy's seeds are non-negative
+            raise InputError(
+                f"must be an integer >= 0, got {seed!r}", obj=f"pluginConfig {cls.name}", field="args.seed"
+            )
         typical = _typical_args(cls.name, args) if cls is policies.FGD else []
         placeholder = frag.from_shapes([], [], [])
         return GpuShareScore(policies.make(key, placeholder, seed), typical)

@@ -32,6 +32,9 @@ class TypicalPods:
     milli: np.ndarray  # per GPU: the share for num_gpu == 1, 1000 for whole GPUs, 0 for CPU-only shapes
     access: np.ndarray  # (model code, shape) -> the shape accepts that GPU model
     weight: np.ndarray  # pods of each shape: integer weights keep the sums exact, whatever their order
+    # Each shape's gpu_spec as given (empty: any model). ``access`` only knows this cluster's models, so a shape that
+    # accepts none of them would read back as "any model" without these (generic.typical_args writes them out).
+    specs: tuple[frozenset[str], ...] = ()
 
     @property
     def covered(self) -> int:
@@ -79,6 +82,7 @@ def from_shapes(
         np.array([s[2] if s[1] == 1 else (MILLI if s[1] else 0) for s in shapes], np.int64),
         access.reshape(len(models), len(shapes)),
         np.array(weight, np.int64),
+        tuple(s[3] for s in shapes),
     )
 
 

@@ -71,7 +71,7 @@ def trace_pod(pods: Pods, i: int, name: str) -> Pod:
     )
 
 
-def policy_config(policy_key: str, typical: frag.TypicalPods, models: list[str], seed: int = 0) -> SchedulerConfig:
+def policy_config(policy_key: str, typical: frag.TypicalPods, seed: int = 0) -> SchedulerConfig:
     """The default profile with every score plugin off but the policy's (as the paper's experiments run)."""
     name = POLICIES[policy_key].name
     plugins = {
@@ -80,22 +80,26 @@ def policy_config(policy_key: str, typical: frag.TypicalPods, models: list[str],
     }
     args: dict[str, dict] = {}
     if policy_key == "fgd":
-        args[name] = {"typicalPods": typical_args(typical, models)}
+        args[name] = {"typicalPods": typical_args(typical)}
     if policy_key == "random":
         args[name] = {"seed": seed}
     return SchedulerConfig({SCHEDULER_NAME: build_profile(SCHEDULER_NAME, plugins, args)})
 
 
-def typical_args(typical: frag.TypicalPods, models: list[str]) -> list[dict]:
-    """TypicalPods as FGDScore's ``typicalPods`` plugin args."""
+def typical_args(typical: frag.TypicalPods) -> list[dict]:
+    """TypicalPods as FGDScore's ``typicalPods`` plugin args, each with its gpu_spec's models as given. Not the
+    models of this cluster it accepts: a shape that accepts none of them (a T4-only pod on a cluster without T4s)
+    cannot run on any node, so all their free GPU milli is fragment for it, and no list of this cluster's models
+    says so (an empty one, like none, means any model)."""
+    if len(typical.specs) != typical.size:
+        raise ValueError("typical pods without their gpu_spec (build them with fragmentation.from_shapes)")
     out = []
-    for t in range(typical.size):
-        allowed = [m for k, m in enumerate(models) if typical.access[k, t]]
+    for t, spec in enumerate(typical.specs):
         item = {"cpuMilli": int(typical.cpu[t]), "numGpu": int(typical.num_gpu[t]), "weight": int(typical.weight[t])}
         if typical.num_gpu[t]:
             item["gpuMilli"] = int(typical.milli[t])
-        if len(allowed) < len(models):
-            item["gpuModels"] = allowed
+        if spec:
+            item["gpuModels"] = sorted(spec)
         out.append(item)
     return out
 
