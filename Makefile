@@ -3,6 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The test suite also runs simulate on a real Ray cluster (tests/test_sim_ray.py): the `ray` extra, tests only.
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: demo test unit integration lint bench clean controlplane proto
 
@@ -12,10 +14,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[dev,ray]'
+	touch $(TEST_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/accelsched demo
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q -m "not integration"
 	$(BIN)/pytest -q -m integration || [ $$? -eq 5 ]
@@ -23,7 +29,7 @@ test: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q -m "not integration"
 
-integration: $(STAMP)
+integration: $(TEST_STAMP)
 	$(BIN)/pytest -q -m integration || [ $$? -eq 5 ]
 
 lint: $(STAMP)

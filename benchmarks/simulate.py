@@ -5,8 +5,9 @@
     python -m benchmarks.simulate --json out/simulate.json
 
 Targets (the issue): one experiment (one policy, one seed, the default trace at 1.3) within 20 s, the full matrix
-within 20 minutes, on the 2-core VM. Speed is reported, never asserted; the exit status is 1 only when the trace
-is missing or the paper's ordering (FGD > BestFit > DotProd at 130%) does not hold.
+within 20 minutes, on the 2-core VM. Speed is reported, never asserted; the exit status is 1 only when the paper's
+ordering (FGD > BestFit > DotProd at 130%) does not hold. It replays the copy of the trace inside the package
+(accelsched/data), or the one $ACCELSCHED_DATA_DIR names.
 """
 
 from __future__ import annotations

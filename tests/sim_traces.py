@@ -55,7 +55,8 @@ def write_trace(
 
 
 def trace_folder(directory: Path, seed: int, nodes: int = 24, pods: int = 260) -> Path:
-    """A data folder as ``simulate --data`` expects it (the node list under its openb name); returns the pod list."""
+    """A data folder as ``simulate --data-dir`` expects it (the node list under its openb name); returns the pod
+    list."""
     node_path, pod_path = write_trace(directory, seed, nodes, pods)
     (directory / "openb_node_list_gpu_node.csv").write_text(node_path.read_text())
     return pod_path
@@ -64,12 +65,10 @@ def trace_folder(directory: Path, seed: int, nodes: int = 24, pods: int = 260) -
 def openb_slice(max_cpu: int | None, pods: int, seed: int = 42, tail: bool = False):
     """A real slice of the openb default trace: its nodes with at most ``max_cpu`` milli-CPU (the CPU-tight ones:
     8-32 cores for 1-4 GPUs; None: every node) and the first (``tail``: last) ``pods`` of its pods in the seed's
-    inflated order. None when the data is absent."""
+    inflated order. It reads the copy inside the package (accelsched/data)."""
     from accelsched.sim.replay import inflate
-    from accelsched.sim.trace import DATA_DIR, Nodes, load_nodes, load_pods, trace_paths
+    from accelsched.sim.trace import Nodes, load_nodes, load_pods, trace_paths
 
-    if not DATA_DIR.is_dir():
-        return None
     node_path, pod_path = trace_paths("openb", "default")
     every, trace = load_nodes(node_path), load_pods(pod_path)
     keep = np.flatnonzero(every.cpu <= (max_cpu or every.cpu.max()))

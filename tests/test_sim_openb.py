@@ -9,7 +9,7 @@ import statistics
 import pytest
 
 from accelsched.sim.replay import run_matrix
-from accelsched.sim.trace import DATA_DIR, trace_paths
+from accelsched.sim.trace import BUNDLED_DIR, NODE_LIST, POD_LIST_PREFIX, pod_lists, trace_file, trace_paths
 
 pytestmark = pytest.mark.integration
 
@@ -21,7 +21,6 @@ PAPER_FGD_MEDIAN = 0.954
 
 
 def test_fgd_beats_bestfit_beats_dotprod_on_the_default_trace_over_ten_seeds():
-    assert DATA_DIR.is_dir(), f"the trace is expected at {DATA_DIR} (../shared/data beside the repo)"
     nodes, pods = trace_paths("openb", "default")
     policies = ["fgd", "bestfit", "dotprod"]
     runs = run_matrix(str(nodes), str(pods), policies, SEEDS, 1.3)  # ties as the paper's simulator breaks them
@@ -37,14 +36,14 @@ def test_every_pod_list_of_the_folder_loads_and_replays():
     from accelsched.sim.replay import run_experiment
     from accelsched.sim.trace import load_nodes, load_pods
 
-    nodes = load_nodes(DATA_DIR / "openb_node_list_gpu_node.csv")
+    nodes = load_nodes(trace_file(BUNDLED_DIR, NODE_LIST))
     assert nodes.n == 1213 and int(nodes.gpus.sum()) == 6212
-    assert load_nodes(DATA_DIR / "openb_node_list_all_node.csv").n == 1523
-    lists = sorted(DATA_DIR.glob("openb_pod_list_*.csv"))
-    assert len(lists) >= 20
-    for path in lists:
-        pods = load_pods(path)
-        assert pods.n > 7000 and (pods.creation is None) == ("multigpu" in path.name), path
+    assert load_nodes(trace_file(BUNDLED_DIR, "openb_node_list_all_node")).n == 1523
+    lists = pod_lists(BUNDLED_DIR)
+    assert len(lists) == 24
+    for name in lists:
+        pods = load_pods(trace_file(BUNDLED_DIR, POD_LIST_PREFIX + name))
+        assert pods.n > 7000 and (pods.creation is None) == ("multigpu" in name), name
     for variant in ("gpuspec33", "multigpu50"):  # GPU-model constraints; a list already above 130% of capacity
-        exp = run_experiment(nodes, load_pods(DATA_DIR / f"openb_pod_list_{variant}.csv"), "fgd", 42, 1.3)
+        exp = run_experiment(nodes, load_pods(trace_paths("openb", variant)[1]), "fgd", 42, 1.3)
         assert 0.8 < exp.alloc_ratio(exp.arrived_share) <= 1.0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import shlex
 import sys
 import time
@@ -17,11 +19,11 @@ from rich.table import Table
 from accelsched.errors import InputError
 from accelsched.framework.profile import load_config
 from accelsched.sim import generic, report, timeline
+from accelsched.sim.executor import make_executor
 from accelsched.sim.fragmentation import trace_typical_pods
 from accelsched.sim.policies import PLUGIN_KEYS, POLICIES
-from accelsched.sim.replay import TIE_BREAKS, Experiment, check_inflatable, inflate, run_matrix
+from accelsched.sim.replay import TIE_BREAKS, Experiment, check_inflatable, inflate
 from accelsched.sim.trace import load_nodes, load_pods, trace_paths
-from accelsched.topology.model import parse_cpulist
 
 DEFAULT_POLICIES = ("fgd", "bestfit", "dotprod", "packing", "clustering", "random")
 
@@ -53,14 +55,36 @@ def parse_policies(values: tuple[str, ...]) -> list[str]:
     return out
 
 
+# Bounds on the options that multiply the work, checked before anything is expanded or run: a seed list like
+# 0-4294967295 would otherwise be built in memory, and --inflation inf (or nan) never reaches its target.
+MAX_SEEDS = 1000
+MAX_SEED = 2**32 - 1  # numpy's legacy seed range, what the paper's seeds (42..51) live in
+MAX_INFLATION = 10.0  # ten times the cluster's GPU capacity in requests; the paper goes to 1.3
+MAX_COMPRESS = 1e9
+_SEED_RANGE_RE = re.compile(r"([0-9]{1,10})(?:-([0-9]{1,10}))?")
+
+
 def parse_seeds(text: str) -> list[int]:
-    try:
-        seeds = list(parse_cpulist(text))
-    except ValueError:
-        seeds = []
-    if not seeds:
-        raise InputError(f"{text!r} is not a seed list like 42-51 or 42,43", field="--seeds")
-    return seeds
+    """``42-51`` or ``42,43,50-52``: at most MAX_SEEDS distinct seeds in 0..MAX_SEED, in the order given."""
+    seeds: dict[int, None] = {}
+    for part in text.split(","):
+        m = _SEED_RANGE_RE.fullmatch(part.strip())
+        if not m:
+            raise InputError(f"{text[:60]!r} is not a seed list like 42-51 or 42,43", field="--seeds")
+        first = int(m.group(1))
+        last = int(m.group(2)) if m.group(2) else first
+        if last < first or last > MAX_SEED:
+            raise InputError(f"{part.strip()!r}: seeds go from 0 to {MAX_SEED}, low-high", field="--seeds")
+        if len(seeds) + (last - first + 1) > MAX_SEEDS:
+            raise InputError(f"more than {MAX_SEEDS} seeds in {text[:60]!r}", field="--seeds")
+        seeds.update(dict.fromkeys(range(first, last + 1)))
+    return list(seeds)
+
+
+def worker_count(jobs: int | None, tasks: int) -> int | None:
+    """``--jobs``, capped at the number of experiments and of CPUs: more workers would only cost forks and memory,
+    and the results are the same. None (one per CPU) stays None."""
+    return None if jobs is None else max(1, min(jobs, tasks, os.cpu_count() or 1))
 
 
 def _profile_experiment(nodes, pods, path: str, seed: int, inflation: float, tie_break: str) -> Experiment:
@@ -113,11 +137,13 @@ def _profile_experiment(nodes, pods, path: str, seed: int, inflation: float, tie
     help="Pod list: default, gpushare40, multigpu50, gpuspec33, cpu050, ... or a path to a pod CSV.",
 )
 @click.option(
+    "--data-dir",
     "--data",
     "data_dir",
-    type=click.Path(file_okay=False),
     default=None,
-    help="Folder holding the trace CSVs [default: ../shared/data/alibaba-gpu-v2023 beside the repo].",
+    metavar="DIR",
+    help="Folder of trace CSVs (.csv or .csv.xz): another copy or another trace [default: $ACCELSCHED_DATA_DIR, "
+    "else the openb copy inside the package].",
 )
 @click.option(
     "--policy",
@@ -160,6 +186,14 @@ def _profile_experiment(nodes, pods, path: str, seed: int, inflation: float, tie
 )
 @click.option("--jobs", type=int, default=None, help="Worker processes, at least 1 [default: one per CPU].")
 @click.option(
+    "--executor",
+    default="local",
+    show_default=True,
+    metavar="local|ray[:ADDRESS]",
+    help="Where the experiments run: local processes (--jobs), or one Ray task each on the cluster at ADDRESS "
+    "(HOST:PORT of its head, ray://HOST:PORT for Ray Client; default $RAY_ADDRESS). Needs accelsched[ray].",
+)
+@click.option(
     "--out",
     "out_dir",
     type=click.Path(file_okay=False),
@@ -178,6 +212,7 @@ def simulate(
     compress: float,
     tie_break: str,
     jobs: int | None,
+    executor: str,
     out_dir: str | None,
     output: str,
 ) -> None:
@@ -189,12 +224,16 @@ def simulate(
         chosen = parse_policies(policies)
         seed_list = parse_seeds(seeds)
         # Every option is checked before anything is loaded or built.
-        if inflation <= 0:
-            raise InputError(f"must be > 0, got {inflation}", field="--inflation")
-        if compress <= 0:
-            raise InputError(f"must be > 0, got {compress}", field="--compress")
+        for name, value, most in (("--inflation", inflation, MAX_INFLATION), ("--compress", compress, MAX_COMPRESS)):
+            if not value > 0:  # also nan
+                raise InputError(f"must be > 0, got {value}", field=name)
+            if value > most:
+                raise InputError(f"must be at most {most:g}, got {value}", field=name)
         if jobs is not None and jobs < 1:
             raise InputError(f"must be at least 1, got {jobs}", field="--jobs")
+        sweep = make_executor(executor, worker_count(jobs, len(chosen) * len(seed_list)))
+        if sweep.remote and mode == "timeline":
+            raise InputError("runs the inflation mode's experiments; --mode timeline runs here", field="--executor")
         node_path, pod_path = trace_paths(trace, pod_list, data_dir)
         nodes, pods = load_nodes(node_path), load_pods(pod_path)  # errors name file:line before any work starts
         command = "accelsched simulate " + shlex.join(sys.argv[2:]) if len(sys.argv) > 1 else "accelsched simulate"
@@ -217,7 +256,7 @@ def simulate(
                 seed_list,
                 inflation,
                 tie_break,
-                jobs,
+                sweep,
                 out,
                 command,
                 output,
@@ -238,7 +277,7 @@ def _progress(con: Console) -> Progress:
 
 
 def _inflation(
-    con, nodes, pods, node_path, pod_path, chosen, seeds, inflation, tie_break, jobs, out, command, output
+    con, nodes, pods, node_path, pod_path, chosen, seeds, inflation, tie_break, sweep, out, command, output
 ) -> None:
     fast = [p for p in chosen if p in POLICIES]
     profiles = [p for p in chosen if p not in POLICIES]
@@ -247,13 +286,12 @@ def _inflation(
     with _progress(con) as progress:
         task = progress.add_task("replaying", total=len(chosen) * len(seeds))
         if fast:
-            experiments += run_matrix(
+            experiments += sweep.run_matrix(
                 str(node_path),
                 str(pod_path),
                 fast,
                 seeds,
                 inflation,
-                jobs or None,
                 lambda _: progress.advance(task),
                 tie_break,
             )

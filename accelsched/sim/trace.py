@@ -3,13 +3,24 @@
 The node list gives ``sn, cpu_milli, memory_mib, gpu, model``; a pod list gives ``name, cpu_milli, memory_mib,
 num_gpu, gpu_milli`` and, except the multigpu variants, ``gpu_spec, qos, pod_phase, creation_time,
 deletion_time, scheduled_time``. Everything is validated once here, so the replay trusts its arrays.
+
+The openb trace ships inside the package (``accelsched/data/alibaba-gpu-v2023``: each CSV as ``.csv.xz``, with
+its README and licence note), so ``simulate --trace openb`` runs after a pip install, in any folder.
+``--data-dir`` or ``$ACCELSCHED_DATA_DIR`` points at another copy or another trace; every loader reads a
+``.csv`` or a ``.csv.xz`` alike.
 """
 
 from __future__ import annotations
 
 import csv
+import importlib.resources
+import io
+import lzma
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
@@ -17,7 +28,12 @@ from accelsched.errors import InputError
 
 MILLI = 1000
 MAX_GPUS_PER_NODE = 8
-DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "alibaba-gpu-v2023"
+# Read where pip put it: a wheel is always unpacked onto the file system, so the resource is a real folder.
+BUNDLED_DIR = Path(os.fspath(importlib.resources.files("accelsched"))) / "data" / "alibaba-gpu-v2023"
+DATA_DIR_ENV = "ACCELSCHED_DATA_DIR"
+NODE_LIST = "openb_node_list_gpu_node"
+POD_LIST_PREFIX = "openb_pod_list_"
+MAX_XZ_TEXT = 1 << 30  # bytes a .csv.xz may expand to: a corrupt or hostile file cannot fill memory
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 TIME_COLUMNS = ("creation_time", "deletion_time")
@@ -91,33 +107,62 @@ class Pods:
         )
 
 
-def _rows(path: Path, required: tuple[str, ...]) -> tuple[list[str], list[tuple[int, list[str]]]]:
+def open_csv(path: Path) -> TextIO:
+    """A CSV file for reading, plain or ``.xz``. An xz file is expanded here, whole and bounded (the trace's
+    largest is 0.7 MB), so a truncated or corrupt one is one error naming the file, not a traceback mid-rows."""
     try:
-        handle = path.open(newline="")
+        if path.suffix != ".xz":
+            return path.open(newline="")
+        with lzma.open(path) as compressed:
+            data = compressed.read(MAX_XZ_TEXT + 1)
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-    with handle:
+        raise InputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+    except (lzma.LZMAError, EOFError) as exc:
+        raise InputError(f"not a valid xz file: {exc}", source=str(path)) from None
+    if len(data) > MAX_XZ_TEXT:
+        raise InputError(f"expands to more than {MAX_XZ_TEXT >> 20} MiB of CSV", source=str(path))
+    try:
+        return io.StringIO(data.decode("utf-8"), newline="")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"byte {exc.start}: not UTF-8 text", source=str(path)) from None
+
+
+def _rows(path: Path, required: tuple[str, ...]) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    with open_csv(path) as handle:
         reader = csv.reader(handle)
-        header = next(reader, None)
-        if not header:
-            raise InputError("is empty; expected a CSV header", source=f"{path}:1")
-        header = [h.strip() for h in header]
-        missing = [c for c in required if c not in header]
-        if missing:
-            raise InputError(
-                f"missing column(s) {', '.join(missing)} (header: {', '.join(header)})", source=f"{path}:1"
-            )
-        return header, [(reader.line_num, row) for row in reader if row]
+        try:
+            header = next(reader, None)
+            if not header:
+                raise InputError("is empty; expected a CSV header", source=f"{path}:1")
+            header = [h.strip() for h in header]
+            dup = next((h for i, h in enumerate(header) if h in header[:i]), None)
+            if dup is not None:
+                raise InputError(f"column {dup!r} appears twice in the header", source=f"{path}:1", field=dup)
+            missing = [c for c in required if c not in header]
+            if missing:
+                raise InputError(
+                    f"missing column(s) {', '.join(missing)} (header: {', '.join(header)})", source=f"{path}:1"
+                )
+            return header, [(reader.line_num, row) for row in reader if row]
+        except csv.Error as exc:  # a field past csv's 128 KiB limit, a NUL byte, a broken quote
+            raise InputError(f"malformed CSV: {exc}", source=f"{path}:{reader.line_num}") from None
+
+
+# Trace numbers are plain decimal digits, as the trace writes them (int() would also take "+5", " 5", "1_000" and
+# other scripts' digits). 10^12 bounds every count (cpu_milli, memory_mib, seconds) so that sums over a million rows
+# still fit the int64 arrays they are kept in.
+_DIGITS_RE = re.compile(r"[0-9]{1,13}")
+MAX_TRACE_INT = 10**12
 
 
 def _int(path: Path, line: int, row_name: str, column: str, text: str, low: int = 0, high: int | None = None) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise InputError(
-            f"{text!r} is not a whole number", source=f"{path}:{line}", obj=row_name, field=column
-        ) from None
-    if value < low or (high is not None and value > high):
+    if not _DIGITS_RE.fullmatch(text):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        why = "is past the trace's limit of 10^12" if text.isdigit() and text.isascii() else "is not a whole number"
+        raise InputError(f"{shown!r} {why}", source=f"{path}:{line}", obj=row_name, field=column)
+    value = int(text)
+    high = MAX_TRACE_INT if high is None else high
+    if value < low or value > high:
         bound = f">= {low}" if high is None else f"in {low}..{high}"
         raise InputError(f"{value} must be {bound}", source=f"{path}:{line}", obj=row_name, field=column)
     return value
@@ -216,19 +261,44 @@ def load_pods(path: str | Path) -> Pods:
     )
 
 
-def trace_paths(trace: str, pods: str, data_dir: str | Path | None = None) -> tuple[Path, Path]:
-    """``--trace openb --pods default`` -> the node list and ``openb_pod_list_default.csv`` under the data folder.
-    ``--pods`` may also be a path to any pod CSV of the same format."""
+def data_dir(given: str | Path | None = None) -> Path:
+    """The folder of trace files: ``--data-dir``, else ``$ACCELSCHED_DATA_DIR``, else the copy in the package."""
+    if given:
+        field_name, base = "--data-dir", Path(given)
+    elif os.environ.get(DATA_DIR_ENV):
+        field_name, base = DATA_DIR_ENV, Path(os.environ[DATA_DIR_ENV])
+    else:
+        return BUNDLED_DIR
+    if not base.is_dir():
+        raise InputError(f"{str(base)!r} is not a folder", field=field_name)
+    return base
+
+
+def trace_file(base: Path, stem: str) -> Path | None:
+    """``stem.csv`` in ``base``, else ``stem.csv.xz``; None when neither is there."""
+    for path in (base / f"{stem}.csv", base / f"{stem}.csv.xz"):
+        if path.is_file():
+            return path
+    return None
+
+
+def pod_lists(base: Path) -> list[str]:
+    """The pod lists in a data folder, by the name ``--pods`` takes (default, gpushare40, ...)."""
+    names = {p.name.removeprefix(POD_LIST_PREFIX).split(".")[0] for p in base.glob(f"{POD_LIST_PREFIX}*.csv*")}
+    return sorted(n for n in names if trace_file(base, POD_LIST_PREFIX + n))
+
+
+def trace_paths(trace: str, pods: str, data_dir_given: str | Path | None = None) -> tuple[Path, Path]:
+    """``--trace openb --pods default`` -> the node list and ``openb_pod_list_default.csv`` (or ``.csv.xz``) in the
+    data folder (see data_dir). ``--pods`` may also be a path to any pod CSV of the same format."""
     if trace != "openb":
         raise InputError(f"unknown trace {trace!r} (known: openb)", field="--trace")
-    base = Path(data_dir) if data_dir else DATA_DIR
-    nodes = base / "openb_node_list_gpu_node.csv"
-    if pods.endswith(".csv") or "/" in pods:
-        return nodes, Path(pods)
-    path = base / f"openb_pod_list_{pods}.csv"
-    if not path.exists():
-        known = sorted(
-            p.name.removeprefix("openb_pod_list_").removesuffix(".csv") for p in base.glob("openb_pod_list_*.csv")
-        )
-        raise InputError(f"no pod list {pods!r} in {base} (known: {', '.join(known) or 'none'})", field="--pods")
+    base = data_dir(data_dir_given)
+    path = Path(pods) if pods.endswith((".csv", ".xz")) or "/" in pods else trace_file(base, POD_LIST_PREFIX + pods)
+    if path is None:
+        known = ", ".join(pod_lists(base)) or "none"
+        raise InputError(f"no pod list {pods!r} in {base} (known: {known})", field="--pods")
+    nodes = trace_file(base, NODE_LIST)
+    if nodes is None:
+        raise InputError(f"no node list {NODE_LIST}.csv (or .csv.xz) in {base}", field="--data-dir")
     return nodes, path
