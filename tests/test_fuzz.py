@@ -1,0 +1,763 @@
+"""Fuzzing every input path through the real CLI: mutated manifests, configs, CSVs and sysfs trees either work
+(exit 0) or get exactly one line ``accelsched: error: FILE: ...`` and exit 2 (design.md, principle 6), never a
+traceback, a hang or a memory blow-up.
+
+Mutations start from every example input (examples/lab, deploy/**, their embedded KubeSchedulerConfiguration and
+device-plugin config) and from the small seeds in tests/fuzz_corpus/seeds: keys deleted, duplicated and misspelt,
+values of the wrong type, extreme numbers and strings, YAML-level tricks (duplicate keys, anchors and aliases, deep
+nesting) and byte-level corruption (non-UTF-8, truncation, UTF-16 with a BOM).
+
+Two variants. The fast one runs in-process through click's CliRunner with values that cannot hang or exhaust
+memory even where a limit is missing (small multipliers, no huge exponents), derandomized so every run tries the
+same inputs. The slow one (``-m integration``) adds the dangerous values (``1e3000000``, ``replicas: 100000000``,
+alias bombs, 10,000-deep nesting, FIFOs, ``/dev/zero``) and runs each case forked under ``RLIMIT_AS`` 2 GiB and a
+timeout (tests/cli_limits.py). Inputs that once failed live in tests/fuzz_corpus/index.yaml and are replayed,
+bounded, by ``test_corpus_case``. Set ``ACCELSCHED_FUZZ_SAVE=DIR`` to keep every violating mutant for the corpus.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import re
+import reprlib
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sysfs_builder
+import yaml
+from cli_limits import Outcome, contract_violation, invoke, run_limited
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from accelsched.deviceplugin import config as plugin_config
+from accelsched.errors import InputError
+from accelsched.sim.command import simulate
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+CORPUS = TESTS / "fuzz_corpus"
+SEEDS = CORPUS / "seeds"
+NODES = str(ROOT / "examples/lab/00-nodes.yaml")
+TENANT = str(ROOT / "deploy/tenant-inference.yaml")
+SAVE = os.environ.get("ACCELSCHED_FUZZ_SAVE")
+
+# -- what to mutate -------------------------------------------------------------------------------------------------
+
+MANIFESTS = sorted(
+    str(p.relative_to(ROOT)) for p in [*(ROOT / "examples/lab").glob("*.yaml"), *(ROOT / "deploy").rglob("*.yaml")]
+)
+# The files a manifest needs beside it to be valid (default: the lab's nodes), so mutants reach past the first error.
+CONTEXT = {
+    "examples/lab/00-nodes.yaml": [TENANT],
+    "examples/lab/04-cordon-node-b.yaml": [],
+    "examples/lab/09-gangs.yaml": [str(ROOT / "examples/lab/07-topology.yaml")],
+    "tests/fuzz_corpus/seeds/cluster.yaml": [],
+}
+# Keys under these are user data (label keys, resource names, annotation keys), not schema fields.
+FREE_FORM = frozenset(
+    {"labels", "annotations", "nodeSelector", "matchLabels", "data", "binaryData", "stringData", "capacity",
+     "allocatable", "requests", "limits", "attributes", "partitioning", "args", "properties", "schema"}
+)  # fmt: skip
+# Kinds whose schema accelsched reads and validates as the API server does: a misspelt field must be refused.
+STRICT_KINDS = frozenset(
+    {"Pod", "Node", "Namespace", "PriorityClass", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job",
+     "ReplicationController", "KubeSchedulerConfiguration", "DevicePluginConfig", "ResourceSlice", "PodGroup",
+     "NodeResourceTopology"}
+)  # fmt: skip
+# Fields that multiply work: huge values here are where limits matter.
+MULTIPLIERS = frozenset(
+    {"replicas", "parallelism", "completions", "minMember", "devices", "units", "numaNodes", "devicesPerSwitch",
+     "capacity", "allocatable", "available", "qualcomm.com/ai-accelerator", "example.com/accel", "nvidia.com/gpu",
+     "pods", "cpu", "memory", "value", "maxSkew", "weight", "percentageOfNodesToScore"}
+)  # fmt: skip
+
+
+class Embedded(dict):
+    """A YAML document inside a string (an annotation, a ConfigMap's data): mutated like any mapping, then
+    written back as a string, so the parsers of annotations and embedded configs get fuzzed too."""
+
+
+def _embed(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _embed(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_embed(v) for v in node]
+    if isinstance(node, str) and "\n" in node and ":" in node:
+        try:
+            inner = yaml.safe_load(node)
+        except yaml.YAMLError:
+            return node
+        if isinstance(inner, dict):
+            return Embedded(_embed(inner))
+    return node
+
+
+def _materialize(node: Any, memo: dict[int, Any] | None = None) -> Any:
+    """Embedded documents back to strings; shared containers stay shared (an alias bomb stays a few lines)."""
+    memo = {} if memo is None else memo
+    if id(node) in memo:
+        return memo[id(node)]
+    if isinstance(node, Embedded):
+        out: Any = yaml.safe_dump(_materialize(dict(node), memo), sort_keys=False, allow_unicode=True)
+    elif isinstance(node, dict):
+        out = {k: _materialize(v, memo) for k, v in node.items()}
+    elif isinstance(node, list):
+        out = [_materialize(v, memo) for v in node]
+    else:
+        return node
+    memo[id(node)] = out
+    return out
+
+
+def _paths(node: Any, prefix: tuple = (), seen: set[int] | None = None) -> list[tuple]:
+    """Every key and index path; a container met twice (an alias) is walked once."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return []
+    seen.add(id(node))
+    out: list[tuple] = []
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        out.append((*prefix, key))
+        if isinstance(value, dict | list):
+            out.extend(_paths(value, (*prefix, key), seen))
+    return out
+
+
+def _parent(root: Any, path: tuple) -> Any:
+    for key in path[:-1]:
+        root = root[key]
+    return root
+
+
+def _free_form(path: tuple) -> bool:
+    return any(isinstance(k, str) and k in FREE_FORM for k in path[:-1])
+
+
+def _kind_of(docs: list[Any], path: tuple, default: str) -> str:
+    """The kind of the object ``path`` is in (a List's item, or the document; ``default`` when it has none)."""
+    doc = docs[path[0]]
+    if isinstance(doc, dict) and len(path) > 2 and path[1] == "items" and isinstance(doc.get("items"), list):
+        item = doc["items"][path[2]] if isinstance(path[2], int) and path[2] < len(doc["items"]) else None
+        return str(item.get("kind")) if isinstance(item, dict) else ""
+    return str(doc.get("kind", default)) if isinstance(doc, dict) else ""
+
+
+# -- values ---------------------------------------------------------------------------------------------------------
+
+SENTINEL_DEEP = "__h6_deep_nesting__"
+SENTINEL_BIGINT = "__h6_bigint__"
+EXTREME_STRINGS = [
+    "", " ", "x" * 10_000, "a\nb", "trailing\n", "\ufeffbom", "ñame-ü", "名前", "🙂", "-bad-", "UPPER_case", "a/b/c",
+    "a" * 64, "a" * 254, "a" * 64 + "." + "b" * 200, "1.10", "yes", "no", "on", "null", "~", "0x10", "0o17",
+    "..", "a b", "a:b", "-", "*", "\x00", "\t", "\u2028", "${HOME}", "{{x}}", "[", "&a", "*a", "!!binary", "%",
+]  # fmt: skip
+TAME_NUMBERS = [0, -1, 1, 3, 64, -0.0, 0.5, 1.5, 1e-9, math.inf, -math.inf, math.nan]
+TAME_QUANTITIES = [SENTINEL_BIGINT, "1e999", "-1", "9223372036854775808", "18446744073709551616", "1e-9", "500m",
+                   "0.5", "1Ki", "1.5Gi", "2 cores", "1E3", "+5", "1_000", "0x10", ".5", "5.", "1e", "Ki", "1k",
+                   "1Kb"]  # fmt: skip
+TAME_MULTIPLIERS = [-1, 0, 100, "100", "-1", 1.5, math.inf, math.nan, "1e999", "9223372036854775808"]
+RISKY = [
+    2**63 - 1, 2**63, 2**64, -(2**63), 10**400, 1e308, 100_000_000, 2_147_483_647, SENTINEL_DEEP,
+    "1e999999", "1e3000000", "1e9999999", "9" * 5000, "9223372036854775807", "0-99999999", "0-4294967295",
+]  # fmt: skip
+
+
+def _alias_bomb() -> list:
+    """Nine levels of nine aliases: a few hundred bytes of YAML, 9**9 strings if anything expands it."""
+    level: list = ["lol"] * 9
+    for _ in range(8):
+        level = [level] * 9
+    return level
+
+
+def values(risky: bool) -> st.SearchStrategy[Any]:
+    tame = st.one_of(
+        st.sampled_from([None, True, False, [], {}, [1, "a"], {"a": 1}, {"a": {"b": [None]}}]),
+        st.sampled_from(TAME_NUMBERS),
+        st.sampled_from(EXTREME_STRINGS),
+        st.sampled_from(TAME_QUANTITIES),
+        st.integers(-5, 100),
+        st.text(max_size=12),
+        st.lists(st.one_of(st.integers(-2, 8), st.text(max_size=4)), max_size=3),
+        st.dictionaries(st.text(max_size=5), st.one_of(st.integers(-2, 8), st.text(max_size=4)), max_size=2),
+    )
+    if not risky:
+        return tame
+    # Half the values dangerous: one_of flattens ``tame``'s branches, which would leave these one draw in a hundred.
+    dangerous = st.one_of(st.sampled_from(RISKY), st.builds(_alias_bomb))
+    return st.booleans().flatmap(lambda pick: dangerous if pick else tame)
+
+
+# -- mutation operators ---------------------------------------------------------------------------------------------
+
+
+def _short(value: Any) -> str:
+    return reprlib.repr(value)[:60]  # bounded: the alias bomb's full repr is 9**9 strings
+
+
+def _typo(draw: st.DrawFn, key: Any) -> Any:
+    text = str(key)
+    return draw(
+        st.sampled_from(
+            [text + text[-1:] if text else "x", text[:-1], text.upper(), text + " ", "\ufeff" + text, text + "é", ""]
+        )
+    )
+
+
+@dataclass
+class Mutant:
+    """One mutated input: the bytes and what was done (shown when a case fails)."""
+
+    data: bytes
+    steps: list[str] = field(default_factory=list)
+    typo_in_strict_field: bool = False  # a misspelt schema field: must be refused, not only survived
+
+    def __repr__(self) -> str:
+        return f"Mutant({len(self.data)} bytes: {'; '.join(self.steps)})"
+
+
+def _mutate_tree(draw: st.DrawFn, docs: list[Any], risky: bool, steps: list[str], default_kind: str) -> bool:
+    """One structural mutation in place; returns whether it misspelt a field of a strict kind."""
+    paths = _paths(docs)
+    if not paths:
+        docs.append(draw(values(risky)))
+        steps.append("add a document")
+        return False
+    op = draw(st.sampled_from(["delete", "duplicate", "rename", "set", "set", "set", "multiplier"]))
+    if op == "multiplier":
+        hits = [p for p in paths if isinstance(p[-1], str) and p[-1] in MULTIPLIERS]
+        if hits:
+            path = draw(st.sampled_from(hits))
+            pool = [*RISKY[:8], "100000000", "1e9"] if risky else TAME_MULTIPLIERS
+            value = draw(st.sampled_from(pool))
+            _parent(docs, path)[path[-1]] = value
+            steps.append(f"set {path} to {_short(value)}")
+            return False
+        op = "set"
+    path = paths[draw(st.integers(0, len(paths) - 1))]
+    parent = _parent(docs, path)
+    key = path[-1]
+    if op == "delete":
+        del parent[key]
+        steps.append(f"delete {path}")
+    elif op == "duplicate":
+        if isinstance(parent, list):
+            parent.insert(key, copy.deepcopy(parent[key]))
+            steps.append(f"duplicate list item {path}")
+        else:
+            new = _typo(draw, key)
+            parent[new] = copy.deepcopy(parent[key])
+            steps.append(f"copy {path} to key {new!r}")
+    elif op == "rename" and isinstance(parent, dict):
+        new = _typo(draw, key)
+        if new in parent:
+            return False
+        # Keep the key order: a misspelt key stays where the field was.
+        items = [(new if k == key else k, v) for k, v in parent.items()]
+        parent.clear()
+        parent.update(items)
+        steps.append(f"rename {path} to {new!r}")
+        strict = not _free_form(path) and _kind_of(docs, path, default_kind) in STRICT_KINDS
+        return strict and bool(new) and new == str(key) + str(key)[-1:] and not isinstance(parent, Embedded)
+    else:
+        value = draw(values(risky))
+        parent[key] = value
+        steps.append(f"set {path} to {_short(value)}")
+    return False
+
+
+_KEY_LINE = re.compile(r"^(\s*)([A-Za-z0-9_./-]+):(\s+\S.*)?$")
+
+
+def _mutate_text(draw: st.DrawFn, text: str, steps: list[str]) -> str:
+    op = draw(st.sampled_from(["duplicate key", "crlf", "tab indent", "anchor", "document marker"]))
+    lines = text.split("\n")
+    if op == "duplicate key":
+        keyed = [i for i, line in enumerate(lines) if _KEY_LINE.match(line) and ": |" not in line]
+        if keyed:
+            i = draw(st.sampled_from(keyed))
+            m = _KEY_LINE.match(lines[i])
+            assert m is not None
+            value = draw(st.sampled_from(["", ' "1"', " 0", " [a]", " {}", " x", m.group(3) or ""]))
+            lines.insert(i + 1, f"{m.group(1)}{m.group(2)}:{value}")
+            steps.append(f"duplicate key {m.group(2)!r} at line {i + 1}")
+            return "\n".join(lines)
+    if op == "crlf":
+        steps.append("CRLF line ends")
+        return text.replace("\n", "\r\n")
+    if op == "tab indent" and len(lines) > 1:
+        i = draw(st.integers(0, len(lines) - 1))
+        lines[i] = "\t" + lines[i]
+        steps.append(f"tab at line {i + 1}")
+        return "\n".join(lines)
+    if op == "anchor":
+        valued = [i for i, line in enumerate(lines) if (m := _KEY_LINE.match(line)) and m.group(3) and "|" not in line]
+        if len(valued) >= 2:
+            a, b = sorted(draw(st.lists(st.sampled_from(valued), min_size=2, max_size=2, unique=True)))
+            ma, mb = _KEY_LINE.match(lines[a]), _KEY_LINE.match(lines[b])
+            assert ma is not None and mb is not None
+            lines[a] = f"{ma.group(1)}{ma.group(2)}: &h6 {ma.group(3).strip()}"
+            lines[b] = f"{mb.group(1)}{mb.group(2)}: *h6"
+            steps.append(f"alias line {b + 1} to the value of line {a + 1}")
+            return "\n".join(lines)
+    steps.append("'---' in the middle")
+    i = draw(st.integers(0, len(lines)))
+    lines.insert(i, "---")
+    return "\n".join(lines)
+
+
+def _mutate_bytes(draw: st.DrawFn, data: bytes, steps: list[str]) -> bytes:
+    op = draw(st.sampled_from(["invalid utf-8", "truncate", "utf-16", "latin-1", "bom", "nul", "control"]))
+    at = draw(st.integers(0, len(data)))
+    if op == "invalid utf-8":
+        bad = draw(st.sampled_from([b"\xff", b"\xc3", b"\x80", b"\xed\xa0\x80", b"\xc0\x80", b"\xf8\x88\x80\x80\x80"]))
+        steps.append(f"bytes {bad!r} at offset {at}")
+        return data[:at] + bad + data[at:]
+    if op == "truncate":
+        steps.append(f"truncate at byte {at}")
+        return data[:at]
+    if op == "utf-16":
+        codec = draw(st.sampled_from(["utf-16", "utf-16-be", "utf-32"]))
+        steps.append(f"encoded as {codec}")
+        return data.decode("utf-8", "replace").encode(codec)
+    if op == "latin-1":
+        steps.append("Latin-1 with an é")
+        text = data.decode("utf-8", "replace")
+        return (text[:at] + "é" + text[at:]).encode("latin-1", "replace")
+    if op == "bom":
+        steps.append("UTF-8 BOM")
+        return b"\xef\xbb\xbf" + data
+    if op == "nul":
+        steps.append(f"NUL at offset {at}")
+        return data[:at] + b"\x00" + data[at:]
+    char = draw(st.sampled_from(["\x85", "\u2028", "\ufffe", "\x1b[31m", "\x7f"]))
+    steps.append(f"control character {char!r} at offset {at}")
+    text = data.decode("utf-8", "replace")
+    return (text[:at] + char + text[at:]).encode("utf-8", "surrogatepass")
+
+
+def _dump(docs: list[Any]) -> str:
+    text = yaml.safe_dump_all([_materialize(d) for d in docs], sort_keys=False, allow_unicode=True, width=4096)
+    text = text.replace(SENTINEL_DEEP, "[" * 10_000 + "]" * 10_000)
+    return text.replace(SENTINEL_BIGINT, "1" + "0" * 5000)
+
+
+@st.composite
+def mutants(draw: st.DrawFn, seed_text: str, risky: bool, default_kind: str = "") -> Mutant:
+    """A mutant of ``seed_text`` (YAML): tree mutations, then maybe a text-level and a byte-level one."""
+    steps: list[str] = []
+    docs = [_embed(d) for d in yaml.safe_load_all(seed_text)]
+    typo = False
+    layers = draw(st.sets(st.sampled_from(["tree", "text", "bytes"]), min_size=1))
+    if "tree" in layers:
+        for _ in range(draw(st.integers(1, 2))):
+            typo |= _mutate_tree(draw, docs, risky, steps, default_kind)
+        text = _dump(docs)
+    else:
+        text = seed_text
+    if "text" in layers:
+        text = _mutate_text(draw, text, steps)
+        typo = False
+    data = text.encode("utf-8", "surrogatepass")
+    if "bytes" in layers:
+        data = _mutate_bytes(draw, data, steps)
+        typo = False
+    return Mutant(data, steps, typo)
+
+
+# -- targets --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """One input to mutate and how the CLI is run on it; ``names``: the files an error line may start with."""
+
+    name: str
+    text: str
+    argv: Callable[[str], list[str]]
+    context: tuple[str, ...] = ()
+    suffix: str = ".yaml"
+
+    def names(self, mutant: str) -> list[str]:
+        return [mutant, *self.context]
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _manifest_target(rel: str) -> Target:
+    context = tuple(CONTEXT.get(rel, [NODES]))
+    return Target(rel, (ROOT / rel).read_text(), lambda p: ["schedule", *_files(context), "-f", p, "-o", "json"],
+                  context)  # fmt: skip
+
+
+def _files(paths: Sequence[str]) -> list[str]:
+    return [arg for p in paths for arg in ("-f", p)]
+
+
+def _embedded(path: str, kind: str) -> str:
+    """The YAML inside a ConfigMap of ``path`` (its data's first key)."""
+    for doc in yaml.safe_load_all((ROOT / path).read_text()):
+        if isinstance(doc, dict) and doc.get("kind") == "ConfigMap":
+            text = next(iter(doc["data"].values()))
+            if kind in text or kind == "":
+                return text
+    raise LookupError(path)
+
+
+MANIFEST_TARGETS = [_manifest_target(rel) for rel in [*MANIFESTS, "tests/fuzz_corpus/seeds/cluster.yaml"]]
+CONFIG_TARGETS = [
+    Target(name, text, lambda p: ["schedule", "-f", NODES, "-f", TENANT, "--config", p, "-o", "json"], (NODES, TENANT))
+    for name, text in (
+        ("deploy/scheduler/config.yaml", _embedded("deploy/scheduler/config.yaml", "KubeSchedulerConfiguration")),
+        ("seeds/scheduler-config.yaml", (SEEDS / "scheduler-config.yaml").read_text()),
+    )
+]
+PLUGIN_SEEDS = {
+    "deploy/device-plugin-daemonset.yaml": _embedded("deploy/device-plugin-daemonset.yaml", ""),
+    "seeds/device-plugin.yaml": (SEEDS / "device-plugin.yaml").read_text(),
+}
+
+
+def _save(target: str, mutant: Mutant, suffix: str) -> None:
+    if not SAVE:
+        return
+    folder = Path(SAVE)
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9.-]+", "_", target)
+    path = folder / f"{stem}-{abs(hash(mutant.data)) % 10**8:08d}{suffix}"
+    path.write_bytes(mutant.data)
+    path.with_suffix(path.suffix + ".txt").write_text("\n".join(mutant.steps) + "\n")
+
+
+def check_target(target: Target, mutant: Mutant, bounded: bool) -> None:
+    """Write the mutant, run the CLI on it and check the contract (and, for a misspelt field, the refusal)."""
+    with tempfile.TemporaryDirectory(prefix="fuzz-") as tmp:
+        path = str(Path(tmp) / f"mutant{target.suffix}")
+        Path(path).write_bytes(mutant.data)
+        args = target.argv(path)
+        out = run_limited(args, timeout=20) if bounded else invoke(args)
+    why = contract_violation(out, target.names(path))
+    if why is None and mutant.typo_in_strict_field and out.exit_code != 2:
+        why = "a misspelt field was accepted (exit 0): the API server refuses unknown fields"
+    if why is not None:
+        _save(target.name, mutant, target.suffix)
+    assert why is None, f"{target.name}: {why}; mutations: {mutant.steps}\n{out.describe()}"
+
+
+# Hypothesis: derandomized (the same cases every run, no example database), a generous deadline per case.
+FAST = settings(
+    derandomize=True,
+    database=None,
+    deadline=5000,
+    phases=[Phase.explicit, Phase.generate],  # no shrinking: a failing case prints its mutations, and stays fast
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
+
+
+def slow(examples: int) -> settings:
+    return settings(FAST, max_examples=examples, deadline=None)
+
+
+@pytest.mark.parametrize("target", MANIFEST_TARGETS, ids=lambda t: t.name)
+@settings(FAST, max_examples=6)
+@given(data=st.data())
+def test_mutated_manifest_is_accepted_or_one_line_error(target: Target, data: st.DataObject) -> None:
+    check_target(target, data.draw(mutants(target.text, risky=False)), bounded=False)
+
+
+@pytest.mark.parametrize("target", CONFIG_TARGETS, ids=lambda t: t.name)
+@settings(FAST, max_examples=20)
+@given(data=st.data())
+def test_mutated_scheduler_config_is_accepted_or_one_line_error(target: Target, data: st.DataObject) -> None:
+    check_target(target, data.draw(mutants(target.text, risky=False)), bounded=False)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("target", MANIFEST_TARGETS + CONFIG_TARGETS, ids=lambda t: t.name)
+@settings(slow(60))
+@given(data=st.data())
+def test_mutated_input_bounded_slow(target: Target, data: st.DataObject) -> None:
+    check_target(target, data.draw(mutants(target.text, risky=True)), bounded=True)
+
+
+# -- a misspelt field, everywhere the schema is strict ----------------------------------------------------------------
+
+
+def strict_fields(text: str, default_kind: str = "") -> list[tuple]:
+    """Every key path of a schema field (not user data, not inside an embedded document) of a strict kind."""
+    docs = [_embed(d) for d in yaml.safe_load_all(text)]
+    return [
+        p
+        for p in _paths(docs)
+        if isinstance(p[-1], str)
+        and isinstance(_parent(docs, p), dict)
+        and not _free_form(p)
+        and _kind_of(docs, p, default_kind) in STRICT_KINDS
+    ]
+
+
+def misspelt(text: str, path: tuple) -> bytes:
+    """``text`` with the key at ``path`` doubled in its last letter (``labels`` -> ``labelss``), in place."""
+    docs = [_embed(d) for d in yaml.safe_load_all(text)]
+    parent = _parent(docs, path)
+    items = [(k + k[-1] if k == path[-1] else k, v) for k, v in parent.items()]
+    parent.clear()
+    parent.update(items)
+    return _dump(docs).encode()
+
+
+CLUSTER = MANIFEST_TARGETS[-1]
+SCHEDULER_CONFIG = CONFIG_TARGETS[-1]
+
+
+@pytest.mark.parametrize(
+    ("target", "path"),
+    [(t, p) for t in (CLUSTER, SCHEDULER_CONFIG) for p in strict_fields(t.text)],
+    ids=lambda v: v.name if isinstance(v, Target) else ".".join(map(str, v)),
+)
+def test_misspelt_field_is_refused(target: Target, path: tuple) -> None:
+    """kubectl apply and kube-scheduler decode strictly: an unknown field is an error, not a field left out."""
+    mutant = Mutant(misspelt(target.text, path), [f"misspell {path}"], typo_in_strict_field=True)
+    check_target(target, mutant, bounded=False)
+
+
+@pytest.mark.parametrize("path", strict_fields(PLUGIN_SEEDS["seeds/device-plugin.yaml"], "DevicePluginConfig"),
+                         ids=lambda p: ".".join(map(str, p)))  # fmt: skip
+def test_misspelt_device_plugin_field_is_refused(path: tuple) -> None:
+    text = PLUGIN_SEEDS["seeds/device-plugin.yaml"]
+    check_plugin_config("seeds/device-plugin.yaml", Mutant(misspelt(text, path), [f"misspell {path}"], True))
+
+
+# -- device-plugin --config: the loader itself -----------------------------------------------------------------------
+
+
+def check_plugin_config(name: str, mutant: Mutant) -> None:
+    with tempfile.TemporaryDirectory(prefix="fuzz-") as tmp:
+        path = Path(tmp) / "config.yaml"
+        path.write_bytes(mutant.data)
+        start = time.perf_counter()
+        try:
+            plugin_config.load(str(path))
+            error = None
+        except InputError as exc:
+            error = exc
+        except Exception as exc:  # anything else is the bug the fuzzer looks for
+            _save(name, mutant, ".yaml")
+            raise AssertionError(f"{name}: {type(exc).__name__} escaped load(); mutations: {mutant.steps}") from exc
+        seconds = time.perf_counter() - start
+    problems = []
+    if error is not None and (not str(error).startswith(str(path)) or re.search(r"[\r\n]", str(error))):
+        problems.append(f"error does not start with the file or is not one line: {str(error)!r:.300}")
+    if error is None and mutant.typo_in_strict_field:
+        problems.append("a misspelt field was accepted")
+    if seconds > 5:
+        problems.append(f"took {seconds:.1f}s")
+    if problems:
+        _save(name, mutant, ".yaml")
+    assert not problems, f"{name}: {problems}; mutations: {mutant.steps}"
+
+
+@pytest.mark.parametrize("name", sorted(PLUGIN_SEEDS))
+@settings(FAST, max_examples=40)
+@given(data=st.data())
+def test_mutated_device_plugin_config_loads_or_names_the_field(name: str, data: st.DataObject) -> None:
+    # load() parses only (no devices are made), so the dangerous values are safe to try in-process here.
+    mutant = data.draw(mutants(PLUGIN_SEEDS[name], risky=True, default_kind="DevicePluginConfig"))
+    check_plugin_config(name, mutant)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", sorted(PLUGIN_SEEDS))
+@settings(slow(400))
+@given(data=st.data())
+def test_mutated_device_plugin_config_slow(name: str, data: st.DataObject) -> None:
+    check_plugin_config(name, data.draw(mutants(PLUGIN_SEEDS[name], risky=True, default_kind="DevicePluginConfig")))
+
+
+# -- topology --sysfs-root: mutated fixture trees --------------------------------------------------------------------
+
+TREES = {"qaic_box": sysfs_builder.qaic_box, "nic_on_other_socket": sysfs_builder.nic_on_other_socket,
+         "no_numa": sysfs_builder.no_numa}  # fmt: skip
+SYSFS_TAME = ["", "\n", "garbage", "0x", "-1", "-2", "99999999999999999999", "0-3,x", "3-0", "0-", ",", "0,,1",
+              "+1", "1_0", "0x" + "f" * 40, "\x00", "\xff", "x" * 100_000, "9" * 5000, "Node 0 MemTotal: kB",
+              "Node 0 MemTotal: " + "9" * 5000 + " kB", "Node 0 MemTotal: -5 kB", "10 20 x", "10 " * 5000,
+              "0x0302", "0x120000", "0xffffff", "1-0", "0-7\n8-15", "ñ"]  # fmt: skip
+SYSFS_RISKY = ["0-99999999", "0-4294967295", "0-" + "9" * 30, "1e9"]
+
+
+@st.composite
+def sysfs_mutations(draw: st.DrawFn, risky: bool) -> tuple[str, list[tuple[str, int, Any]]]:
+    """A tree name and 1-3 edits: (op, file index, argument). Indexes are taken modulo the tree's file count."""
+    ops = ["write", "write", "write", "delete", "directory", "self-link", "dangling", "bytes"]
+    if risky:
+        ops += ["fifo", "dev-zero", "write-risky"]
+    edits = draw(st.lists(st.tuples(st.sampled_from(ops), st.integers(0, 10_000), st.sampled_from(SYSFS_TAME)),
+                          min_size=1, max_size=3))  # fmt: skip
+    return draw(st.sampled_from(sorted(TREES))), edits
+
+
+def _apply_sysfs(root: Path, edits: list[tuple[str, int, Any]], risky_pick: Callable[[int], str]) -> list[str]:
+    steps = []
+    for op, index, arg in edits:
+        files = sorted(p for p in (root / "sys").rglob("*") if p.is_file() and not p.is_symlink())
+        if not files:
+            break
+        path = files[index % len(files)]
+        rel = path.relative_to(root)
+        if op in ("write", "write-risky"):
+            content = risky_pick(index) if op == "write-risky" else arg
+            path.write_text(content, encoding="utf-8", errors="surrogateescape")
+            steps.append(f"write {content!r:.40} to {rel}")
+        elif op == "bytes":
+            path.write_bytes(b"\xff\xfe\x00" + path.read_bytes()[:3])
+            steps.append(f"binary garbage in {rel}")
+        else:
+            path.unlink()
+            if op == "directory":
+                path.mkdir()
+            elif op == "self-link":
+                path.symlink_to(path.name)
+            elif op == "dangling":
+                path.symlink_to("no-such-file")
+            elif op == "fifo":
+                os.mkfifo(path)
+            elif op == "dev-zero":
+                path.symlink_to("/dev/zero")
+            steps.append(f"{op} at {rel}")
+    return steps
+
+
+def check_sysfs(tree: str, edits: list[tuple[str, int, Any]], bounded: bool) -> None:
+    with tempfile.TemporaryDirectory(prefix="fuzz-sysfs-") as tmp:
+        root = Path(tmp)
+        TREES[tree](root)
+        steps = _apply_sysfs(root, edits, lambda i: SYSFS_RISKY[i % len(SYSFS_RISKY)])
+        args = ["topology", "--sysfs-root", str(root), "-o", "json"]
+        out = run_limited(args, timeout=20) if bounded else invoke(args)
+        why = contract_violation(out, [str(root)])
+    assert why is None, f"{tree}: {why}; edits: {steps}\n{out.describe()}"
+
+
+@settings(FAST, max_examples=15)
+@given(case=sysfs_mutations(risky=False))
+def test_mutated_sysfs_tree_is_discovered_or_one_line_error(case: tuple[str, list]) -> None:
+    check_sysfs(*case, bounded=False)
+
+
+@pytest.mark.integration
+@settings(slow(400))
+@given(case=sysfs_mutations(risky=True))
+def test_mutated_sysfs_tree_bounded_slow(case: tuple[str, list]) -> None:
+    check_sysfs(*case, bounded=True)
+
+
+# -- simulate --pods PATH.csv ---------------------------------------------------------------------------------------
+
+SIM_NODES = "sn,cpu_milli,memory_mib,gpu,model\nn-0,32000,65536,2,T4\nn-1,64000,131072,4,G2\n"
+SIM_PODS = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+    "p0,4000,8192,1,500,T4|G2,LS,Running,10,99,10\n"
+    "p1,2000,4096,1,1000,,BE,Running,20,,20\n"
+    "p2,1000,1024,0,0,,LS,Running,30,40,30\n"
+    "p3,8000,8192,2,1000,G2,LS,Running,40,90,40\n"
+)
+CSV_VALUES = ["", "+5", "1_000", "-1", "1e3", "0x10", "1.5", " 7", "7 ", "nan", "inf", "9" * 30, "9" * 5000, "a,b",
+              '"q"', "ñ", "\x00", "T4|", "|", "Running", "LS", "1001", "9"]  # fmt: skip
+
+
+def _data_option() -> str:
+    """The option naming the trace folder (``--data`` until packaging renames it)."""
+    names = {opt for p in simulate.params for opt in getattr(p, "opts", [])}
+    return "--data-dir" if "--data-dir" in names else "--data"
+
+
+@st.composite
+def csv_mutants(draw: st.DrawFn) -> tuple[str, list[str]]:
+    rows = [line.split(",") for line in SIM_PODS.strip().split("\n")]
+    steps = []
+    for _ in range(draw(st.integers(1, 3))):
+        op = draw(st.sampled_from(["cell", "cell", "cell", "drop row", "dup row", "dup column", "drop column",
+                                   "extra cell", "header typo"]))  # fmt: skip
+        r = draw(st.integers(1, len(rows) - 1)) if len(rows) > 1 else 0
+        c = draw(st.integers(0, len(rows[0]) - 1))
+        if op == "cell" and len(rows) > 1:
+            rows[r][c % len(rows[r])] = draw(st.sampled_from(CSV_VALUES))
+        elif op == "drop row" and len(rows) > 1:
+            del rows[r]
+        elif op == "dup row" and len(rows) > 1:
+            rows.insert(r, list(rows[r]))
+        elif op == "dup column":
+            for row in rows:
+                row.insert(c, row[c % len(row)] if row else "")
+        elif op == "drop column":
+            for row in rows:
+                if len(row) > c:
+                    del row[c]
+        elif op == "extra cell" and len(rows) > 1:
+            rows[r].append("x")
+        elif op == "header typo":
+            rows[0][c % len(rows[0])] += rows[0][c % len(rows[0])][-1:]
+        steps.append(f"{op} r{r} c{c}")
+    return "\n".join(",".join(row) for row in rows) + "\n", steps
+
+
+def check_simulate(csv: str, steps: list[str], bounded: bool) -> None:
+    with tempfile.TemporaryDirectory(prefix="fuzz-sim-") as tmp:
+        folder = Path(tmp)
+        (folder / "openb_node_list_gpu_node.csv").write_text(SIM_NODES)
+        pods = folder / "pods.csv"
+        pods.write_text(csv, encoding="utf-8", errors="surrogateescape")
+        args = ["simulate", _data_option(), str(folder), "--pods", str(pods), "--seeds", "1", "--policy", "bestfit",
+                "--jobs", "1", "-o", "json"]  # fmt: skip
+        out = run_limited(args, timeout=20) if bounded else invoke(args)
+        why = contract_violation(out, [str(pods)])
+    assert why is None, f"simulate: {why}; mutations: {steps}\n{out.describe()}"
+
+
+@settings(FAST, max_examples=25)
+@given(case=csv_mutants())
+def test_mutated_pod_csv_simulates_or_one_line_error(case: tuple[str, list[str]]) -> None:
+    check_simulate(*case, bounded=False)
+
+
+@pytest.mark.integration
+@settings(slow(300))
+@given(case=csv_mutants())
+def test_mutated_pod_csv_bounded_slow(case: tuple[str, list[str]]) -> None:
+    check_simulate(*case, bounded=True)
+
+
+# -- the corpus: inputs that once broke the contract, replayed bounded ----------------------------------------------
+
+
+def _corpus() -> list[dict[str, Any]]:
+    index = CORPUS / "index.yaml"
+    return yaml.safe_load(index.read_text()) or [] if index.exists() else []
+
+
+def _resolve(arg: str, file: Path) -> str:
+    if arg == "{file}":
+        return str(file)
+    candidate = ROOT / arg
+    return str(candidate) if "/" in arg and candidate.exists() else arg
+
+
+@pytest.mark.parametrize("case", _corpus(), ids=lambda c: c["file"])
+def test_corpus_case(case: dict[str, Any]) -> None:
+    file = CORPUS / case["file"]
+    args = [_resolve(a, file) for a in case["args"]]
+    out: Outcome = run_limited(args, timeout=float(case.get("timeout", 10)))
+    why = contract_violation(out, [str(file)])
+    assert why is None, f"{case['file']} ({case.get('why', '')}): {why}\n{out.describe()}"
+    if "exit" in case:
+        assert out.exit_code == case["exit"], f"{case['file']}: want exit {case['exit']}\n{out.describe()}"
