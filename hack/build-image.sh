@@ -9,7 +9,8 @@
 #   BASE    the Dockerfile's base. Unset: a Debian bookworm rootfs (its Python is 3.11, as python:3.11-slim's)
 #           made here by mmdebstrap from the Debian mirror and imported as localhost/accelsched-base:bookworm-py3.11,
 #           since python:3.11-slim cannot be pulled without a registry. Set BASE=python:3.11-slim where one is.
-#   DEBIAN_MIRROR [http://deb.debian.org/debian]   STORAGE_DRIVER [vfs: works inside containers and VMs alike]
+#   DEBIAN_MIRROR [the first Debian archive in this machine's apt sources]
+#   STORAGE_DRIVER [vfs: works inside containers and VMs alike]
 # Needs root on Debian/Ubuntu (buildah and mmdebstrap are installed with apt-get when missing). The base is kept in
 # buildah's storage, so a second run on the same machine only rebuilds the image. The host's CA bundle is mounted
 # for RUN steps only (pip behind a TLS-inspecting proxy), never copied into the image.
@@ -31,7 +32,13 @@ done
 
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)"
 image="${IMAGE:-localhost/accelsched/accelsched:$version}"
-mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# The mirror apt already uses here (deb822 .sources or a one-line sources.list): no host is written into this script.
+host_mirror() {
+  { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}'
+    grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list | awk '{print $2}'
+  } | grep -v -- '-security' | head -1
+}
+mirror="${DEBIAN_MIRROR:-$(host_mirror)}"
 driver="${STORAGE_DRIVER:-vfs}"
 buildah=(buildah --storage-driver "$driver")
 log() { echo "build-image: $*" >&2; }
@@ -51,6 +58,7 @@ fi
 
 base="${BASE:-localhost/accelsched-base:bookworm-py3.11}"
 if [ -z "${BASE:-}" ] && ! "${buildah[@]}" inspect --type image "$base" >/dev/null 2>&1; then
+  [ -n "$mirror" ] || { log "no Debian mirror in /etc/apt sources: set DEBIAN_MIRROR"; exit 1; }
   log "making the base $base from $mirror (Debian bookworm: python3 3.11, pip, CA certificates)"
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' EXIT
