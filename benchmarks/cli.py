@@ -317,10 +317,14 @@ def cluster_objects(nodes: int, bound: int, pending: int, seed: int = 1) -> list
     rng = random.Random(seed)
     out = [node_object(i) for i in range(nodes)]
     where = _bound_nodes(nodes, bound)
+    used: dict[str, int] = {}
     j = 0
     for i in range(bound):
-        while SHAPES[j % len(SHAPES)][2] >= 2:  # bound pods: no training pods, so every node keeps room
+        # Bound pods: no training pods, and never more accelerators than the node has (the kubelet admitted them).
+        room = ACCELERATORS_PER_NODE - used.get(where[i], 0)
+        while SHAPES[j % len(SHAPES)][2] >= 2 or SHAPES[j % len(SHAPES)][2] > room:
             j += 1
+        used[where[i]] = ACCELERATORS_PER_NODE - room + SHAPES[j % len(SHAPES)][2]
         out.append(pod_object(j, where[i], rng))
         j += 1
     out += [pod_object(j + k, None, rng) for k in range(pending)]

@@ -34,9 +34,9 @@ version="$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)"
 image="${IMAGE:-localhost/accelsched/accelsched:$version}"
 # The mirror apt already uses here (deb822 .sources or a one-line sources.list): no host is written into this script.
 host_mirror() {
-  { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}'
-    grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list | awk '{print $2}'
-  } | grep -v -- '-security' | head -1
+  { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}' || true
+    grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list | awk '{print $2}' || true
+  } | { grep -v -- '-security' || true; } | head -1
 }
 mirror="${DEBIAN_MIRROR:-$(host_mirror)}"
 driver="${STORAGE_DRIVER:-vfs}"

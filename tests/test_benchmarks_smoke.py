@@ -81,3 +81,21 @@ def test_select_by_name_or_substring() -> None:
     assert len(select(["SchedulingWithExtendedResource"])) == 2
     with pytest.raises(SystemExit):
         select(["NoSuchWorkload"])
+
+
+@pytest.mark.integration
+def test_quick_cli_benchmark_runs_the_real_process_and_schedules_every_pending_pod(tmp_path: Path) -> None:
+    out = tmp_path / "cli.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.cli", "--quick", "--dir", str(tmp_path), "--json", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = {r["workload"]: r for r in json.loads(out.read_text())["workloads"]}
+    assert set(rows) == {"pending", "dump"}
+    for r in rows.values():
+        assert r["rc"] == 0 and r["scheduled"] == r["pending"] and r["pending_after"] == 0, r
+    assert rows["dump"]["bound"] == 5000 and (tmp_path / "dump-500n-5000b-500p.json").read_bytes().startswith(b"{")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from accelsched.api import limits, objects, quantity, reader, validation, workloads
+from accelsched.api import limits, objects, quantity, reader, validate_aside, validation, workloads
 from accelsched.api.objects import Namespace, Node, Pod, PriorityClass
 from accelsched.devices import partition as partitioning
 from accelsched.errors import InputError, Where
@@ -98,7 +98,7 @@ def read_documents(path: str | Path, text: str | None = None) -> list[Document]:
         return _documents(text, source)
 
 
-def _documents(text: str, source: str) -> list[Document]:
+def _documents(text: str, source: str, validate: bool = True) -> list[Document]:
     try:
         raw = reader.parse(text, source)
     except RecursionError:
@@ -118,7 +118,8 @@ def _documents(text: str, source: str) -> list[Document]:
                 out.append(Document(item, source, objects.check_kind(item, f"{source} (items[{j}])", j)))
         else:
             out.append(Document(doc, source, kind))
-    validation.validate_documents(out)  # as the API server would (api/validation.py)
+    if validate:
+        validation.validate_documents(out)  # as the API server would (api/validation.py)
     return out
 
 
@@ -141,10 +142,20 @@ def _read_bytes(path: str | Path, source: str) -> bytes:
 
 
 def load(paths: Iterable[str | Path]) -> Inputs:
-    docs: list[Document] = []
-    for path in paths:
-        docs.extend(read_documents(path))
-    return build_inputs(docs)
+    """Every file read, validated and built. A large input is validated in a second process while this one
+    builds (api/validate_aside.py); either way nothing is returned before all of it was validated."""
+    blobs = [(str(path), _read_bytes(path, str(path))) for path in paths]
+
+    def documents(validate: bool) -> list[Document]:
+        with reader.paused_gc():
+            return [d for source, data in blobs for d in _documents(reader.decode(data, source), source, validate)]
+
+    def validate_all() -> None:
+        documents(validate=True)
+
+    enabled = validate_aside.worthwhile(sum(len(data) for _, data in blobs))
+    with validate_aside.aside(validate_all, enabled) as validated_aside:
+        return build_inputs(documents(validate=not validated_aside))
 
 
 def build_inputs(docs: list[Document], base: Inputs | None = None) -> Inputs:
