@@ -142,7 +142,7 @@ def _read_bytes(path: str | Path, source: str) -> bytes:
 
 
 def load(paths: Iterable[str | Path]) -> Inputs:
-    """Every file read, validated and built. A large input is validated in a second process while this one
+    """Every file read, validated and built. A large JSON input is validated in a second process while this one
     builds (api/validate_aside.py); either way nothing is returned before all of it was validated."""
     blobs = [(str(path), _read_bytes(path, str(path))) for path in paths]
 
@@ -153,7 +153,7 @@ def load(paths: Iterable[str | Path]) -> Inputs:
     def validate_all() -> None:
         documents(validate=True)
 
-    enabled = validate_aside.worthwhile(sum(len(data) for _, data in blobs))
+    enabled = validate_aside.worthwhile([data for _, data in blobs])
     with validate_aside.aside(validate_all, enabled) as validated_aside:
         return build_inputs(documents(validate=not validated_aside))
 

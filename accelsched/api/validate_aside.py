@@ -8,8 +8,9 @@ validation, exactly as ``read_documents`` would, so its first error is the first
 have raised before building began; only when the child found nothing does an error of the parent's own (in
 building) stand. A child that dies without a verdict (killed for memory, say) is replaced by validating here.
 
-It costs memory (the child holds its own documents), so it is used only between ``MIN_BYTES`` and ``MAX_BYTES``
-of input, where fork exists and a second CPU is there; ``ACCELSCHED_VALIDATE_ASIDE=0`` turns it off.
+It costs memory (the child holds its own documents), so it is used only for JSON input (what ``kubectl get -o
+json`` dumps) between ``MIN_BYTES`` and ``MAX_BYTES``, where fork exists and a second CPU is there;
+``ACCELSCHED_VALIDATE_ASIDE=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import re
 from collections.abc import Callable, Iterator, Sequence
 
 from accelsched.errors import InputError
 
 MIN_BYTES = 16 << 20  # below this a fork costs more than it saves
 MAX_BYTES = 1 << 30  # above this two copies of the documents would need too much memory
+_JSON_START = re.compile(rb"[ \t\r\n]*[{\[]")
 
 
 def _cpus() -> int:
@@ -32,9 +35,13 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def worthwhile(total_bytes: int) -> bool:
+def worthwhile(blobs: Sequence[bytes]) -> bool:
+    """JSON only: its C decoder reads it again in about what validating it costs. YAML costs libyaml's events,
+    several times its validation, so a second reading would cost more than it saves."""
+    total = sum(len(b) for b in blobs)
     return (
-        MIN_BYTES <= total_bytes <= MAX_BYTES
+        MIN_BYTES <= total <= MAX_BYTES
+        and all(_JSON_START.match(b) for b in blobs)
         and hasattr(os, "fork")
         and _cpus() >= 2
         and os.environ.get("ACCELSCHED_VALIDATE_ASIDE", "1") != "0"
