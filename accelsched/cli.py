@@ -10,12 +10,11 @@ from functools import wraps
 from typing import Any
 
 import click
-import yaml
 from rich.console import Console
 from rich.table import Table
 
 from accelsched import report
-from accelsched.api import limits
+from accelsched.api import goyaml, limits
 from accelsched.api.loader import load
 from accelsched.api.reader import paused_gc
 from accelsched.engine import Session, config_from
@@ -150,7 +149,7 @@ def schedule(
     if output == "json":
         click.echo(json.dumps(report.to_json(results, session.cluster), indent=2))
     elif output == "yaml":
-        click.echo(yaml.safe_dump(report.to_objects(results), sort_keys=False), nl=False)
+        click.echo(goyaml.dump(report.to_objects(results), sort_keys=False), nl=False)
     else:
         report.print_tables(console(), results, session.cluster)
 
@@ -256,11 +255,11 @@ def topology(
     if output == "json":
         click.echo(json.dumps(render.to_json(topo), indent=2))
     elif output == "yaml":
-        click.echo(yaml.safe_dump(topo.to_dict(), sort_keys=False), nl=False)
+        click.echo(goyaml.dump(topo.to_dict(), sort_keys=False), nl=False)
     elif output == "nrt":
-        click.echo(yaml.safe_dump(render.to_nrt(topo, name, resource_name, policy, scope), sort_keys=False), nl=False)
+        click.echo(goyaml.dump(render.to_nrt(topo, name, resource_name, policy, scope), sort_keys=False), nl=False)
     elif output == "resourceslice":
-        click.echo(yaml.safe_dump(render.to_resource_slice(topo, name, resource_name), sort_keys=False), nl=False)
+        click.echo(goyaml.dump(render.to_resource_slice(topo, name, resource_name), sort_keys=False), nl=False)
     else:
         out = console()
         out.print(render.matrix(topo), highlight=False)

@@ -41,6 +41,8 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from accelsched.api import goyaml
+
 ROOT = Path(__file__).resolve().parent.parent
 ACCELERATOR = "qualcomm.com/ai-accelerator"
 ACCELERATORS_PER_NODE = 8
@@ -334,7 +336,7 @@ def cluster_objects(nodes: int, bound: int, pending: int, seed: int = 1) -> list
 def write_yaml(path: Path, docs: list[dict[str, Any]]) -> None:
     """Multi-document YAML, the way people keep manifests."""
     with path.open("w") as f:
-        yaml.dump_all(docs, f, Dumper=yaml.CSafeDumper, sort_keys=False)
+        yaml.dump_all(docs, f, Dumper=goyaml.SafeDumper, sort_keys=False)
 
 
 def write_kubectl_json(path: Path, docs: list[dict[str, Any]]) -> None:

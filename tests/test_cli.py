@@ -114,8 +114,9 @@ BAD_INPUTS = {
         "no node advertises example.com/tpu",
     ),
     "bad taint effect": (
-        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec: {taints: [{key: k, effect: Sometimes}]}\n",
-        "Node n: spec.taints[0].effect",
+        # (not ``name: n``: kubectl's go-yaml reads an unquoted n as false)
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n0}\nspec: {taints: [{key: k, effect: Sometimes}]}\n",
+        "Node n0: spec.taints[0].effect",
     ),
 }
 

@@ -209,12 +209,32 @@ def test_json_stream_and_yaml_flow_style(tmp_path: Path) -> None:
     assert read_documents(flow)[0].doc["metadata"]["name"] == "n3"
 
 
-def test_fast_yaml_builder_matches_safe_loader() -> None:
+def test_fast_yaml_builder_matches_the_strict_loader_and_types_scalars_as_go_yaml() -> None:
     text = (
         "a: 1\nb: 1.5\nc: yes\nd: ~\ne: ''\nf: '1'\ng: 2026-11-20T12:00:00Z\nh: [1, two, {x: null}]\n"
-        "i: 0o17\nj: 0x1f\nk: .inf\nl: |\n  block\nm: &m {n: 1}\no: *m\n---\n---\n- x\n"
+        "i: 0o17\nj: 0x1f\nk: .inf\nl: |\n  block\nm: &m {n: 1}\no: *m\n"
+        "p: 2024-02-30\nq: 1:30\nr: 08\ns: 1e3\nt: 3.0\nu: 0755\nv: 1_000\nw: y\n---\n---\n- x\n"
     )
-    assert reader._fast_yaml(text) == [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
+    fast = reader._fast_yaml(text)
+    assert fast == reader._strict_yaml(text, "x")
+    doc = fast[0]
+    # go-yaml v2 (sigs.k8s.io/yaml, what kubectl reads YAML with), then kubectl's YAML to JSON:
+    assert doc["g"] == "2026-11-20T12:00:00Z" and doc["p"] == "2024-02-30"  # timestamps stay strings
+    assert (doc["i"], doc["j"], doc["u"], doc["v"]) == (15, 31, 493, 1000)  # strconv.ParseInt(s, 0, 64)
+    assert (doc["q"], doc["r"], doc["s"], doc["t"], doc["w"]) == ("1:30", 8, 1000, 3, True)
+    assert doc["m"] == doc["o"] == {"false": 1}  # a key n is the boolean false, made the JSON key "false"
+    assert fast[1] == ["x"]
+
+
+def test_bad_tagged_values_and_keys_are_one_line_errors() -> None:
+    for text, message in [
+        ("a: !!bool abc\n", "a: line 1: cannot decode 'abc' as tag:yaml.org,2002:bool"),
+        ("y: 1\ntrue: 2\n", 'line 2: key "true" already set in map (first at line 1)'),
+        ("? ~\n: 1\n", "unsupported map key of type NoneType"),
+    ]:
+        with pytest.raises(InputError) as err:
+            reader.parse(text, "x.yaml")
+        assert message in str(err.value), (text, str(err.value))
 
 
 # ---------------------------------------------------------------------------------------------- equivalence

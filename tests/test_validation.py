@@ -516,3 +516,49 @@ def test_layout_reads_nrt_without_tracebacks(doc):
 def test_layout_reads_resource_slices_without_tracebacks(device):
     with pytest.raises(InputError):
         layout.apply_resource_slice(layout.NodeLayout(), Where("x", "ResourceSlice s"), {"spec": {"devices": [device]}})
+
+
+# ---------------------------------------------------------------------------------------------- review findings
+
+
+def test_rbac_names_are_path_segments():
+    # ValidateRBACName: every built-in system: role is a valid name, and only '.', '..', '/' and '%' are refused.
+    role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: %s}\n"
+    validation.validate_object(yaml.safe_load(role % '"system:controller:attachdetach-controller"'), "r.yaml")
+    with pytest.raises(InputError, match="may not contain '/'"):
+        validation.validate_object(yaml.safe_load(role % '"a/b"'), "r.yaml")
+
+
+def test_annotation_size_counts_bytes():
+    doc = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "annotations": {"a": "€" * 100_000}}}
+    with pytest.raises(InputError, match="Too long: may not be more than 262144 bytes"):
+        validation.validate_object(doc, "n.yaml")
+
+
+def test_a_quantity_with_surrounding_space_is_valid_as_for_quantity_unmarshal(tmp_path):
+    pod = POD.replace('cpu: "1"', 'cpu: " 1 "')
+    outcome, _ = schedule(tmp_path, NODE, pod)
+    assert outcome.exit_code == 0, outcome.output
+
+
+def test_a_schema_nested_past_the_stack_is_an_error_not_a_traceback():
+    props: dict = {"type": "string"}
+    for _ in range(400):
+        props = {"type": "object", "properties": {"a": props}}
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "x.e.io"},
+        "spec": {"group": "e.io", "scope": "Namespaced", "names": {"plural": "x", "kind": "X"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": props}}]},
+    }  # fmt: skip
+    with pytest.raises(InputError, match="nested too deeply"):
+        validation.validate_object(crd, "crd.yaml")
+
+
+def test_yaml_is_typed_as_kubectl_types_it(tmp_path):
+    # go-yaml v2: an impossible date is a string (no traceback), a timestamp label value is a string, and 08 is a
+    # number (so no label value).
+    node = NODE.replace("metadata: {name: node-a}", "metadata: {name: node-a, labels: {built: 2024-02-30}}")
+    outcome, _ = schedule(tmp_path, node)
+    assert outcome.exit_code == 0, outcome.output
+    outcome, source = schedule(tmp_path, NODE.replace("{name: node-a}", "{name: node-a, labels: {v: 08}}"))
+    assert_bad(outcome, source, "Node node-a", "metadata.labels[v]", "must be a string, got number 8")

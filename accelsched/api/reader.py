@@ -37,7 +37,7 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from accelsched.api import limits
+from accelsched.api import goyaml, limits
 from accelsched.errors import InputError
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -186,37 +186,22 @@ def _json_documents(text: str, start: int) -> list[Any]:
 # ---------------------------------------------------------------------------------------------- YAML, fast
 
 
-_RESOLVERS = yaml.CSafeLoader.yaml_implicit_resolvers
-_CONSTRUCTOR = yaml.constructor.SafeConstructor()
-_SCALARS: dict[tuple[str, str], Any] = {}
-_SHARED_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float")}
+_SCALARS: dict[str, Any] = {}
 
 
 def _plain_scalar(value: str) -> Any:
-    """A plain (unquoted, untagged) scalar, resolved and built exactly as SafeLoader does."""
-    tag = None
-    for candidate, regexp in _RESOLVERS.get(value[:1], ()):
-        if regexp.match(value):
-            tag = candidate
-            break
-    if tag is None:
-        return value
-    key = (tag, value)
-    try:
-        return _SCALARS[key]
-    except KeyError:
-        pass
-    construct = _CONSTRUCTOR.yaml_constructors.get(tag)
-    if construct is None:  # the merge key ``<<`` and the value key ``=``: the strict path
+    """A plain (unquoted, untagged) scalar, as go-yaml v2 resolves it (api/goyaml.py); ``<<`` merges are left to
+    the strict path."""
+    if value == goyaml.MERGE:
         raise _Fallback
     try:
-        result = construct(_CONSTRUCTOR, ScalarNode(tag, value))
-    except ValueError:  # an integer past Python's digit limit: the strict path words it, with its line
-        raise _Fallback from None
-    # Numbers, booleans and null are shared, as YAML repeats them; not timestamps: a datetime met twice in
-    # ``-o yaml`` output would be printed as an anchor and an alias.
-    if tag in _SHARED_TAGS and len(_SCALARS) < 100_000:
-        _SCALARS[key] = result
+        return _SCALARS[value]
+    except KeyError:
+        pass
+    result = goyaml.plain(value)
+    # Numbers, booleans and null are shared, as YAML repeats them.
+    if type(result) is not str and len(_SCALARS) < 100_000:
+        _SCALARS[value] = result
     return result
 
 
@@ -294,6 +279,10 @@ def _fast_yaml(text: str) -> list[Any]:
                 elif frame[1] is missing:
                     if (kind is not ScalarEvent and kind is not AliasEvent) or value.__hash__ is None:
                         raise _Fallback
+                    if type(value) is not str:  # ``y:`` or ``1:``: a JSON key, as sigs.k8s.io/yaml makes it
+                        if value is None:
+                            raise _Fallback
+                        value = goyaml.json_key(value)
                     if value in container:
                         raise _Fallback  # a duplicate key: the strict path names it
                     frame[1] = value
@@ -321,6 +310,18 @@ class _NodeProblem(Exception):
         self.node, self.message = node, message
 
 
+_GO_PLAIN_TAG = "tag:accelsched.io,2026:go-yaml-plain"
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _key_identity(node: ScalarNode) -> tuple[str, str]:
+    """The JSON key a scalar key becomes (``y`` and ``"true"`` are one key), or its tag and text."""
+    if node.tag == _GO_PLAIN_TAG:
+        with contextlib.suppress(ValueError):  # a null key: refused once the mapping is built
+            return (_STR_TAG, goyaml.json_key(goyaml.plain(node.value)))
+    return (node.tag, node.value)
+
+
 class _StrictLoader(yaml.CSafeLoader):
     """SafeLoader that refuses a key given twice in one mapping (keys a ``<<`` merge brings in may be overridden,
     as the merge defines)."""
@@ -330,14 +331,43 @@ class _StrictLoader(yaml.CSafeLoader):
             seen: dict[tuple[str, str], ScalarNode] = {}
             for key_node, _ in node.value:
                 if isinstance(key_node, ScalarNode) and key_node.tag != MERGE_TAG:
-                    first = seen.setdefault((key_node.tag, key_node.value), key_node)
+                    first = seen.setdefault(_key_identity(key_node), key_node)
                     if first is not key_node:
                         raise _NodeProblem(
                             node,
                             f'line {key_node.start_mark.line + 1}: key "{key_node.value}" already set in map '
                             f"(first at line {first.start_mark.line + 1})",
                         )
-        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+        mapping = super().construct_mapping(node, deep=deep)
+        if all(type(k) is str for k in mapping):
+            return mapping  # type: ignore[no-any-return]
+        out: dict[str, Any] = {}
+        for k, v in mapping.items():
+            try:
+                key = goyaml.json_key(k)
+            except ValueError as exc:
+                raise _NodeProblem(node, f"line {node.start_mark.line + 1}: {exc}") from None
+            if key in out:
+                raise _NodeProblem(node, f'line {node.start_mark.line + 1}: key "{key}" already set in map')
+            out[key] = v
+        return out
+
+    def resolve(self, kind: type, value: Any, implicit: Any) -> str:
+        # Plain scalars are typed as go-yaml v2 types them (api/goyaml.py), not by YAML 1.1's resolvers.
+        if kind is ScalarNode and implicit[0] and value != goyaml.MERGE:
+            return _GO_PLAIN_TAG
+        return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+
+    def construct_go_plain(self, node: ScalarNode) -> Any:
+        return goyaml.plain(node.value)
+
+    def construct_object(self, node: Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError):
+            # SafeConstructor's own failures on explicitly tagged values (``!!bool abc``, ``!!int x``)
+            line = node.start_mark.line + 1
+            raise _NodeProblem(node, f"line {line}: cannot decode {node.value!r} as {node.tag}") from None
 
     def construct_yaml_int(self, node: ScalarNode) -> int:
         # Past int64 no Kubernetes field holds it, and past Python's int-digit limit int() raises ValueError.
@@ -348,6 +378,7 @@ class _StrictLoader(yaml.CSafeLoader):
 
 
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
+_StrictLoader.add_constructor(_GO_PLAIN_TAG, _StrictLoader.construct_go_plain)
 
 
 def _strict_yaml(text: str, source: str) -> list[Any]:

@@ -183,11 +183,23 @@ label_value_problem = functools.lru_cache(maxsize=4096)(
 )
 
 
+def path_segment_problem(name: str) -> str | None:
+    """content.IsPathSegmentName: RBAC names such as ``system:controller:attachdetach-controller``."""
+    if name in (".", ".."):
+        return f"may not be '{name}'"
+    for bad in ("/", "%"):
+        if bad in name:
+            return f"may not contain '{bad}'"
+    return None
+
+
 # Each kind's name rule, as its ValidateObjectMeta call names it (NameIsDNSSubdomain unless listed).
 _NAME_RULES: dict[str, Callable[[str], str | None]] = {
     "Namespace": dns1123_label_problem,  # ValidateNamespaceName
     "StatefulSet": dns1123_label_problem,  # ValidateStatefulSetName
     "Service": dns1035_label_problem,  # ValidateServiceName
+    # ValidateRBACName (pkg/apis/rbac/validation): path segment names
+    **dict.fromkeys(("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"), path_segment_problem),
 }
 _CLUSTER_SCOPED = {
     "Node", "Namespace", "PriorityClass", "NodeResourceTopology", "ResourceSlice", "PersistentVolume",
@@ -281,7 +293,8 @@ def _check_scalar(code: int, value: Any) -> None:
             return
         if code == _T and value and not _RFC3339_RE.fullmatch(value):
             raise _Invalid(f"{value[:40]!r} is not an RFC 3339 date-time (e.g. 2026-01-02T15:04:05Z)")
-        if code == _Q and not quantity.GRAMMAR.fullmatch(value):  # the bounds: where the quantity is used
+        # Quantity.UnmarshalJSON trims surrounding space first; the bounds are checked where the quantity is used.
+        if code == _Q and not quantity.GRAMMAR.fullmatch(value.strip()):
             raise _Invalid(f"{value[:40]!r} is not a valid quantity (examples: 500m, 2, 1.5Gi, 1e3)")
         if len(seen) < _SEEN_MAX:
             seen.add(value)
@@ -452,7 +465,8 @@ def _object_meta(meta: dict[str, Any]) -> None:
             problem = label_key_problem(k.lower())
             if problem:
                 raise _Invalid(f'Invalid value: "{k}": {problem}', f"[{k}]", "annotations")
-            size += len(k) + len(v or "")
+            # Bytes, as Go's len() counts them (a euro sign is three).
+            size += len(k.encode("utf-8", "surrogatepass")) + len((v or "").encode("utf-8", "surrogatepass"))
         if size > TOTAL_ANNOTATION_SIZE_LIMIT:
             raise _Invalid(f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT} bytes", "annotations")
     namespace = meta.get("namespace")
@@ -582,7 +596,10 @@ def validate_object(doc: Mapping[str, Any], source: str, kind: str | None = None
             f'no matches for kind "{kind}" in version "{api_version}" (served: {", ".join(versions)})',
         )
     try:
-        _check_object(root, doc)
+        try:
+            _check_object(root, doc)
+        except RecursionError:  # a schema that refers to itself (a CRD's openAPIV3Schema) nested past the stack
+            raise _Invalid("is nested too deeply to validate") from None
         meta = doc.get("metadata") or {}
         name = meta.get("name")
         if not name and not meta.get("generateName"):

@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
+from accelsched.api import goyaml
 from accelsched.deviceplugin.config import CDI_DEVICE_NAME_RE, PluginConfig
 from accelsched.deviceplugin.sources import MAX_DEVICE_ID, DeviceSource, PhysicalDevice
 from accelsched.devices import partition
@@ -103,7 +102,7 @@ def _parse(where: Where, doc: Mapping[str, Any], ids: list[str]) -> partition.Pa
     if unknown:
         raise where.error("partitioning.devices", f"unknown device(s) {', '.join(map(str, unknown))}")
     try:
-        return partition.parse(where, yaml.safe_dump(dict(doc)), {partition.GPU_RESOURCE: ids})
+        return partition.parse(where, goyaml.dump(dict(doc)), {partition.GPU_RESOURCE: ids})
     except InputError as exc:
         annotation = f"metadata.annotations[{partition.PARTITION_ANNOTATION}]"
         exc.field = exc.field.replace(annotation, "partitioning")

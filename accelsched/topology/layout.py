@@ -125,6 +125,9 @@ def from_annotation(where: Where, text: str) -> NodeLayout:
     if not isinstance(numa_zones, Mapping):
         raise where.error(f"{path}.numa", "must map a NUMA node number to {cpus: N}")
     for zone, spec in numa_zones.items():
+        # Read as manifests are (api/reader.py), a YAML key 0 is the JSON key "0".
+        if isinstance(zone, str) and zone.isascii() and zone.isdigit() and len(zone) < 6:
+            zone = int(zone)
         cpus = (spec or {}).get("cpus", 0) if isinstance(spec, Mapping) else spec
         if not isinstance(zone, int) or not isinstance(cpus, int) or cpus < 0:
             raise where.error(f"{path}.numa.{zone}", "must map a NUMA node number to {cpus: N}")
