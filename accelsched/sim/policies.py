@@ -13,6 +13,7 @@ that fits (lowest index among equals); whole-GPU pods take the lowest-indexed fu
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,7 +93,7 @@ def tightest_fit(gpu_free: np.ndarray, milli: int) -> np.ndarray:
     return np.where(gpu_free >= milli, gpu_free, np.iinfo(np.int64).max).min(axis=1)
 
 
-class Policy:
+class Policy(abc.ABC):
     """A placement policy: integer scores over a NodeView, and the GPU a sharing pod takes on the chosen node."""
 
     name = ""  # the score plugin's name
@@ -101,8 +102,9 @@ class Policy:
     needs_tags = False
     node_local = True  # a node's score depends only on that node's state and the pod's shape
 
+    @abc.abstractmethod
     def scores(self, view: NodeView, pod: PodShape) -> np.ndarray:
-        raise NotImplementedError
+        """Each node's score for ``pod`` (integers, higher is better)."""
 
     def choose_gpu(self, view: NodeView, pod: PodShape) -> int:
         """The GPU of the single node in ``view`` a sharing pod takes."""
