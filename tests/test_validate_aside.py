@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 import yaml
@@ -99,3 +100,12 @@ def test_only_json_goes_aside(monkeypatch):
     # YAML costs libyaml's events to read again, several times what validating it costs.
     monkeypatch.setattr(validate_aside, "MIN_BYTES", 0)
     assert not validate_aside.worthwhile([b"{}", b"apiVersion: v1\nkind: List\n"])
+
+
+def test_a_body_that_fails_otherwise_leaves_no_child_behind():
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    with pytest.raises(RuntimeError, match="interrupted"), validate_aside.aside(lambda: time.sleep(30), True):
+        raise RuntimeError("interrupted")
+    with pytest.raises(ChildProcessError):  # killed and reaped: no child left, running or zombie
+        os.waitpid(-1, os.WNOHANG)

@@ -76,42 +76,56 @@ def aside(validate_all: Callable[[], None], enabled: bool) -> Iterator[bool]:
         finally:
             os._exit(status)
     os.close(write_end)
-    done = False
+    child = _Child(pid, read_end)
     try:
         try:
             yield True
         except InputError:
-            error = _verdict(read_end, pid, validate_all)
-            done = True
+            error = child.verdict(validate_all)
             if error is not None:
                 raise error from None
             raise
-        error = _verdict(read_end, pid, validate_all)
-        done = True
+        error = child.verdict(validate_all)
         if error is not None:
             raise error
     finally:
-        if not done:  # the body failed otherwise (KeyboardInterrupt, MemoryError): the child is not waited for
-            with contextlib.suppress(OSError):
-                os.kill(pid, 9)
-            with contextlib.suppress(OSError):
-                os.waitpid(pid, 0)
-            with contextlib.suppress(OSError):
-                os.close(read_end)
+        child.abandon()
 
 
-def _verdict(read_end: int, pid: int, validate_all: Callable[[], None]) -> InputError | None:
-    with os.fdopen(read_end, "rb") as pipe:
-        data = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    if status == 0 and data:
-        verdict: Sequence[str] | None = pickle.loads(data)  # our own child's bytes, from our own pipe
-        if verdict is None:
-            return None
-        message, source, obj, field = verdict
-        return InputError(message, source=source, obj=obj, field=field)
-    try:  # no verdict: validate here, as a sequential run does
-        validate_all()
-    except InputError as exc:
-        return exc
-    return None
+class _Child:
+    """The forked validator: its verdict is read, and it is reaped, exactly once."""
+
+    def __init__(self, pid: int, read_end: int) -> None:
+        self.pid, self.read_end, self.reaped = pid, read_end, False
+
+    def verdict(self, validate_all: Callable[[], None]) -> InputError | None:
+        pipe = os.fdopen(self.read_end, "rb")
+        self.read_end = -1  # the file object owns the descriptor now, and closes it
+        with pipe:
+            data = pipe.read()
+        _, status = os.waitpid(self.pid, 0)
+        self.reaped = True
+        if status == 0 and data:
+            verdict: Sequence[str] | None = pickle.loads(data)  # our own child's bytes, from our own pipe
+            if verdict is None:
+                return None
+            message, source, obj, field = verdict
+            return InputError(message, source=source, obj=obj, field=field)
+        try:  # no verdict: validate here, as a sequential run does
+            validate_all()
+        except InputError as exc:
+            return exc
+        return None
+
+    def abandon(self) -> None:
+        """The body failed otherwise (KeyboardInterrupt, MemoryError): the child is killed, not waited for."""
+        if self.reaped:
+            return
+        self.reaped = True
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, 9)
+        with contextlib.suppress(OSError):
+            os.waitpid(self.pid, 0)
+        if self.read_end >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.read_end)
