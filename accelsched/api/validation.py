@@ -39,7 +39,7 @@ _S, _T, _I32, _I64, _N, _B, _Q, _IOS, _O, _ANY = range(len(_SCALARS))
 # Python types the YAML and JSON loaders give that Go's decoder accepts for each scalar (bool is no int).
 _ACCEPTS: tuple[tuple[type, ...], ...] = (
     (str,),
-    (str, datetime.datetime, datetime.date),  # YAML reads an unquoted timestamp as a datetime
+    (str, datetime.datetime, datetime.date),  # the reader keeps timestamps as text; PyYAML's own loader does not
     (int,),
     (int,),
     (int, float),

@@ -163,8 +163,7 @@ def _int(path: Path, line: int, row_name: str, column: str, text: str, low: int 
     value = int(text)
     high = MAX_TRACE_INT if high is None else high
     if value < low or value > high:
-        bound = f">= {low}" if high is None else f"in {low}..{high}"
-        raise InputError(f"{value} must be {bound}", source=f"{path}:{line}", obj=row_name, field=column)
+        raise InputError(f"{value} must be in {low}..{high}", source=f"{path}:{line}", obj=row_name, field=column)
     return value
 
 
