@@ -5,45 +5,22 @@ from __future__ import annotations
 import gc
 import json
 import sys
-from collections.abc import Callable
-from functools import wraps
-from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from accelsched import report
 from accelsched.api import goyaml, limits
 from accelsched.api.loader import load
+from accelsched.api.objects import SCHEDULING_GATED_REASON
 from accelsched.api.reader import paused_gc
 from accelsched.engine import Session, config_from
 from accelsched.errors import InputError
 from accelsched.explain import Explainer, Explanation, find_pod
 from accelsched.sim.command import simulate
-
-EXIT_BAD_INPUT = 2
-
-
-def console() -> Console:
-    """A terminal gets its own width; a pipe or file gets wide lines instead of rich's 80 columns."""
-    plain = Console()
-    return plain if plain.is_terminal else Console(width=160)
-
-
-def bad_input_exits(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn InputError into ``accelsched: error: FILE: OBJECT: FIELD: what`` and exit 2, never a traceback."""
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except InputError as exc:
-            click.echo(f"accelsched: error: {exc}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
-
-    return wrapper
-
+from accelsched.terminal import bad_input_exits, console
 
 files_option = click.option(
     "-f",
@@ -97,6 +74,11 @@ config_option = click.option(
     help="A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).",
 )
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Seed for breaking score ties.")
+score_all_nodes_option = click.option(
+    "--score-all-nodes",
+    is_flag=True,
+    help="Filter and score every node for every pod (default: stop at percentageOfNodesToScore as kube-scheduler).",
+)
 
 
 def _set_limits(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
@@ -136,14 +118,22 @@ def main() -> None:
 @kubeconfig_option
 @config_option
 @seed_option
+@score_all_nodes_option
 @limit_option
 @click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
 @bad_input_exits
 def schedule(
-    files: tuple[str, ...], from_cluster: bool, kubeconfig: str | None, config: str | None, seed: int, output: str
+    files: tuple[str, ...],
+    from_cluster: bool,
+    kubeconfig: str | None,
+    config: str | None,
+    seed: int,
+    score_all_nodes: bool,
+    output: str,
 ) -> None:
     """Place the pending pods of FILEs (or of the live cluster) in queue order, as kube-scheduler would."""
     session = _session_from(files, from_cluster, kubeconfig, config, seed)
+    session.scheduler.score_all_nodes = score_all_nodes
     _warn_ignored(session)
     results = session.rejected + session.schedule()
     if output == "json":
@@ -161,6 +151,7 @@ def schedule(
 @kubeconfig_option
 @config_option
 @seed_option
+@score_all_nodes_option
 @limit_option
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @bad_input_exits
@@ -171,10 +162,12 @@ def explain(
     kubeconfig: str | None,
     config: str | None,
     seed: int,
+    score_all_nodes: bool,
     output: str,
 ) -> None:
     """Why POD (name or namespace/name) is Pending, or why it went where it went: node by node."""
     session = _session_from(files, from_cluster, kubeconfig, config, seed)
+    session.scheduler.score_all_nodes = score_all_nodes
     target = find_pod(session.inputs.pods, pod)
     if target is None:
         raise InputError(
@@ -183,7 +176,7 @@ def explain(
     explainer = Explainer(session.scheduler, {target.key})
     results = session.rejected + session.schedule()
     result = next((r for r in results if r.pod is target), None)
-    explanation = Explanation(target, result, explainer.verdicts.get(target.key, []))
+    explanation = explainer.explanation(target, result)
     if output == "json":
         click.echo(json.dumps(explanation.to_json(), indent=2))
         return
@@ -207,9 +200,16 @@ def print_explanation(console: Console, explanation: Explanation) -> None:
     elif r.preempted_by:
         console.print(f"[yellow]{pod.key} was preempted[/]")
         console.print(f"Normal  Preempted  {r.message}", soft_wrap=True)
+    elif r.gated is not None:
+        console.print(f"[yellow]{pod.key} is gated: it is not tried until every scheduling gate is removed[/]")
+        console.print(f"PodScheduled=False  {SCHEDULING_GATED_REASON}  {r.message}", soft_wrap=True)
     else:
         console.print(f"[red]{pod.key} stays Pending[/]")
         console.print(f"Warning  FailedScheduling  {r.message}", soft_wrap=True)
+    for note in explanation.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
+    if r.gated is not None:
+        return  # never tried: no node was looked at
     table = Table(title="Node by node", title_justify="left", show_lines=True)
     for col in ("node", "verdict", "why", "what would help"):
         table.add_column(col, overflow="fold")
@@ -313,6 +313,7 @@ def device_plugin(
 @kubeconfig_option
 @config_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for breaking score ties.")
+@score_all_nodes_option
 @click.option("--leader-elect", is_flag=True, help="Only the holder of a coordination.k8s.io Lease schedules.")
 @click.option("--leader-elect-lease-duration", type=float, default=15.0, show_default=True, help="Seconds.")
 @click.option("--leader-elect-renew-deadline", type=float, default=10.0, show_default=True, help="Seconds.")
@@ -328,6 +329,7 @@ def run(
     kubeconfig: str | None,
     config: str | None,
     seed: int,
+    score_all_nodes: bool,
     leader_elect: bool,
     leader_elect_lease_duration: float,
     leader_elect_renew_deadline: float,
@@ -346,6 +348,7 @@ def run(
         kubeconfig=kubeconfig,
         config=config,
         seed=seed,
+        score_all_nodes=score_all_nodes,
         leader_elect=leader_elect,
         lease_duration=leader_elect_lease_duration,
         renew_deadline=leader_elect_renew_deadline,

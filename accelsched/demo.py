@@ -20,11 +20,11 @@ from rich.table import Table
 from accelsched import report
 from accelsched.api.loader import Inputs, build_inputs, read_documents
 from accelsched.api.objects import Pod
+from accelsched.config import kube_scheduler_config
 from accelsched.devices import partition as partitioning
 from accelsched.engine import Session
 from accelsched.explain import Explainer, NodeVerdict
 from accelsched.framework import gang
-from accelsched.framework.profile import kube_scheduler_config
 from accelsched.framework.scheduler import ScheduleResult
 from accelsched.topology.alignment import TopologyIndex, pod_admitted
 from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION

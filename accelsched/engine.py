@@ -12,8 +12,10 @@ from pathlib import Path
 
 from accelsched.api.loader import Inputs, load
 from accelsched.cluster.state import ClusterState
+from accelsched.cluster.volumes import VolumeState
+from accelsched.config import default_config, load_config
 from accelsched.framework import gang
-from accelsched.framework.profile import SchedulerConfig, default_config, load_config
+from accelsched.framework.profile import SchedulerConfig
 from accelsched.framework.scheduler import Scheduler, ScheduleResult
 
 
@@ -29,6 +31,7 @@ class Session:
     @classmethod
     def start(cls, inputs: Inputs, config: SchedulerConfig | None = None, seed: int = 0) -> Session:
         cluster = ClusterState(inputs.nodes, inputs.namespaces)
+        cluster.volumes = VolumeState(inputs.storage, cluster)
         scheduler = Scheduler(cluster, config or default_config(), seed)
         scheduler.groups = gang.implicit_groups(inputs.pods, inputs.pod_groups)
         rejected = [r for pod in inputs.bound if (r := scheduler.admit_bound(pod)) is not None]

@@ -7,11 +7,13 @@ the same plugins, so it can never disagree with the FailedScheduling message.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from accelsched.api import quantity
 from accelsched.api.objects import Pod
 from accelsched.cluster.state import ClusterState
 from accelsched.framework.interface import Code, CycleState
@@ -54,6 +56,7 @@ class Explanation:
     pod: Pod
     result: ScheduleResult | None = None
     nodes: list[NodeVerdict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # about the pod as a whole (unadvertised_notes)
 
     def to_json(self) -> dict[str, Any]:
         r = self.result
@@ -64,6 +67,7 @@ class Explanation:
             "devices": dict(r.devices) if r else {},
             "alignment": self.alignment,
             "message": r.message if r else "",
+            "notes": self.notes,
             "nodes": [v.to_json() for v in self.nodes],
         }
 
@@ -116,6 +120,23 @@ def explain_attempt(scheduler: Scheduler, profile: Profile, pod: Pod) -> list[No
     return verdicts
 
 
+def unadvertised_notes(pod: Pod, cluster: ClusterState) -> list[str]:
+    """For each resource the pod requests that no node advertises at all (kube-scheduler: ``Insufficient <res>`` on
+    every node, nothing more), the advertised names closest to it: most often a typo in the resource name."""
+    advertised = {res for node in cluster.nodes for res in node.allocatable}
+    notes = []
+    for res in sorted(r for r, amount in pod.requests.items() if amount and r not in advertised):
+        same_kind = sorted(a for a in advertised if quantity.is_extended(a) == quantity.is_extended(res))
+        closest = difflib.get_close_matches(res, same_kind, n=3, cutoff=0.6)
+        if closest:
+            notes.append(f"no node advertises {res}; nodes advertise {', '.join(closest)}")
+        elif same_kind and quantity.is_extended(res):
+            notes.append(f"no node advertises {res}; nodes advertise {', '.join(same_kind)}")
+        else:
+            notes.append(f"no node advertises {res}")
+    return notes
+
+
 def find_pod(pods: list[Pod], name: str) -> Pod | None:
     """``ns/name`` or a bare name (unique across namespaces)."""
     if "/" in name:
@@ -131,6 +152,7 @@ class Explainer:
         self.scheduler = scheduler
         self.targets = targets
         self.verdicts: dict[str, list[NodeVerdict]] = {}
+        self.notes: dict[str, list[str]] = {}
         scheduler.observer = self.observe
 
     def observe(self, pod: Pod) -> None:
@@ -139,3 +161,11 @@ class Explainer:
         profile = self.scheduler.profile_for(pod)
         if profile is not None and self.scheduler.cluster.n:
             self.verdicts[pod.key] = explain_attempt(self.scheduler, profile, pod)
+        self.notes[pod.key] = unadvertised_notes(pod, self.scheduler.cluster)
+
+    def explanation(self, pod: Pod, result: ScheduleResult | None) -> Explanation:
+        """What was recorded for ``pod`` at its last attempt, with its result."""
+        notes = self.notes.get(pod.key, [])
+        if result is not None and result.gated is not None:  # PreEnqueue kept it out of the queue: say which gates
+            notes = [f"{result.gated.plugin}: {result.gated.message}", *notes]
+        return Explanation(pod, result, self.verdicts.get(pod.key, []), notes)

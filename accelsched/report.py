@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from accelsched.api import quantity
+from accelsched.api.objects import SCHEDULING_GATED_REASON
 from accelsched.cluster.state import ClusterState
 from accelsched.devices import partition as partitioning
 from accelsched.framework.scheduler import ScheduleResult
@@ -59,7 +60,8 @@ def to_objects(results: list[ScheduleResult]) -> dict[str, Any]:
                 "message": f"{r.pod.scheduler_name}: {r.message}",
             }
         elif not r.scheduled:
-            condition.update(reason="Unschedulable", message=r.message)
+            gated = r.gated is not None and r.pod.scheduling_gates  # the condition the API server set at creation
+            condition.update(reason=SCHEDULING_GATED_REASON if gated else "Unschedulable", message=r.message)
         kept = [c for c in status.get("conditions") or [] if c.get("type") != condition["type"]]
         status["conditions"] = [*kept, condition]
         status.setdefault("phase", "Pending")

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from accelsched.cluster.state import ClusterState
+from accelsched.config import default_config
 from accelsched.framework import gang
-from accelsched.framework.profile import default_config
 from accelsched.framework.scheduler import Scheduler
 from benchmarks.workloads import BY_NAME, Workload
 
@@ -62,8 +62,12 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def measure(workload: Workload, quick: bool, heap: bool = False, profile_top: int = 0) -> dict[str, Any]:
-    """Build, schedule the init pods, then time the measured pods. Runs in the current process."""
+def measure(
+    workload: Workload, quick: bool, heap: bool = False, profile_top: int = 0, score_all_nodes: bool = False
+) -> dict[str, Any]:
+    """Build, schedule the init pods, then time the measured pods. Runs in the current process. By default as
+    kube-scheduler (and scheduler_perf) runs: percentageOfNodesToScore's adaptive default; ``score_all_nodes``
+    filters and scores every node for every pod."""
     sizes = workload.sizes(quick)
     t0 = time.perf_counter()
     built = workload.build(sizes)
@@ -71,7 +75,7 @@ def measure(workload: Workload, quick: bool, heap: bool = False, profile_top: in
 
     t0 = time.perf_counter()
     cluster = ClusterState(built.nodes)
-    scheduler = Scheduler(cluster, default_config(), seed=0)
+    scheduler = Scheduler(cluster, default_config(), seed=0, score_all_nodes=score_all_nodes)
     scheduler.groups = dict(built.groups)
     init_results = scheduler.run(built.init)
     init_s = time.perf_counter() - t0
@@ -129,6 +133,7 @@ def measure(workload: Workload, quick: bool, heap: bool = False, profile_top: in
         "description": workload.description,
         "deviations": list(workload.deviations),
         "quick": quick,
+        "nodes_scored": "all nodes (--score-all-nodes)" if score_all_nodes else "percentageOfNodesToScore (adaptive)",
         "nodes": cluster.n,
         "init_pods": len(built.init),
         "measured_pods": len(built.measured) - built.expect_unschedulable,
@@ -166,14 +171,21 @@ def measure(workload: Workload, quick: bool, heap: bool = False, profile_top: in
     return out
 
 
-def child_main(name: str, result_path: str, quick: bool, heap: bool, profile_top: int) -> int:
-    out = measure(BY_NAME[name], quick, heap, profile_top)
+def child_main(
+    name: str, result_path: str, quick: bool, heap: bool, profile_top: int, score_all_nodes: bool = False
+) -> int:
+    out = measure(BY_NAME[name], quick, heap, profile_top, score_all_nodes)
     Path(result_path).write_text(json.dumps(out, indent=2))
     return 0
 
 
 def run_in_child(
-    workload: Workload, quick: bool, heap: bool = False, profile_top: int = 0, timeout: float | None = None
+    workload: Workload,
+    quick: bool,
+    heap: bool = False,
+    profile_top: int = 0,
+    timeout: float | None = None,
+    score_all_nodes: bool = False,
 ) -> dict[str, Any]:
     """Run ``measure`` in a fresh interpreter, so peak RSS and the heap are the workload's own."""
     with tempfile.TemporaryDirectory(prefix="accelsched-bench-") as tmp:
@@ -185,6 +197,8 @@ def run_in_child(
             cmd.append("--heap")
         if profile_top:
             cmd += ["--profile", str(profile_top)]
+        if score_all_nodes:
+            cmd.append("--score-all-nodes")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         try:
             proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)

@@ -16,7 +16,7 @@ key="$(cd "$src" && cat go.mod go.sum $(find cmd -name '*.go' | LC_ALL=C sort) |
 root="${ACCELSCHED_CONTROLPLANE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/accelsched/controlplane}"
 bin="$root/$key/bin"
 
-cached() { [ -x "$bin/kube-apiserver" ] && [ -x "$bin/etcd" ]; }
+cached() { [ -x "$bin/kube-apiserver" ] && [ -x "$bin/etcd" ] && [ -x "$bin/kube-scheduler" ]; }
 if cached; then
   echo "$bin"
   exit 0
@@ -38,7 +38,7 @@ tmp="$(mktemp -d "$root/$key/tmp.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 # -p bounds concurrent compiles to the cores there are; GOFLAGS from the caller (e.g. -mod=mod) are kept.
 jobs="${ACCELSCHED_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}"
-for cmd in etcd kube-apiserver; do
+for cmd in etcd kube-apiserver kube-scheduler; do
   if [ ! -x "$bin/$cmd" ]; then
     echo "build-controlplane: building $cmd (cache $bin)" >&2
     start=$SECONDS

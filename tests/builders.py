@@ -11,8 +11,9 @@ from typing import Any
 
 from accelsched.api import objects
 from accelsched.api.loader import Document, Inputs, build_inputs
+from accelsched.config import parse_config
 from accelsched.engine import Session
-from accelsched.framework.profile import SchedulerConfig, parse_config
+from accelsched.framework.profile import SchedulerConfig
 from accelsched.framework.scheduler import ScheduleResult
 
 ACCEL = "qualcomm.com/ai-accelerator"
@@ -170,8 +171,10 @@ def placements(results: Mapping[str, ScheduleResult]) -> dict[str, str | None]:
 
 
 def filter_message(result: ScheduleResult) -> str:
-    """The FitError message without a PostFilter (preemption) part, which accelsched may or may not add."""
-    return re.sub(r" preemption: .*$", "", result.message)
+    """The FitError message without its PostFilter part (DynamicResources' then DefaultPreemption's, joined by
+    ``, `` as RunPostFilterPlugins does), which depends on the profile."""
+    return re.sub(r"(?<=\.) (no new claims to deallocate|still not schedulable|not found|preemption: ).*$", "",
+                  result.message)
 
 
 def reason_counts(result: ScheduleResult) -> dict[str, int]:

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from builders import config, node, pod, run, taint
 
+from accelsched.config import parse_config
 from accelsched.errors import InputError
-from accelsched.framework.profile import parse_config
 
 
 def kubeconfig(**top: Any) -> dict[str, Any]:

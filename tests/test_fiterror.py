@@ -108,8 +108,8 @@ def test_message_counts_every_node_once_per_reason() -> None:
 
 
 def test_resource_no_node_advertises() -> None:
-    """Every node lacks the resource, so every node is short of it (allocatable 0): ``Insufficient <name>``.
-    (The YAML loader refuses such a pod up front; the engine itself must still answer, as in live mode.)"""
+    """Every node lacks the resource, so every node is short of it (allocatable 0): ``Insufficient <name>``, in
+    every mode (the YAML loader lets such a pod through, as the API server does)."""
     result = run([node("n1"), node("n2")], [pod("p", extra={ACCEL: 1})])["p"]
     assert result.node is None
     assert filter_message(result) == f"0/2 nodes are available: 2 Insufficient {ACCEL}."

@@ -289,8 +289,8 @@ SCHEDULER_CONFIG_CASES = [
 @pytest.mark.parametrize(("body", "field", "words"), [c[1:] for c in SCHEDULER_CONFIG_CASES],
                          ids=[c[0] for c in SCHEDULER_CONFIG_CASES])  # fmt: skip
 def test_scheduler_config_is_validated_as_kube_scheduler(tmp_path: Path, body: str, field: str, words: str) -> None:
+    from accelsched.config import load_config
     from accelsched.errors import InputError
-    from accelsched.framework.profile import load_config
 
     path = tmp_path / "sched.yaml"
     path.write_text(CONFIG_HEAD + body + "\n")
@@ -302,7 +302,7 @@ def test_scheduler_config_is_validated_as_kube_scheduler(tmp_path: Path, body: s
 
 
 def test_scheduler_config_valid_values_still_load(tmp_path: Path) -> None:
-    from accelsched.framework.profile import load_config
+    from accelsched.config import load_config
 
     path = tmp_path / "sched.yaml"
     path.write_text(

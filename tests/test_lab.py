@@ -29,9 +29,9 @@ def test_sixteen_accelerators_fit_nowhere_with_the_kube_scheduler_message(outcom
     assert r.node is None
     assert r.message == (
         "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient qualcomm.com/ai-accelerator."
-        " preemption: 0/4 nodes are available: 1 Preemption is not helpful for scheduling,"
-        " 3 No preemption victims found for incoming pod.."
-    )
+        " no new claims to deallocate, preemption: 0/4 nodes are available:"
+        " 4 Preemption is not helpful for scheduling."
+    )  # from the v1.36.3 source: 16 cards exceed every node's allocatable, Fit's Unresolvable
     verdicts = {v.node: v for v in outcomes[1].verdicts["default/train-16"]}
     assert verdicts["node-c"].first_filter == "TaintToleration"
     assert any("12 short" in d for d in verdicts["node-a"].details)
@@ -44,8 +44,8 @@ def test_only_the_tolerating_pod_lands_on_the_tainted_node(outcomes):
     assert infer_b.message == (
         "0/4 nodes are available: 1 node(s) had untolerated taint(s), "
         "3 node(s) didn't match Pod's node affinity/selector."
-        " preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.."
-    )
+        " no new claims to deallocate, preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+    )  # from the v1.36.3 source (FitError.Error, RunPostFilterPlugins)
     remedies = {v.node: v.remedies for v in outcomes[2].verdicts["default/infer-b"]}
     assert "tolerate maintenance=true:NoSchedule would make node-c feasible" in remedies["node-c"]
 
@@ -70,9 +70,9 @@ def test_replicas_spread_over_pdus_and_the_extra_one_stays_pending(outcomes):
     assert pending.message == (
         "0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, "
         "2 node(s) didn't match pod anti-affinity rules."
-        " preemption: 0/4 nodes are available: 2 No preemption victims found for incoming pod,"
-        " 2 Preemption is not helpful for scheduling.."
-    )
+        " no new claims to deallocate, preemption: 0/4 nodes are available:"
+        " 2 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
+    )  # from the v1.36.3 source (FitError.Error, RunPostFilterPlugins)
 
 
 def test_binding_consumes_capacity_and_devices_are_never_shared(outcomes):

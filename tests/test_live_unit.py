@@ -510,7 +510,7 @@ def test_logs_are_json_lines_with_the_extra_fields() -> None:
 def test_the_shipped_scheduler_config_serves_accelsched_only() -> None:
     import yaml
 
-    from accelsched.framework.profile import parse_config
+    from accelsched.config import parse_config
 
     configmap = yaml.safe_load((ROOT / "deploy/scheduler/config.yaml").read_text())
     config = parse_config(yaml.safe_load(configmap["data"]["config.yaml"]), "deploy/scheduler/config.yaml")

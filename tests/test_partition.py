@@ -11,14 +11,20 @@ from builders import start
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from accelsched.config import parse_config
 from accelsched.devices import mig
 from accelsched.devices.partition import MILLI_RESOURCE
 from accelsched.engine import Session
 from accelsched.errors import InputError
-from accelsched.framework.profile import parse_config
 
-# DefaultPreemption's part of the message: the lone node holds no pod of lower priority.
-NO_VICTIMS = " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.."
+# The PostFilter part of the message (DynamicResources, then DefaultPreemption: the lone node holds no pod of lower
+# priority), written from the v1.36.3 source (FitError.Error, RunPostFilterPlugins).
+NO_VICTIMS = (
+    " no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+)
+NOT_HELPFUL = (
+    " no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+)
 
 
 def node(name: str, partitioning: dict) -> dict:
@@ -229,5 +235,11 @@ def test_requests_no_device_can_serve_are_bad_input():
         schedule(node("n", slices), pod("p", "example.com/accel-slice", 12))
     with pytest.raises(InputError, match=r"more than one device"):
         schedule(node("n", {"mode": "milli"}), pod("p", MILLI_RESOURCE, 1500))
-    with pytest.raises(InputError, match=r"no node advertises nvidia\.com/mig-2g\.20gb"):
-        schedule(node("n", MIG_A100), pod("p", "nvidia.com/mig-2g.20gb", 1))  # an 80GB profile on a 40GB GPU
+
+
+def test_a_profile_no_node_advertises_is_pending():
+    """An 80GB profile on a 40GB GPU: no node advertises it, which kube-scheduler answers with Insufficient on
+    every node (not bad input)."""
+    _, results = schedule(node("n", MIG_A100), pod("p", "nvidia.com/mig-2g.20gb", 1))
+    assert results["p"].node is None
+    assert results["p"].message == "0/1 nodes are available: 1 Insufficient nvidia.com/mig-2g.20gb." + NOT_HELPFUL

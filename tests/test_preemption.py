@@ -3,9 +3,12 @@
 Faithful parts: only resolvable rejections are worth preempting for; only pods of strictly lower priority are
 victims; victims are as few and as unimportant as possible (reprieve most important first); the candidate node
 has the lowest highest-victim priority, then the lowest priority sum, then the fewest victims; preemptionPolicy
-Never opts out; and the FitError gets the ``preemption: 0/N nodes are available: ...`` part (ending ``..``, as
-kube-scheduler prints it). Gang parts: a running gang is evicted whole or not at all, and a pending gang preempts
-only when the whole gang then fits.
+Never opts out; and the FitError gets DynamicResources' ``no new claims to deallocate`` then DefaultPreemption's
+``preemption: 0/N nodes are available: ...`` part, joined by ``, `` and ending with a single ``.``. Until the
+HARNESS records them from the real kube-scheduler, the expected messages here are written from the v1.36.3 source
+(framework/types.go FitError.Error, framework/runtime RunPostFilterPlugins, preemption.Evaluator.Preempt,
+noderesources fitsRequest's Unresolvable). Gang parts: a running gang is evicted whole or not at all, and a
+pending gang preempts only when the whole gang then fits.
 """
 
 from __future__ import annotations
@@ -71,8 +74,8 @@ def test_equal_or_higher_priority_pods_are_never_victims() -> None:
     results = run(nodes, [*existing, accel_pod("high", 2, priority=100)])
     assert results["high"].node is None
     assert results["high"].message == (
-        f"0/2 nodes are available: 2 Insufficient {ACCEL}. "
-        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.."
+        f"0/2 nodes are available: 2 Insufficient {ACCEL}. no new claims to deallocate, "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     )
     assert evicted(results) == {}
 
@@ -83,20 +86,26 @@ def test_preemption_is_not_helpful_where_a_filter_cannot_be_fixed_by_evicting() 
         node("cordoned", unschedulable=True, **{ACCEL: 2}),
         node("full", **{ACCEL: 2}),
         node("small", **{ACCEL: 1}),
+        node("shared", **{ACCEL: 2}),
     ]
     existing = [
         accel_pod("t", 2, 0, "tainted", tolerations=[{"operator": "Exists"}]),
         accel_pod("c", 2, 0, "cordoned"),
         accel_pod("f", 2, 50, "full"),
         accel_pod("s", 1, 0, "small"),
+        accel_pod("low-half", 1, 0, "shared"),
+        accel_pod("high-half", 1, 50, "shared"),
     ]
     results = run(nodes, [*existing, accel_pod("high", 2, priority=10)])
     assert results["high"].node is None
-    # "small" has a lower-priority pod, but evicting it leaves 1 card: the node keeps its filter reason.
+    # "small" has 1 card allocatable for a request of 2: Fit's Unresolvable, so not helpful (as the taint and the
+    # cordon). "full" has no lower-priority pod. "shared" has one, but evicting it leaves 1 card: the node keeps its
+    # filter reason.
     assert results["high"].message == (
-        f"0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, "
-        f"2 Insufficient {ACCEL}. preemption: 0/4 nodes are available: 1 Insufficient {ACCEL}, "
-        "1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.."
+        f"0/5 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, "
+        f"3 Insufficient {ACCEL}. no new claims to deallocate, preemption: 0/5 nodes are available: "
+        f"1 Insufficient {ACCEL}, 1 No preemption victims found for incoming pod, "
+        "3 Preemption is not helpful for scheduling."
     )
     assert evicted(results) == {}
 
@@ -106,7 +115,8 @@ def test_preemption_policy_never_waits_instead() -> None:
     results = run(nodes, [accel_pod("low", 2, 0, "a"), never(accel_pod("polite", 2, priority=100))])
     assert results["polite"].node is None
     assert results["polite"].message == (
-        f"0/1 nodes are available: 1 Insufficient {ACCEL}. preemption: not eligible due to preemptionPolicy=Never.."
+        f"0/1 nodes are available: 1 Insufficient {ACCEL}. "
+        "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
     )
     assert evicted(results) == {}
 
@@ -174,10 +184,47 @@ def test_config_args_are_checked() -> None:
 
 
 def test_disabling_default_preemption_drops_the_message_part() -> None:
+    """DynamicResources alone: its reason is the whole PostFilter message, with no period (types.go)."""
     cfg = config(plugins={"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}})
     results = run([node("a", **{ACCEL: 1})], [accel_pod("low", 1, 0, "a"), accel_pod("high", 1, 9)], config=cfg)
-    assert results["high"].message == f"0/1 nodes are available: 1 Insufficient {ACCEL}."
+    assert results["high"].message == f"0/1 nodes are available: 1 Insufficient {ACCEL}. no new claims to deallocate"
     assert evicted(results) == {}
+
+
+def test_disabling_dynamic_resources_drops_its_message_part() -> None:
+    cfg = config(plugins={"multiPoint": {"disabled": [{"name": "DynamicResources"}]}})
+    results = run([node("a", **{ACCEL: 1})], [accel_pod("low", 1, 50, "a"), accel_pod("high", 1, 9)], config=cfg)
+    assert results["high"].message == (
+        f"0/1 nodes are available: 1 Insufficient {ACCEL}. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
+
+
+def test_no_post_filter_plugin_no_post_filter_part() -> None:
+    cfg = config(plugins={"postFilter": {"disabled": [{"name": "*"}]}})
+    results = run([node("a", **{ACCEL: 1})], [accel_pod("low", 1, 0, "a"), accel_pod("high", 1, 9)], config=cfg)
+    assert results["high"].message == f"0/1 nodes are available: 1 Insufficient {ACCEL}."
+
+
+def test_a_node_without_the_resource_is_not_helpful_to_preempt_on() -> None:
+    """The issue's case: no lower-priority pods anywhere, one node short of cpu, every node without the
+    accelerator at all. Each node's Fit status is UnschedulableAndUnresolvable (some request exceeds its
+    allocatable), so kube-scheduler counts 3 "Preemption is not helpful", not "No preemption victims"."""
+    nodes = [node("n1", cpu="1"), node("n2", cpu="4"), node("n3", cpu="4")]
+    results = run(nodes, [pod("p", cpu="2", extra={ACCEL: 1})])
+    assert results["p"].message == (
+        f"0/3 nodes are available: 1 Insufficient cpu, 3 Insufficient {ACCEL}. no new claims to deallocate, "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
+
+
+def test_too_little_free_but_enough_allocatable_is_resolvable() -> None:
+    """Short of free room on a node that could hold the pod empty: Unschedulable, so preemption tries it."""
+    results = run([node("a", **{ACCEL: 2})], [accel_pod("same", 1, 9, "a"), accel_pod("p", 2, 9)])
+    assert results["p"].message == (
+        f"0/1 nodes are available: 1 Insufficient {ACCEL}. no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
 
 
 # ---------------------------------------------------------------------------------------- gangs

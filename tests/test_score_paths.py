@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from accelsched.api.objects import parse_node, parse_pod
 from accelsched.cluster.state import ClusterState
-from accelsched.framework.profile import parse_config
+from accelsched.config import parse_config
 from accelsched.plugins.noderesources import BALANCED_NAME, FIT_NAME
 
 STRATEGIES = [
@@ -108,8 +108,8 @@ def test_scalar_and_vector_scores_agree(nodes, pods, which):
 def test_cached_weighted_total_equals_the_per_plugin_sum(nodes, pods):
     """The cycle's cached total (node-local scores, updated at changed nodes) ranks nodes exactly as the weighted
     per-plugin sum does."""
+    from accelsched.config import default_config
     from accelsched.framework.interface import CycleState
-    from accelsched.framework.profile import default_config
     from accelsched.framework.scheduler import Scheduler
 
     cluster = cluster_of(nodes)

@@ -13,9 +13,10 @@ from click.testing import CliRunner
 from sim_traces import trace_folder
 
 from accelsched.cli import main
+from accelsched.config import parse_config
 from accelsched.devices.partition import MILLI_RESOURCE
 from accelsched.errors import InputError
-from accelsched.framework.profile import REGISTRY, parse_config
+from accelsched.plugins.registry import REGISTRY
 from accelsched.sim.policies import POLICIES
 
 

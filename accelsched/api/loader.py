@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsched.api import limits, objects, quantity, reader, validate_aside, validation, workloads
+from accelsched.api import storage as storage_objects
 from accelsched.api.objects import Namespace, Node, Pod, PriorityClass
 from accelsched.devices import partition as partitioning
 from accelsched.errors import InputError, Where
@@ -42,20 +43,21 @@ QUIET_KINDS = {
     "Ingress",
     "NetworkPolicy",
     "HorizontalPodAutoscaler",
-    "StorageClass",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
     "LimitRange",
     "ResourceQuota",
     "ControllerRevision",
-    "CSIDriver",
-    "CSINode",
     "RuntimeClass",
     "KubeSchedulerConfiguration",
     "CronJob",
     "DeviceClass",
     "ResourceClaim",
 }
+
+
+# Kinds the first pass reads (with the nodes), so the pod pass passes them by.
+_READ_FIRST = (
+    "Node", "Namespace", "PriorityClass", "NodeResourceTopology", "ResourceSlice", "PodGroup", *storage_objects.KINDS,
+)  # fmt: skip
 
 
 @dataclass
@@ -72,6 +74,7 @@ class Inputs:
     namespaces: list[Namespace] = field(default_factory=list)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     pod_groups: dict[str, Any] = field(default_factory=dict)  # framework.gang.PodGroup by namespace/name
+    storage: storage_objects.Storage = field(default_factory=storage_objects.Storage)  # PVs, claims, CSI
     ignored: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -200,6 +203,10 @@ def _build_inputs(docs: list[Document], base: Inputs | None) -> Inputs:
             claim("PodGroup", group.namespace, group.name, d.source)
             inputs.pod_groups[group.key] = group
             group_where[group.key] = Where(d.source, objects.describe("PodGroup", group.namespace, group.name))
+        elif d.kind in storage_objects.KINDS:
+            obj = storage_objects.parse(d.kind, d.doc, d.source)
+            claim(d.kind, getattr(obj, "namespace", ""), obj.name, d.source)
+            inputs.storage.add(obj)
     inputs.nodes = list(nodes.values())
     _apply_topology(docs, nodes)
     inputs.namespaces = list(namespaces.values())
@@ -219,7 +226,7 @@ def _build_inputs(docs: list[Document], base: Inputs | None) -> Inputs:
             new = [objects.parse_pod(p, d.source) for p in workloads.expand(d.doc, d.source, inputs.nodes)]
             _, name, namespace, _ = objects.metadata(d.doc, d.source, d.kind, namespaced=True)
             claim(d.kind, namespace, name, d.source)
-        elif d.kind in ("Node", "Namespace", "PriorityClass", "NodeResourceTopology", "ResourceSlice", "PodGroup"):
+        elif d.kind in _READ_FIRST:
             continue
         else:
             if d.kind not in QUIET_KINDS:
@@ -260,14 +267,11 @@ def _apply_topology(docs: list[Document], nodes: Mapping[str, Node]) -> None:
 
 class _NodeFacts:
     """What admission checks every pod against, from the nodes once (not once per pod): the partitioned
-    nodes, the resources the nodes advertise, and each (resource, amount) verdict already given."""
+    nodes and each (resource, amount) verdict already given."""
 
     def __init__(self, nodes: Mapping[str, Node]) -> None:
         self.nodes = nodes
         self.partitions = [n.partition for n in nodes.values() if n.partition is not None]
-        self.advertised = {r for n in nodes.values() for r in n.allocatable}
-        extended = sorted(a for a in self.advertised if quantity.is_extended(a))
-        self.listed = f" (nodes advertise: {', '.join(extended)})" if extended else ""
         self._verdicts: dict[tuple[str, int], str | None] = {}
 
     def partition_problem(self, res: str, amount: int) -> str | None:
@@ -276,11 +280,6 @@ class _NodeFacts:
         if key not in self._verdicts:
             self._verdicts[key] = partitioning.request_problem(self.partitions, res, amount)
         return self._verdicts[key]
-
-    def unadvertised(self, res: str) -> str | None:
-        if quantity.is_extended(res) and res not in self.advertised:
-            return f"no node advertises {res}{self.listed}"
-        return None
 
 
 def _admit(pod: Pod, inputs: Inputs, facts: _NodeFacts, default: PriorityClass | None) -> None:
@@ -303,10 +302,8 @@ def _admit(pod: Pod, inputs: Inputs, facts: _NodeFacts, default: PriorityClass |
             problem = facts.partition_problem(res, amount)
             if problem:
                 raise _where(pod).error(request_path(pod, res), problem)
-        for res in pod.requests:
-            problem = facts.unadvertised(res)
-            if problem:
-                raise _where(pod).error(request_path(pod, res), problem)
+        # A resource no node advertises is no error: kube-scheduler keeps the pod Pending with "Insufficient <res>"
+        # on every node, and `accelsched explain` names the advertised resources closest to it.
 
 
 def _where(pod: Pod) -> Where:

@@ -10,9 +10,9 @@ import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from accelsched.api import limits, quantity, reader
+from accelsched.api import limits, quantity
 from accelsched.api.selectors import (
     LABEL_SELECTOR_OPERATORS,
     NODE_SELECTOR_OPERATORS,
@@ -24,7 +24,10 @@ from accelsched.api.selectors import (
     Toleration,
     parse_int64,
 )
+from accelsched.api.volumes import PodVolume, parse_volumes
+from accelsched.devices import partition as partitioning
 from accelsched.errors import InputError, Where
+from accelsched.topology import layout as topology_layout
 
 DEFAULT_SCHEDULER = "default-scheduler"
 DEVICES_ANNOTATION = "accelsched.io/devices"
@@ -93,23 +96,6 @@ def _choice(where: Where, value: str, path: str, allowed: tuple[str, ...]) -> st
     if value not in allowed:
         raise where.error(path, f"unknown value {value!r} (expected one of {', '.join(allowed)})")
     return value
-
-
-def yaml_annotation(where: Where, key: str, text: str, fields: set[str], expected: str) -> Mapping[str, Any]:
-    """An annotation holding a small YAML document (accelsched's compact node forms), checked at the edge."""
-    path = f"metadata.annotations[{key}]"
-    try:
-        # The manifests' own reader: libyaml (nesting bounded), duplicate keys refused, aliases bounded.
-        docs = reader.parse(text, "")
-    except InputError as exc:
-        raise where.error(path, f"is not valid YAML ({exc.message})") from None
-    doc = docs[0] if len(docs) == 1 else None
-    if not isinstance(doc, Mapping):
-        raise where.error(path, f"must be a mapping ({expected})")
-    unknown = set(doc) - fields
-    if unknown:
-        raise where.error(path, f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
-    return doc
 
 
 _QUANTITIES: dict[tuple[str, type, Any], int] = {}
@@ -304,6 +290,14 @@ class Pod:
     container_requests: tuple[dict[str, int], ...] = ()
     # QoS class Guaranteed: only such pods with whole CPUs get exclusive, NUMA-aligned CPUs (static CPU manager).
     guaranteed: bool = False
+    # spec.volumes as the volume plugins read them (claims, in-tree disks): api/volumes.py.
+    volumes: tuple[PodVolume, ...] = ()
+    # The host ports the pod holds on its node (util.GetHostPorts: sidecars, then app containers): NodePorts.
+    host_ports: tuple[HostPort, ...] = ()
+    # Normalized image names of init and app containers and image volumes, and the containers counted: ImageLocality.
+    images: tuple[str, ...] = ()
+    container_count: int = 1
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates names: SchedulingGates keeps the pod from the queue
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -411,6 +405,127 @@ def effective_requests(
     for name, amount in overhead.items():
         total[name] = total.get(name, 0) + amount
     return {k: v for k, v in total.items() if v}
+
+
+# ---------------------------------------------------------------------------------------------- ports, images, gates
+
+DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"  # kube-scheduler's DefaultBindAllHostIP: an empty hostIP binds every address
+PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
+# What the API server writes into the PodScheduled condition of a pod created with scheduling gates (pod strategy).
+SCHEDULING_GATED_REASON = "SchedulingGated"
+SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+class HostPort(NamedTuple):
+    """A host port as kube-scheduler's HostPortInfo keys it: an empty hostIP is 0.0.0.0, an empty protocol TCP."""
+
+    host_ip: str
+    protocol: str
+    port: int
+
+
+class NodeImage(NamedTuple):
+    names: tuple[str, ...]
+    size_bytes: int
+
+
+def _container_ports(where: Where, c: Mapping[str, Any], path: str, host_network: bool) -> list[tuple[str, str, int]]:
+    """(raw hostIP, protocol, hostPort) of one container's ports with a host port, as defaulted and validated by
+    the API server: protocol TCP when empty, hostPort = containerPort under hostNetwork."""
+    out = []
+    for j, port in enumerate(_list(where, c.get("ports"), f"{path}.ports")):
+        p = f"{path}.ports[{j}]"
+        port = _mapping(where, port, p)
+        container_port = _int(where, port.get("containerPort"), f"{p}.containerPort")
+        host_port = _int(where, port.get("hostPort"), f"{p}.hostPort", default=0)
+        if host_network and host_port == 0:
+            host_port = container_port
+        for name, value in (("containerPort", container_port), ("hostPort", host_port)):
+            if (value or name == "containerPort") and not 1 <= value <= 65535:
+                raise where.error(f"{p}.{name}", f"Invalid value: {value}: must be between 1 and 65535, inclusive")
+        if host_network and host_port != container_port:
+            raise where.error(
+                f"{p}.hostPort", f"Invalid value: {host_port}: must match `containerPort` when `hostNetwork` is true"
+            )
+        protocol = _choice(
+            where, _str(where, port.get("protocol"), f"{p}.protocol") or "TCP", f"{p}.protocol", PORT_PROTOCOLS
+        )
+        if host_port:
+            out.append((_str(where, port.get("hostIP"), f"{p}.hostIP"), protocol, host_port))
+    return out
+
+
+def parse_host_ports(where: Where, spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    """util.GetHostPorts: the host ports of sidecar init containers (restartPolicy Always), then of app containers.
+    A port listed twice across the app containers, or twice in one init container, is refused as the API server's
+    checkHostPortConflicts does."""
+    host_network = spec.get("hostNetwork") is True
+    ports: list[tuple[str, str, int]] = []
+    app_seen: set[str] = set()
+    for kind in ("initContainers", "containers"):
+        for i, c in enumerate(_list(where, spec.get(kind), f"spec.{kind}")):
+            path = f"spec.{kind}[{i}]"
+            c = _mapping(where, c, path)
+            own = _container_ports(where, c, path, host_network)
+            seen = app_seen if kind == "containers" else set()
+            for k, (ip, protocol, port) in enumerate(own):
+                text = f"{protocol}/{ip}/{port}"
+                if text in seen:
+                    raise where.error(f"{path}.ports[{k}].hostPort", f'Duplicate value: "{text}"')
+                seen.add(text)
+            if kind == "containers" or c.get("restartPolicy") == "Always":
+                ports.extend(own)
+    return tuple(HostPort(ip or DEFAULT_BIND_ALL_HOST_IP, protocol, port) for ip, protocol, port in ports)
+
+
+def normalized_image_name(name: str) -> str:
+    """ImageLocality's normalizedImageName: a name without a tag gets ``:latest`` (a digest keeps its ``:``)."""
+    return name if name.rfind(":") > name.rfind("/") else name + ":latest"
+
+
+def pod_images(where: Where, spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The images ImageLocality looks up on a node: init containers, app containers, then image volumes."""
+    out = []
+    for kind in ("initContainers", "containers"):
+        for i, c in enumerate(_list(where, spec.get(kind), f"spec.{kind}")):
+            c = _mapping(where, c, f"spec.{kind}[{i}]")
+            out.append(normalized_image_name(_str(where, c.get("image"), f"spec.{kind}[{i}].image")))
+    for i, v in enumerate(_list(where, spec.get("volumes"), "spec.volumes")):
+        image = _mapping(where, _mapping(where, v, f"spec.volumes[{i}]").get("image"), f"spec.volumes[{i}].image")
+        if image:
+            out.append(normalized_image_name(_str(where, image.get("reference"), f"spec.volumes[{i}].image.reference")))
+    return tuple(out)
+
+
+def parse_node_images(where: Where, status: Mapping[str, Any]) -> tuple[NodeImage, ...]:
+    out = []
+    for i, image in enumerate(_list(where, status.get("images"), "status.images")):
+        p = f"status.images[{i}]"
+        image = _mapping(where, image, p)
+        names = _list(where, image.get("names"), f"{p}.names")
+        names = tuple(_str(where, n, f"{p}.names[{j}]") for j, n in enumerate(names))
+        out.append(NodeImage(names, _int(where, image.get("sizeBytes"), f"{p}.sizeBytes", default=0, minimum=0)))
+    return tuple(out)
+
+
+def parse_scheduling_gates(where: Where, spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """spec.schedulingGates, validated as the API server does on create: qualified names, no duplicates, and no
+    nodeName while any gate remains."""
+    from accelsched.api.validation import label_key_problem  # a qualified name is a label key's syntax
+
+    gates: list[str] = []
+    for i, gate in enumerate(_list(where, spec.get("schedulingGates"), "spec.schedulingGates")):
+        p = f"spec.schedulingGates[{i}]"
+        name = _str(where, _mapping(where, gate, p).get("name"), f"{p}.name")
+        problem = label_key_problem(name)
+        if problem:
+            raise where.error(p, f'Invalid value: "{name}": {problem}')
+        if name in gates:
+            raise where.error(p, f'Duplicate value: "{name}"')
+        gates.append(name)
+    if gates and spec.get("nodeName"):
+        raise where.error("spec.nodeName", "Forbidden: cannot be set until all schedulingGates have been cleared")
+    return tuple(gates)
 
 
 def _pod_affinity_terms(where: Where, value: Any, path: str) -> tuple[PodAffinityTerm, ...]:
@@ -599,6 +714,11 @@ def parse_pod(doc: Mapping[str, Any], source: str = "") -> Pod:
         devices=devices,
         container_requests=tuple({k: v for k, v in req.items() if v} for req in app),
         guaranteed=_is_guaranteed(containers + _list(where, spec.get("initContainers"), "spec.initContainers")),
+        volumes=parse_volumes(where, spec.get("volumes"), "spec.volumes"),
+        host_ports=parse_host_ports(where, spec),
+        images=pod_images(where, spec),
+        container_count=len(containers) + len(_list(where, spec.get("initContainers"), "spec.initContainers")),
+        scheduling_gates=parse_scheduling_gates(where, spec),
         raw=writable_copy(doc),
     )
     return _merge_label_keys(pod)
@@ -678,6 +798,7 @@ class Node:
     device_ids: dict[str, list[str]] = field(default_factory=dict)
     layout: Any = None  # topology.layout.NodeLayout when the node's topology is known
     partition: Any = None  # devices.partition.Partition when the node's devices are split (MIG, slices, ...)
+    images: tuple[NodeImage, ...] = ()  # status.images: what ImageLocality scores
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -722,16 +843,13 @@ def parse_node(doc: Mapping[str, Any], source: str = "") -> Node:
         allocatable=allocatable,
         capacity=capacity or dict(allocatable),
         device_ids=device_ids,
+        images=parse_node_images(where, status),
         raw=dict(doc),
     )
-    from accelsched.topology import layout as topology_layout  # the topology package builds on these objects
-
     if topology_layout.TOPOLOGY_ANNOTATION in annotations:
         node.layout = topology_layout.from_annotation(where, annotations[topology_layout.TOPOLOGY_ANNOTATION])
     topology_layout.apply_labels(node, where)
     topology_layout.finish(node, where)
-    from accelsched.devices import partition as partitioning
-
     if partitioning.PARTITION_ANNOTATION in annotations:
         node.partition = partitioning.parse(where, annotations[partitioning.PARTITION_ANNOTATION], node.device_ids)
         # The partitioning says what the node serves (the device plugin would advertise the same).

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from accelsched.api import quantity
-from accelsched.api.objects import Namespace, Node, Pod, PodAffinityTerm
+from accelsched.api.objects import DEFAULT_BIND_ALL_HOST_IP, HostPort, Namespace, Node, Pod, PodAffinityTerm
 from accelsched.api.selectors import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -187,6 +187,21 @@ class ClusterState:
         # Small lookups plugins derive per request shape from this cluster's layout (one entry per shape).
         self.memo: dict[Hashable, object] = {}
         self.topology_index: object | None = None  # topology.alignment.TopologyIndex, built on first use
+        self.volumes: object | None = None  # cluster.volumes.VolumeState: PVs, claims, per-node volumes
+        # NodePorts: host ports in use, as NodeInfo.UsedPorts (a set per node: of two pods declaring one port, the
+        # first to leave frees it, as in kube-scheduler). Per (hostIP, protocol, port) the nodes holding it, and per
+        # (protocol, port) how many host IPs hold it on each node (a 0.0.0.0 request conflicts with any of them).
+        self._port_nodes: dict[HostPort, np.ndarray] = {}
+        self._port_ips: dict[tuple[str, int], np.ndarray] = {}
+        # ImageLocality: per image name its size and the nodes listing it (the scheduler cache's imageStates; the
+        # size is the first listing node's). Nodes do not change within a state, so neither do these.
+        self._images: dict[str, tuple[int, list[int]]] = {}
+        for i, node in enumerate(self.nodes):
+            for image in node.images:
+                for name in image.names:
+                    holders = self._images.setdefault(name, (image.size_bytes, []))[1]
+                    if not holders or holders[-1] != i:
+                        holders.append(i)
 
     # ------------------------------------------------------------------------------------ resources
 
@@ -421,6 +436,61 @@ class ClusterState:
         sums = np.bincount(col.codes[present], weights=per_node[present], minlength=len(col.values))
         return sums.astype(np.int64), col
 
+    # ------------------------------------------------------------------------------------ host ports, images
+
+    def port_conflicts(self, ports: Sequence[HostPort]) -> np.ndarray:
+        """Nodes where any of ``ports`` conflicts with a port in use (HostPortInfo.CheckConflict): a 0.0.0.0
+        request with the same protocol and port on any host IP, a specific IP with the same one or 0.0.0.0."""
+        mask = np.zeros(self.n, dtype=bool)
+        if not self._port_nodes:
+            return mask
+        for ip, protocol, port in ports:
+            if ip == DEFAULT_BIND_ALL_HOST_IP:
+                ips = self._port_ips.get((protocol, port))
+                if ips is not None:
+                    mask |= ips > 0
+                continue
+            for key in (HostPort(DEFAULT_BIND_ALL_HOST_IP, protocol, port), HostPort(ip, protocol, port)):
+                held = self._port_nodes.get(key)
+                if held is not None:
+                    mask |= held
+        return mask
+
+    def used_ports(self, node: int) -> list[HostPort]:
+        """The host ports in use on one node (explanations)."""
+        return [port for port, held in self._port_nodes.items() if held[node]]
+
+    def _use_ports(self, pod: Pod, node: int, add: bool) -> None:
+        for port in pod.host_ports:
+            held = self._port_nodes.get(port)
+            if add:
+                if held is None:
+                    held = self._port_nodes[port] = np.zeros(self.n, dtype=bool)
+                if not held[node]:
+                    held[node] = True
+                    ips = self._port_ips.get((port.protocol, port.port))
+                    if ips is None:
+                        ips = self._port_ips[(port.protocol, port.port)] = np.zeros(self.n, dtype=np.int32)
+                    ips[node] += 1
+            elif held is not None and held[node]:
+                held[node] = False
+                self._port_ips[(port.protocol, port.port)][node] -= 1
+
+    @property
+    def has_images(self) -> bool:
+        return bool(self._images)
+
+    def image_nodes(self, name: str) -> list[int]:
+        """The nodes whose status.images list ``name`` (empty when none does)."""
+        entry = self._images.get(name)
+        return entry[1] if entry is not None else []
+
+    def scaled_image_score(self, name: str) -> int:
+        """ImageLocality's scaledImageScore: the image's size scaled by the share of all nodes that have it, in
+        float64 and truncated as Go's int64() conversion does."""
+        size, holders = self._images[name]
+        return int(float(size) * (len(holders) / self.n))
+
     # ------------------------------------------------------------------------------------ assume / forget
 
     def touch(self, node: int) -> None:
@@ -450,6 +520,8 @@ class ClusterState:
             self.min_priority[node] = pod.priority
         if self._below:
             self._count_below(pod, vector, node, +1)
+        if pod.host_ports:
+            self._use_ports(pod, node, True)
         self._count(pod, node, +1)
         self.generation += 1
         self.changes.append(node)
@@ -474,6 +546,8 @@ class ClusterState:
             self.min_priority[node] = min((p.priority for p in self.pods_on[node].values()), default=NO_PODS_PRIORITY)
         if self._below:
             self._count_below(pod, vector, node, -1)
+        if pod.host_ports:
+            self._use_ports(pod, node, False)
         self._count(pod, node, -1)
         self.generation += 1
         self.changes.append(node)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelsched.api import limits
-from accelsched.api.objects import yaml_annotation
+from accelsched.api.annotations import yaml_annotation
 from accelsched.devices import mig
 from accelsched.errors import Where
 
@@ -80,7 +80,10 @@ class Partition:
         if self.strategy == "single":
             return self.profile if resource == GPU_RESOURCE else None
         if resource.startswith(MIG_PREFIX):
-            return resource[len(MIG_PREFIX) :]
+            # A profile this GPU model lacks is not served here: the node does not advertise it, so
+            # NodeResourcesFit alone answers (Insufficient), as kube-scheduler would.
+            profile = resource[len(MIG_PREFIX) :]
+            return profile if self.model is not None and profile in self.model.profiles else None
         return None
 
     def manages(self, resource: str) -> bool:

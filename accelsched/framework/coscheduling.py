@@ -23,9 +23,10 @@ import numpy as np
 from accelsched.api import quantity
 from accelsched.api.objects import Pod
 from accelsched.framework import gang
+from accelsched.framework.types import Diagnosis, Held, ScheduleResult
 
 if TYPE_CHECKING:
-    from accelsched.framework.scheduler import Held, Scheduler, ScheduleResult
+    from accelsched.framework.scheduler import Scheduler
 
 Domain = tuple[str, np.ndarray] | None  # (label value, its nodes), or None for the whole cluster
 Best = tuple[int, str | None, Any]  # (members held, in which domain, the first member's failure there)
@@ -170,8 +171,6 @@ class Coscheduler:
     ) -> list[ScheduleResult]:
         """``gang ns/train-a needs 8 pods x 4 qualcomm.com/ai-accelerator (minMember 8); best pdu pdu-2 fits 6;
         short 8 qualcomm.com/ai-accelerator; first member that did not fit: 0/4 nodes are available: ...``"""
-        from accelsched.framework.scheduler import Diagnosis, ScheduleResult
-
         cluster = self.scheduler.cluster
         fitted, domain, failure = best
         message = f"gang {group.key} needs {gang.describe_request(members)} (minMember {group.min_member})"

@@ -123,6 +123,16 @@ class Plugin(Protocol):
 
 
 @runtime_checkable
+class PreEnqueuePlugin(Protocol):
+    """Runs before a pod enters the active queue; a pod it rejects waits, untried, until it is updated
+    (kube-scheduler's PreEnqueue: SchedulingGates)."""
+
+    name: str
+
+    def pre_enqueue(self, pod: Pod) -> Status: ...
+
+
+@runtime_checkable
 class PreFilterPlugin(Protocol):
     name: str
 
@@ -191,6 +201,16 @@ class BindPlugin(Protocol):
     name: str
 
     def bind(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> Status: ...
+
+
+@runtime_checkable
+class QueueingHintPlugin(Protocol):
+    """kube-scheduler's EnqueueExtensions with a QueueingHint for pod binds: may ``bound`` help ``waiting``, a pod
+    this plugin rejected? Without one, a bind never moves a pod this plugin rejected back to the active queue."""
+
+    name: str
+
+    def queueing_hint(self, waiting: Pod, bound: Pod) -> bool: ...
 
 
 @runtime_checkable

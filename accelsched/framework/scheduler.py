@@ -7,131 +7,87 @@ first filter that rejects a node gives that node's reason(s), exactly as kube-sc
 
 from __future__ import annotations
 
-import functools
 import random
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from accelsched.api.objects import Pod
-from accelsched.cluster.state import ClusterState, pod_matches_term
+from accelsched.api.objects import SCHEDULING_GATED_MESSAGE, Pod
+from accelsched.cluster.state import ClusterState
 from accelsched.framework import gang
 from accelsched.framework.coscheduling import Coscheduler
-from accelsched.framework.interface import Code, CycleState, FilterResult, NodeScore, Status
+from accelsched.framework.interface import Code, CycleState, FilterResult, NodeScore, QueueingHintPlugin, Status
 from accelsched.framework.profile import Profile, SchedulerConfig
 from accelsched.framework.queue import QueueingHint, SchedulingQueue
-from accelsched.plugins.podtopologyspread import DEFAULTED_OWNERS
+from accelsched.framework.types import (  # re-exported: the cycle's results are what callers of the scheduler use
+    NO_NODES_AVAILABLE,
+    Diagnosis,
+    FilterLog,
+    Held,
+    ScheduleResult,
+    _histogram,
+    fit_error_message,
+)
 
-NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+# schedule_one.go: below this many nodes every node is evaluated; above, at least this many feasible ones are found.
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
+REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")
 GANG_DOMAIN_REASON = "node(s) were outside the gang's topology domain"
 TIE_BREAKS = ("random", "name")
 
 
-FilterLog = list[tuple[str, FilterResult, np.ndarray]]  # (plugin, its result, the nodes it was first to reject)
+def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
+    """numFeasibleNodesToFind: how many feasible nodes a cycle looks for before it stops filtering. Every node below
+    100; otherwise ``percentage`` of them (0: the adaptive 50 - nodes/125, at least 5), never fewer than 100."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if percentage == 0:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-@dataclass
-class Diagnosis:
-    """Why a pod fits nowhere: the filters' masks, kept as arrays. The message needs only counts per reason
-    (one count_nonzero each); per-node reasons are built only when someone asks for them (explain, JSON)."""
-
-    log: FilterLog = field(default_factory=list)
-    plugins: set[str] = field(default_factory=set)
-    pre_filter_msg: str = ""
-    post_filter_msg: str = ""
-
-    def histogram(self) -> Counter[str]:
-        counts: Counter[str] = Counter()
-        for _, result, newly in self.log:
-            for rejection in result.rejections:
-                hit = int(np.count_nonzero(rejection.nodes & newly))
-                if hit:
-                    counts[rejection.reason] += hit
-        return counts
-
-    @functools.cached_property
-    def node_reasons(self) -> dict[int, list[str]]:
-        """Each rejected node's reasons, from the first filter that rejected it."""
-        out: dict[int, list[str]] = {}
-        for _, result, newly in self.log:
-            for rejection in result.rejections:
-                for i in np.flatnonzero(rejection.nodes & newly):
-                    out.setdefault(int(i), []).append(rejection.reason)
-        return dict(sorted(out.items()))
+def zone_key(labels: dict[str, str]) -> str:
+    """utilnode.GetZoneKey: region and zone (the beta labels first), empty for a node with neither."""
+    zone = next((labels[k] for k in ZONE_LABELS if k in labels), "")
+    region = next((labels[k] for k in REGION_LABELS if k in labels), "")
+    return f"{region}:\x00:{zone}" if region or zone else ""
 
 
-def fit_error_message(num_nodes: int, diagnosis: Diagnosis) -> str:
-    """FitError.Error(): ``0/N nodes are available: <PreFilterMsg>. <sorted "count reason" list>. <PostFilterMsg>.``
-
-    The PostFilter part is DefaultPreemption's ``preemption: `` + its own FitError message, which ends with a
-    period already: kube-scheduler prints ``..`` at the end, and so does this."""
-    if num_nodes == 0:
-        return NO_NODES_AVAILABLE
-    msg = f"0/{num_nodes} nodes are available:"
-    if diagnosis.pre_filter_msg:
-        msg += f" {diagnosis.pre_filter_msg}."
-    else:
-        msg += _histogram(diagnosis.histogram())
-    if diagnosis.post_filter_msg:
-        msg += f" {diagnosis.post_filter_msg}."
-    return msg
-
-
-def _histogram(counts: Counter[str]) -> str:
-    """`` 3 Insufficient cpu, 10 node(s) were unschedulable.``: sorted as plain strings, as kube-scheduler does."""
-    entries = sorted(f"{count} {reason}" for reason, count in counts.items() if count)
-    return f" {', '.join(entries)}." if entries else ""
-
-
-@dataclass
-class Held:
-    """A decision taken up to Permit, waiting for its gang: bound with it or rolled back with it."""
-
-    pod: Pod
-    profile: Profile
-    state: CycleState
-    node: int
-    feasible: int
-
-
-@dataclass
-class ScheduleResult:
-    pod: Pod
-    node: str | None = None
-    devices: dict[str, list[str]] = field(default_factory=dict)
-    message: str = ""
-    explicit_reasons: dict[str, list[str]] | None = None  # set directly when not from filters (kubelet admission)
-    diagnosis: Diagnosis | None = None
-    feasible: int = 0
-    node_names: list[str] | None = field(default=None, repr=False)
-    preempted: list[Pod] = field(default_factory=list)  # the pods evicted to make room for this one
-    preempted_by: str = ""  # set on an evicted pod: the preemptor's namespace/name
-    nominated: int | None = field(default=None, repr=False)  # the node DefaultPreemption made room on
-
-    @property
-    def scheduled(self) -> bool:
-        return self.node is not None
-
-    @property
-    def reasons(self) -> dict[str, list[str]]:
-        """Per rejected node its reasons (the contract's ``reasons``), built from the diagnosis on demand."""
-        if self.explicit_reasons is not None:
-            return self.explicit_reasons
-        if self.diagnosis is None or self.node_names is None:
-            return {}
-        return {self.node_names[i]: r for i, r in self.diagnosis.node_reasons.items()}
+def snapshot_order(zones: list[str]) -> np.ndarray:
+    """The snapshot's node order (backend/cache/node_tree.go list()): the first node of each zone, in the order
+    the zones were first seen, then the second of each, and so on; nodes keep their input order within a zone."""
+    first_seen: dict[str, int] = {}
+    rank = np.empty(len(zones), dtype=np.int64)  # a node's position within its zone
+    seen: Counter[str] = Counter()
+    for i, zone in enumerate(zones):
+        first_seen.setdefault(zone, len(first_seen))
+        rank[i] = seen[zone]
+        seen[zone] += 1
+    zone_index = np.array([first_seen[z] for z in zones], dtype=np.int64)
+    return np.lexsort((zone_index, rank)).astype(np.int64)
 
 
 class Scheduler:
     """Schedules pods onto a ClusterState with the profiles of a SchedulerConfig."""
 
     def __init__(
-        self, cluster: ClusterState, config: SchedulerConfig, seed: int = 0, tie_break: str = "random"
+        self,
+        cluster: ClusterState,
+        config: SchedulerConfig,
+        seed: int = 0,
+        tie_break: str = "random",
+        score_all_nodes: bool = False,
     ) -> None:
         self.cluster = cluster
         self.config = config
+        # percentageOfNodesToScore as kube-scheduler uses it; ``score_all_nodes`` filters and scores every node.
+        self.score_all_nodes = score_all_nodes
+        self.next_start_node_index = 0  # nextStartNodeIndex: where the next cycle's search starts
+        self._snapshot_order: np.ndarray | None = None
         # Ties among the best nodes are broken by this seeded generator (Python's: far cheaper per call than numpy's).
         self.rng = random.Random(seed)
         # "random": kube-scheduler's choice among the best nodes. "name": the smallest node name, as the FGD paper's
@@ -145,9 +101,14 @@ class Scheduler:
         self.every_node = np.ones(cluster.n, dtype=bool)
         self.every_node.flags.writeable = False  # shared by every cycle in which no filter rejects a node
         first = next(iter(config.profiles.values()))
+        # kube-scheduler's QueueingHints: each plugin that can tell whether a bind may help a pod it rejected says
+        # so through its queueing_hint method; a rejection by any other plugin is not woken by binds.
         self.hints: dict[str, QueueingHint] = {
-            "InterPodAffinity": _affinity_hint,
-            "PodTopologySpread": _spread_hint,
+            plugin.name: plugin.queueing_hint
+            for profile in config.profiles.values()
+            for point in profile.points.values()
+            for plugin in point
+            if isinstance(plugin, QueueingHintPlugin)
         }
         self.queue = SchedulingQueue(first.at("queueSort")[0].sort_key, self.hints)
         # Called with each pod right before its scheduling attempt (explanations hook in here).
@@ -190,9 +151,13 @@ class Scheduler:
     def run(self, pods: list[Pod]) -> list[ScheduleResult]:
         """Schedule pending pods in queue order until the queue is empty; unschedulable pods are retried
         when a bind could make them fit. Returns one result per pod, in the order of its last attempt."""
-        for pod in pods:
-            self.queue.add(pod)
         results: dict[str, ScheduleResult] = {}
+        for pod in pods:
+            gated = self.pre_enqueue(pod)
+            if gated is None:
+                self.queue.add(pod)
+            else:
+                results[pod.key] = gated
         while (pod := self.queue.pop()) is not None:
             key = gang.group_key(pod)
             if key is not None and key in self.groups:
@@ -216,6 +181,19 @@ class Scheduler:
                     plugins = frozenset(result.diagnosis.plugins) if result.diagnosis else frozenset()
                     self.queue.add_unschedulable(result.pod, plugins)
         return list(results.values())
+
+    def pre_enqueue(self, pod: Pod) -> ScheduleResult | None:
+        """PreEnqueue, as kube-scheduler runs it before a pod may enter the active queue (PORTS helper's part):
+        the first plugin that rejects keeps the pod out, never tried, and None means it may be queued. A pod with
+        scheduling gates reports the PodScheduled message the API server gave it (SchedulingGated)."""
+        profile = self.profile_for(pod)
+        for plugin in profile.at("preEnqueue") if profile is not None else ():
+            status = plugin.pre_enqueue(pod)
+            if not status.ok:
+                status = Status(status.code, status.reasons, plugin.name)
+                message = SCHEDULING_GATED_MESSAGE if pod.scheduling_gates else status.message
+                return ScheduleResult(pod, message=message, explicit_reasons={}, gated=status)
+        return None
 
     def schedule_gang(self, group: gang.PodGroup, members: list[Pod]) -> list[ScheduleResult]:
         """All or nothing, in one decision (framework.coscheduling)."""
@@ -242,7 +220,11 @@ class Scheduler:
 
         rejected = self._pre_filter(profile, state, pod)
         if rejected is not None:
-            diagnosis = Diagnosis(pre_filter_msg=rejected.message, plugins={rejected.plugin})
+            diagnosis = Diagnosis(
+                pre_filter_msg=rejected.message,
+                pre_filter_resolvable=rejected.code == Code.UNSCHEDULABLE,
+                plugins={rejected.plugin},
+            )
             return self._unschedulable(pod, profile, state, diagnosis, post_filter=post_filter and hold is None)
 
         feasible, log = self.find_feasible(profile, state, pod)
@@ -260,6 +242,8 @@ class Scheduler:
             retry.preempted = result.preempted + retry.preempted
             return retry
 
+        if state.allowed is None:  # not for a nominated node or a gang's domain (evaluateNominatedNode)
+            chosen = self.first_feasible(profile, chosen)
         node = int(chosen[0]) if chosen.size == 1 else self.select_host(profile, state, pod, chosen)
         failed = self._reserve(pod, profile, state, node)
         if failed is not None:
@@ -269,15 +253,57 @@ class Scheduler:
             return ScheduleResult(pod, self.cluster.nodes[node].name, dict(pod.devices), feasible=int(chosen.size))
         return self._complete(pod, profile, state, node, int(chosen.size))
 
+    def nodes_to_find(self, profile: Profile) -> int:
+        """How many feasible nodes this profile's cycle stops at: numFeasibleNodesToFind with the profile's
+        percentageOfNodesToScore over the configuration's; one when nothing scores them."""
+        n = self.cluster.n
+        if self.score_all_nodes:
+            return n
+        if not profile.at("score"):
+            return min(1, n)
+        percentage = profile.percentage_of_nodes_to_score
+        if percentage is None:
+            percentage = self.config.percentage_of_nodes_to_score
+        return num_feasible_nodes_to_find(percentage, n)
+
+    @property
+    def snapshot_order(self) -> np.ndarray:
+        """Node indices in the snapshot's order (zones interleaved), computed once."""
+        if self._snapshot_order is None or self._snapshot_order.size != self.cluster.n:
+            self._snapshot_order = snapshot_order([zone_key(node.labels) for node in self.cluster.nodes])
+        return self._snapshot_order
+
+    def first_feasible(self, profile: Profile, feasible: np.ndarray) -> np.ndarray:
+        """findNodesThatPassFilters' early stop, vectorized: the filters ran on every node, but kube-scheduler
+        visits nodes in snapshot order from nextStartNodeIndex and stops at the K-th feasible one, so only those K
+        are scored and the next cycle starts after the last node visited. When at most K are feasible every node
+        was visited: all of them are kept and the start does not move. (kube-scheduler filters in parallel, so the
+        nodes it visits past the K-th feasible one vary from run to run; here the search stops exactly there.)"""
+        wanted = self.nodes_to_find(profile)
+        if feasible.size <= wanted:
+            return feasible
+        n = self.cluster.n
+        order = np.roll(self.snapshot_order, -self.next_start_node_index)
+        mask = np.zeros(n, dtype=bool)
+        mask[feasible] = True
+        hits = np.flatnonzero(mask[order])
+        self.next_start_node_index = (self.next_start_node_index + int(hits[wanted - 1]) + 1) % n
+        return np.sort(order[hits[:wanted]])
+
     def _pre_filter(self, profile: Profile, state: CycleState, pod: Pod) -> Status | None:
-        """Run PreFilter; the first rejecting status, or None. Plugins that skip are left out of Filter."""
+        """Run PreFilter as RunPreFilterPlugins: an unresolvable (or Error) status stops at once; after an
+        Unschedulable one the rest still run (preemption may need their state) and the last such status is the
+        answer. None when every plugin passed. Plugins that skip are left out of Filter."""
+        answer = None
         for plugin in profile.at("preFilter"):
             status = plugin.pre_filter(state, pod, self.cluster)
             if status.code == Code.SKIP:
                 state.skip_filter.add(plugin.name)
             elif not status.ok:
-                return Status(status.code, status.reasons, plugin.name)
-        return None
+                answer = Status(status.code, status.reasons, plugin.name)
+                if status.code != Code.UNSCHEDULABLE:
+                    return answer
+        return answer
 
     def only(self, node: int) -> np.ndarray:
         mask = np.zeros(self.cluster.n, dtype=bool)
@@ -504,39 +530,23 @@ class Scheduler:
         """The FitError result, after PostFilter (preemption) had its say. A gang member's PostFilter is left to
         its gang, which preempts only for the whole gang."""
         nominated = None
-        for plugin in profile.at("postFilter") if post_filter else ():
-            nominated, status = plugin.post_filter(state, pod, self, diagnosis)
-            if status.message:
-                diagnosis.post_filter_msg = status.message
-            if nominated is not None:
-                break
+        if post_filter and profile.at("postFilter"):
+            nominated, diagnosis.post_filter_msg = self._post_filter(profile, state, pod, diagnosis)
         message = fit_error_message(self.cluster.n, diagnosis)
         result = ScheduleResult(pod, None, {}, message, diagnosis=diagnosis, node_names=self.node_names)
         if nominated is not None:
             result.nominated, result.preempted = nominated.node, list(nominated.victims)
         return result
 
-
-def _affinity_hint(waiting: Pod, bound: Pod) -> bool:
-    """InterPodAffinity: a newly bound pod can only help a pod whose required affinity it matches."""
-    return any(
-        pod_matches_term(
-            bound,
-            t.label_selector,
-            frozenset(t.namespaces or (waiting.namespace,)) if t.namespace_selector is None else None,
-        )
-        for t in waiting.required_affinity
-    )
-
-
-def _spread_hint(waiting: Pod, bound: Pod) -> bool:
-    """PodTopologySpread: a bound pod in the same namespace matching a constraint can raise the minimum. A pod
-    spread only by the profile's default constraints (selector from its owner) is woken by any such bind."""
-    if bound.namespace != waiting.namespace:
-        return False
-    if not waiting.topology_spread_constraints:
-        return waiting.owner_kind in DEFAULTED_OWNERS
-    return any(
-        c.label_selector is not None and c.label_selector.matches(bound.labels)
-        for c in waiting.topology_spread_constraints
-    )
+    def _post_filter(self, profile: Profile, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> tuple[Any, str]:
+        """RunPostFilterPlugins: the first plugin that succeeds (a nomination) or answers other than Unschedulable
+        ends the run with its own message (empty on success); otherwise every plugin's reasons, joined by ``, ``."""
+        reasons: list[str] = []
+        for plugin in profile.at("postFilter"):
+            nominated, status = plugin.post_filter(state, pod, self, diagnosis)
+            if status.ok:
+                return nominated, ""
+            if status.code != Code.UNSCHEDULABLE:
+                return None, status.message
+            reasons.extend(status.reasons)
+        return None, ", ".join(reasons)

@@ -26,6 +26,7 @@ class RunOptions:
     kubeconfig: str | None = None
     config: str | None = None
     seed: int = 0
+    score_all_nodes: bool = False
     leader_elect: bool = False
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
@@ -58,7 +59,9 @@ def run_scheduler(options: RunOptions) -> int:
         except ValueError as exc:
             raise InputError(str(exc), field="--leader-elect-lease-duration") from None
     kube = Kube(api_client(options.kubeconfig))
-    scheduler = LiveScheduler(kube, options.config, options.seed, identity, election)
+    scheduler = LiveScheduler(
+        kube, options.config, options.seed, identity, election, score_all_nodes=options.score_all_nodes
+    )
     health = HealthServer(
         scheduler.metrics, scheduler.ready, options.metrics_port, options.metrics_address, scheduler.healthy
     )

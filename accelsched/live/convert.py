@@ -53,6 +53,7 @@ class Snapshot:
     namespaces: list[JSON] = field(default_factory=list)
     pod_groups: list[JSON] = field(default_factory=list)
     topologies: list[JSON] = field(default_factory=list)
+    storage: dict[str, list[JSON]] = field(default_factory=dict)  # kind -> PVs, claims, classes, CSI objects
 
 
 @dataclass
@@ -131,6 +132,7 @@ def convert(snapshot: Snapshot, scheduler_names: Iterable[str] | None = None) ->
     docs = [Document(d, SOURCE, "Node") for d in snapshot.nodes]
     docs += [Document(d, SOURCE, "Namespace") for d in snapshot.namespaces]
     docs += [Document(d, SOURCE, "NodeResourceTopology") for d in snapshot.topologies]
+    docs += [Document(d, SOURCE, kind) for kind, items in snapshot.storage.items() for d in items]
     inputs = _build_cluster(docs, errors)
     node_names = {n.name for n in inputs.nodes}
     names = None if scheduler_names is None else set(scheduler_names)

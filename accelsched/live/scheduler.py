@@ -31,16 +31,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from accelsched.api import objects
 from accelsched.api.objects import DEVICES_ANNOTATION, Pod
+from accelsched.config import default_config, load_config
 from accelsched.engine import Session
 from accelsched.framework import gang
-from accelsched.framework.profile import SchedulerConfig, default_config, load_config
+from accelsched.framework.profile import SchedulerConfig
 from accelsched.framework.queue import SchedulingQueue
 from accelsched.framework.scheduler import ScheduleResult
 from accelsched.live import convert as live_convert
 from accelsched.live import kube as k
+from accelsched.live import volumes as live_volumes
 from accelsched.live.backoff import Backoff, PodBackoff
 from accelsched.live.events import (
     FAILED_SCHEDULING,
@@ -72,6 +75,7 @@ class Decision:
     node: str
     started: float  # when its scheduling attempt began (for the attempt duration)
     annotations: dict[str, str] = field(default_factory=dict)
+    volumes: tuple[Any, float] | None = None  # VolumeBinding's plan and bind timeout, for PreBind (live.volumes)
 
 
 @dataclass
@@ -93,8 +97,10 @@ class LiveScheduler:
         election: ElectionConfig | None = None,
         bind_workers: int = 16,
         watch_timeout: int = 300,
+        score_all_nodes: bool = False,
     ) -> None:
         self.kube = kube
+        self.score_all_nodes = score_all_nodes  # every node filtered and scored (accelsched run --score-all-nodes)
         self.binder = self._decide  # the DefaultBinder's binder (profile handle): decisions, bound afterwards
         self.config: SchedulerConfig = load_config(config, self) if config else default_config(self, ("accelsched",))
         self.scheduler_names = set(self.config.profiles)
@@ -114,7 +120,13 @@ class LiveScheduler:
         self.namespaces = Informer(kube, k.NAMESPACES, self._on_other, self.lock, **common)
         self.pod_groups = Informer(kube, k.POD_GROUPS, self._on_other, self.lock, optional=True, **common)
         self.topologies = Informer(kube, k.NODE_RESOURCE_TOPOLOGIES, self._on_other, self.lock, optional=True, **common)
+        self.storage = {
+            kind: Informer(kube, resource, self._on_other, self.lock, **common)
+            for kind, resource in live_volumes.RESOURCES.items()
+        }
         self.informers = [self.nodes, self.pods, self.namespaces, self.pod_groups, self.topologies]
+        self.informers += self.storage.values()
+        self._volume_plans: dict[str, tuple[Any, float]] = {}  # pod uid -> VolumeBinding's plan, until decided
 
         self.elector = LeaderElector(kube, election, on_stopped=self._lost_lease) if election else None
         self.lost_lease = False
@@ -373,6 +385,7 @@ class LiveScheduler:
             namespaces=list(self.namespaces.store.values()),
             pod_groups=list(self.pod_groups.store.values()),
             topologies=list(self.topologies.store.values()),
+            storage={kind: list(informer.store.values()) for kind, informer in self.storage.items()},
         )
 
     def _rebuild(self, snapshot: live_convert.Snapshot) -> None:
@@ -381,6 +394,7 @@ class LiveScheduler:
             log.warning("object left out", extra={"object": obj, "error": error})
         session = Session.start(converted.inputs, self.config, self.seed)
         session.scheduler.groups = converted.groups
+        session.scheduler.score_all_nodes = self.score_all_nodes
         for rejected in session.rejected:
             log.warning("bound pod does not fit its node", extra={"pod": rejected.pod.key, "error": rejected.message})
         self.session = session
@@ -497,8 +511,15 @@ class LiveScheduler:
             node,
             self._attempt_started.get(pod.key, time.monotonic()),
             {a: annotations[a] for a in BIND_ANNOTATIONS if a in annotations},
+            self._volume_plans.pop(pod.uid, None),
         )
         self._decided.append(decision)
+        return None
+
+    def volume_prebind(self, pod: Pod, node: str, plan: Any, timeout: float) -> str | None:
+        """VolumeBinding's PreBind in live mode (its handle is this scheduler): keep the plan for the binding
+        cycle, which writes it through the API before the Binding (``_bind``)."""
+        self._volume_plans[pod.uid] = (plan, timeout)
         return None
 
     def _dispatch(self, results: list[ScheduleResult]) -> None:
@@ -659,6 +680,10 @@ class LiveScheduler:
             self.before_bind(pod, d.node)
         if self._check(d) == "node-gone":
             return BindOutcome(d, None, "node-gone")
+        if d.volumes is not None:  # VolumeBinding's PreBind: PVs and claims updated, waited for until bound
+            error = live_volumes.bind_pod_volumes(self.kube, pod, d.node, d.volumes[0], d.volumes[1], self.stopped)
+            if error:
+                return BindOutcome(d, ApiError(0, error), "error")
         try:
             # The devices chosen at Reserve travel on the Binding (for the device plugin and later accounting).
             self.kube.bind(pod.namespace, pod.name, d.node, pod.uid, d.annotations)

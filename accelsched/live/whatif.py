@@ -6,11 +6,13 @@ from accelsched.engine import Session
 from accelsched.framework.profile import SchedulerConfig
 from accelsched.live import convert as live_convert
 from accelsched.live import kube as k
+from accelsched.live import volumes as live_volumes
 from accelsched.live.kube import ApiError, Kube
 
 
 def read_cluster(kube: Kube) -> live_convert.Snapshot:
-    """Nodes, non-terminal pods, namespaces, and the PodGroups and NodeResourceTopologies where served."""
+    """Nodes, non-terminal pods, namespaces, the storage objects, and the PodGroups and NodeResourceTopologies
+    where served."""
 
     def items(resource: k.Resource, optional: bool = False, **query: str) -> list:
         try:
@@ -26,6 +28,7 @@ def read_cluster(kube: Kube) -> live_convert.Snapshot:
         namespaces=items(k.NAMESPACES),
         pod_groups=items(k.POD_GROUPS, optional=True),
         topologies=items(k.NODE_RESOURCE_TOPOLOGIES, optional=True),
+        storage={kind: items(resource, optional=True) for kind, resource in live_volumes.RESOURCES.items()},
     )
 
 

@@ -3,8 +3,11 @@
 kube-scheduler's evaluator (pkg/scheduler/framework/preemption), step by step:
 
 1. Eligibility: a pod with ``preemptionPolicy: Never`` never preempts.
-2. Nodes where preemption might help: those whose first failing filter rejected them *resolvably* (capacity,
-   anti-affinity, spreading); taints, node affinity, cordons and node names cannot be fixed by evicting pods.
+2. Nodes where preemption might help: those whose first failing filter rejected them *resolvably*, Unschedulable
+   rather than UnschedulableAndUnresolvable (too little free capacity, anti-affinity, spreading skew); taints,
+   node affinity, cordons, node names and a node too small for the request even when empty cannot be fixed by
+   evicting pods. Every other node counts as "Preemption is not helpful for scheduling"; a helpful node without
+   a lower-priority pod as "No preemption victims found for incoming pod" (SelectVictimsOnNode).
 3. A dry run per node (SelectVictimsOnNode): remove every pod of lower priority; if the pod still does not fit,
    the node keeps its filter reasons. Otherwise add the removed pods back, most important first, keeping each one
    with which the pod still fits: the rest are the victims.
@@ -203,6 +206,14 @@ class DefaultPreemption:
         short = np.zeros(handle.cluster.n, dtype=bool)
         if fit is None or not nodes.any():
             return short
+        # A filter before Fit whose verdict depends on the pods (NodePorts, for a pod with host ports) may be the
+        # dry run's first failure on such a node (a port held by a pod that stays): only the dry run can tell.
+        filters = profile.at("filter")
+        if not all(
+            getattr(p, "pod_independent", None) and p.pod_independent(pod, handle.cluster)
+            for p in filters[: filters.index(fit)]
+        ):
+            return short
         freed = handle.cluster.requested_below(pod.priority)
         for rejection in fit.rejected_after_freeing(pod, handle.cluster, freed).rejections:
             hit = rejection.nodes & nodes
@@ -348,8 +359,8 @@ def bound_gangs(handle: Scheduler) -> dict[str, list[Pod]]:
 
 def _helpful_nodes(diagnosis: Diagnosis, n: int) -> np.ndarray:
     """nodesWherePreemptionMightHelp: nodes whose first failing filter rejected them resolvably."""
-    if diagnosis.pre_filter_msg:
-        return np.zeros(n, dtype=bool)
+    if diagnosis.pre_filter_msg:  # a PreFilter status stands for every node (SetAbsentNodesStatus)
+        return np.full(n, diagnosis.pre_filter_resolvable, dtype=bool)
     helpful = np.zeros(n, dtype=bool)
     unresolvable = np.zeros(n, dtype=bool)
     for _, result, newly in diagnosis.log:

@@ -60,6 +60,17 @@ class InterPodAffinity:
 
     # ---------------------------------------------------------------------------------- filter
 
+    def queueing_hint(self, waiting: Pod, bound: Pod) -> bool:
+        """A newly bound pod can only help a pod whose required affinity it matches."""
+        return any(
+            pod_matches_term(
+                bound,
+                t.label_selector,
+                frozenset(t.namespaces or (waiting.namespace,)) if t.namespace_selector is None else None,
+            )
+            for t in waiting.required_affinity
+        )
+
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
         if not (pod.required_affinity or pod.required_anti_affinity or cluster.term_groups["required_anti"]):
             return SKIP

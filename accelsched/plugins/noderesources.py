@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 import functools
 import itertools
-import warnings
+import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 
@@ -234,8 +234,17 @@ class NodeResourcesFit(_ResourceScore):
         if cluster.node_values((FIT_NAME, "fits", self.ignored, self.ignored_groups, pod.shape), fits, fits_one).all():
             return PASS
         result = FilterResult()
+        allocatable = cluster.allocatable
         for row, amount, reason in checks:
-            result.reject(reason, free[row] < amount)
+            short = free[row] < amount
+            if row == cluster.res_index.get(quantity.PODS):
+                result.reject(reason, short)  # "Too many pods" is never unresolvable
+                continue
+            # fitsRequest's InsufficientResource.Unresolvable: the request exceeds the node's allocatable, so no
+            # eviction can make room (a node without the resource at all included): UnschedulableAndUnresolvable.
+            never = allocatable[row] < amount
+            result.reject(reason, short & ~never)
+            result.reject(reason, never, resolvable=False)
         return result
 
     def rejected_after_freeing(self, pod: Pod, cluster: ClusterState, freed: np.ndarray) -> FilterResult:
@@ -294,9 +303,15 @@ class NodeResourcesFit(_ResourceScore):
             else:
                 util = np.array([min(requested, alloc) * MAX_NODE_SCORE // alloc], dtype=np.int64)
                 s = int(_broken_linear(self.strategy.shape, util)[0])
+                if s <= 0:
+                    continue  # RequestedToCapacityRatio leaves a zero-scored resource out of the weights too
             total += s * weight
             weights += weight
-        return total // weights if weights else 0
+        if not weights:
+            return 0
+        if self.strategy.kind == REQUESTED_TO_CAPACITY_RATIO:
+            return (2 * total + weights) // (2 * weights)  # math.Round of the mean: half away from zero
+        return total // weights
 
     @property
     def _weights(self) -> list[int]:
@@ -317,9 +332,15 @@ class NodeResourcesFit(_ResourceScore):
                 s = np.minimum(requested, alloc) * MAX_NODE_SCORE // safe
             else:
                 s = _broken_linear(self.strategy.shape, np.minimum(requested, alloc) * MAX_NODE_SCORE // safe)
+                has &= s > 0  # RequestedToCapacityRatio leaves a zero-scored resource out of the weights too
             total += np.where(has, s * weight, 0)
             weights += np.where(has, weight, 0)
-        return np.where(weights > 0, total // np.maximum(weights, 1), 0)
+        safe_weights = np.maximum(weights, 1)
+        if self.strategy.kind == REQUESTED_TO_CAPACITY_RATIO:
+            mean = (2 * total + safe_weights) // (2 * safe_weights)  # math.Round of the mean: half away from zero
+        else:
+            mean = total // safe_weights
+        return np.where(weights > 0, mean, 0)
 
 
 def _request_shape(pod: Pod, resources: tuple[tuple[str, int], ...], nonzero: bool) -> tuple[int, ...]:
@@ -365,8 +386,44 @@ def _usage_plan(
     return plan
 
 
+def _balance(fractions: list[float]) -> int:
+    """balancedResourceScore: (1 - the fractions' standard deviation) x 100, truncated; two fractions take
+    |a - b| / 2, as Go computes it, and fewer than two give 0 deviation."""
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        total = 0.0
+        for f in fractions:
+            total = total + (f - mean) * (f - mean)
+        std = math.sqrt(total / len(fractions))
+    else:
+        std = 0.0
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def _balance_nodes(fractions: np.ndarray) -> np.ndarray:
+    """_balance over the columns of a (resources x nodes) matrix, NaN where a node does not count a resource."""
+    valid = ~np.isnan(fractions)
+    count = valid.sum(axis=0)
+    std = np.zeros(fractions.shape[1])
+    if fractions.shape[0] >= 2:
+        ordered = np.sort(fractions, axis=0)  # NaN last: a node's counted fractions come first, in some order
+        two = count == 2
+        std[two] = np.abs((ordered[0, two] - ordered[1, two]) / 2)
+        many = count > 2
+        if many.any():
+            part = np.where(valid[:, many], fractions[:, many], 0.0)
+            mean = part.sum(axis=0) / count[many]
+            dev = np.where(valid[:, many], (part - mean) * (part - mean), 0.0)
+            std[many] = np.sqrt(dev.sum(axis=0) / count[many])
+    return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+
 class NodeResourcesBalancedAllocation(_ResourceScore):
-    """Prefers nodes whose resource fractions stay close to each other after placing the pod."""
+    """Prefers the nodes whose balance across resources the pod improves most (1.36's balancedResourceScorer):
+    ``50 + (50 + balance with the pod - balance without it) / 2``, so a pod that keeps a node as balanced as it was
+    scores about 75, one that evens it out up to 100, one that unbalances it down to 50."""
 
     name = BALANCED_NAME
 
@@ -375,45 +432,41 @@ class NodeResourcesBalancedAllocation(_ResourceScore):
 
     def pre_score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> Status:
         if not any(pod.requests.get(r) for r, _ in self.resources):
-            return SKIP  # a best-effort pod changes no fraction
+            return SKIP  # isBestEffortPod: a pod that requests none of the resources is not scored
         return SUCCESS
 
     def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore:
         return _node_local(self, cluster, pod, self.resources, self.resources, nonzero=False)
 
+    @staticmethod
+    def _improvement(with_pod: np.ndarray | int, without_pod: np.ndarray | int) -> np.ndarray | int:
+        # Both balances lie in [50, 100], so the numerator is never negative and // is Go's truncating division.
+        return MAX_NODE_SCORE // 2 + (MAX_NODE_SCORE // 2 + with_pod - without_pod) // 2
+
     def _score_node(self, pod: Pod, cluster: ClusterState, i: int) -> int:
         """One node's score in plain Python: the same arithmetic as _score_nodes (tests hold them equal)."""
         usage = _node_usage(pod, cluster, self.resources, i, False)
-        counted = [(a, r) for a, r in usage if a is not None or r]
-        fractions = [min(r / a, 1.0) for a, r in counted if a]
-        if len(counted) == 2:
-            std = abs(fractions[0] - fractions[1]) / 2 if len(fractions) == 2 else 0.0
-        elif fractions:
-            mean = sum(fractions) / len(fractions)
-            std = (sum((f - mean) ** 2 for f in fractions) / len(fractions)) ** 0.5
-        else:
-            std = 0.0
-        return int((1 - std) * MAX_NODE_SCORE)
+        counted = [(a, r, r - req) for (a, r), req in zip(usage, self._pod_amounts(pod), strict=True) if a]
+        with_pod = _balance([min(r / a, 1.0) for a, r, _ in counted])
+        without_pod = _balance([min(before / a, 1.0) for a, _, before in counted])
+        return int(self._improvement(with_pod, without_pod))
+
+    def _pod_amounts(self, pod: Pod) -> list[int]:
+        return [pod.requests.get(res, 0) for res, _ in self.resources]
 
     def _score_nodes(self, pod: Pod, cluster: ClusterState, nodes: np.ndarray) -> np.ndarray:
-        fractions = []
+        after, before = [], []
         for res, _ in self.resources:
             if quantity.is_extended(res) and not pod.requests.get(res):
-                continue
-            alloc, requested, _ = _requested_after(pod, cluster, res, nodes, nonzero=False)
-            frac = np.where(alloc > 0, np.minimum(requested / np.maximum(alloc, 1), 1.0), np.nan)
-            fractions.append(frac)
-        if not fractions:
-            return np.zeros(len(nodes), dtype=np.int64)
-        stacked = np.vstack(fractions)
-        if len(fractions) == 2:
-            std = np.abs(stacked[0] - stacked[1]) / 2
-            std = np.where(np.isnan(std), 0.0, std)
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column is a node with no such resources
-                std = np.nan_to_num(np.nanstd(stacked, axis=0))
-        return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+                continue  # an extended resource the pod does not request is not scored
+            alloc, requested, req = _requested_after(pod, cluster, res, nodes, nonzero=False)
+            counted = alloc > 0
+            scale = np.maximum(alloc, 1)
+            after.append(np.where(counted, np.minimum(requested / scale, 1.0), np.nan))
+            before.append(np.where(counted, np.minimum((requested - req) / scale, 1.0), np.nan))
+        if not after:
+            return np.full(len(nodes), self._improvement(MAX_NODE_SCORE, MAX_NODE_SCORE), dtype=np.int64)
+        return self._improvement(_balance_nodes(np.vstack(after)), _balance_nodes(np.vstack(before)))
 
 
 def new_fit(args: dict, handle: object) -> NodeResourcesFit:

@@ -111,6 +111,18 @@ class PodTopologySpread:
 
     # ---------------------------------------------------------------------------------- filter
 
+    def queueing_hint(self, waiting: Pod, bound: Pod) -> bool:
+        """A bound pod in the same namespace matching a constraint can raise the minimum. A pod spread only by the
+        profile's default constraints (selector from its owner) is woken by any such bind."""
+        if bound.namespace != waiting.namespace:
+            return False
+        if not waiting.topology_spread_constraints:
+            return waiting.owner_kind in DEFAULTED_OWNERS
+        return any(
+            c.label_selector is not None and c.label_selector.matches(bound.labels)
+            for c in waiting.topology_spread_constraints
+        )
+
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
         constraints = self._constraints(pod, cluster, DO_NOT_SCHEDULE)
         if not constraints:

@@ -16,14 +16,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from accelsched.config import load_config
 from accelsched.errors import InputError
-from accelsched.framework.profile import load_config
 from accelsched.sim import generic, report, timeline
 from accelsched.sim.executor import make_executor
 from accelsched.sim.fragmentation import trace_typical_pods
 from accelsched.sim.policies import PLUGIN_KEYS, POLICIES
 from accelsched.sim.replay import TIE_BREAKS, Experiment, check_inflatable, inflate
 from accelsched.sim.trace import load_nodes, load_pods, trace_paths
+from accelsched.terminal import bad_input_exits, console
 
 DEFAULT_POLICIES = ("fgd", "bestfit", "dotprod", "packing", "clustering", "random")
 
@@ -217,7 +218,6 @@ def simulate(
     output: str,
 ) -> None:
     """Compare placement policies on a GPU cluster trace (the FGD paper's experiment, in seconds)."""
-    from accelsched.cli import bad_input_exits, console
 
     @bad_input_exits
     def run() -> None:

@@ -13,8 +13,9 @@ import numpy as np
 
 from accelsched.api.objects import Node, Pod, parse_node, parse_pod
 from accelsched.cluster.state import ClusterState
+from accelsched.config import build_profile
 from accelsched.devices.partition import GPU_RESOURCE, MILLI_RESOURCE, PARTITION_ANNOTATION
-from accelsched.framework.profile import SchedulerConfig, build_profile
+from accelsched.framework.profile import SchedulerConfig
 from accelsched.framework.scheduler import Scheduler
 from accelsched.plugins.gpushare import MODEL_LABEL, gpu_free_row
 from accelsched.sim import fragmentation as frag
@@ -111,7 +112,10 @@ class GenericEngine:
         self.nodes = nodes
         # "paper": the nodes carry the names the paper's simulator gives them and the Scheduler takes the smallest.
         self.cluster = ClusterState(trace_nodes(nodes, sim_node_names(nodes.names, tie_break, seed)))
-        self.scheduler = Scheduler(self.cluster, config, seed, "random" if tie_break == "random" else "name")
+        # Every node scored, as the FGD paper's simulator does (and FastEngine, which must place alike).
+        self.scheduler = Scheduler(
+            self.cluster, config, seed, "random" if tie_break == "random" else "name", score_all_nodes=True
+        )
         self.allocated = 0
 
     def schedule(self, pod: Pod, gpu_request: int) -> tuple[int, tuple[int, ...]] | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelsched.api import limits
-from accelsched.api.objects import yaml_annotation
+from accelsched.api.annotations import yaml_annotation
 from accelsched.cluster.devices import default_device_ids
 from accelsched.errors import Where
 from accelsched.topology.model import TOPOLOGY_POLICIES, TOPOLOGY_SCOPES, PciDevice
