@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
 from accelsched.cli import main
 from accelsched.demo import LAB_STEPS, play
+from conformance import cases
+
+CASES = Path(__file__).resolve().parent / "conformance_cases"
+
+
+def recorded_message(case: str, pod: str) -> str:
+    """What the real kube-scheduler v1.36.3 said for this lab step's pod (`python -m conformance record`)."""
+    _, outcomes, _ = cases.read(CASES / f"lab-{case}.yaml")
+    assert outcomes is not None, f"lab-{case}.yaml has no recorded outcome: run python -m conformance record"
+    (outcome,) = [o for o in outcomes if o.pod == f"default/{pod}"]
+    return outcome.message
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +40,7 @@ def test_device_plugin_daemonset_lands_on_every_node_including_tainted(outcomes)
 def test_sixteen_accelerators_fit_nowhere_with_the_kube_scheduler_message(outcomes):
     r = by_name(outcomes[1], "train-16")
     assert r.node is None
-    assert r.message == (
-        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient qualcomm.com/ai-accelerator."
-        " no new claims to deallocate, preemption: 0/4 nodes are available:"
-        " 4 Preemption is not helpful for scheduling."
-    )  # from the v1.36.3 source: 16 cards exceed every node's allocatable, Fit's Unresolvable
+    assert r.message == recorded_message("02-train-16", "train-16")
     verdicts = {v.node: v for v in outcomes[1].verdicts["default/train-16"]}
     assert verdicts["node-c"].first_filter == "TaintToleration"
     assert any("12 short" in d for d in verdicts["node-a"].details)
@@ -41,11 +50,7 @@ def test_only_the_tolerating_pod_lands_on_the_tainted_node(outcomes):
     assert by_name(outcomes[2], "maint-tool").node == "node-c"
     infer_b = by_name(outcomes[2], "infer-b")
     assert infer_b.node is None
-    assert infer_b.message == (
-        "0/4 nodes are available: 1 node(s) had untolerated taint(s), "
-        "3 node(s) didn't match Pod's node affinity/selector."
-        " no new claims to deallocate, preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
-    )  # from the v1.36.3 source (FitError.Error, RunPostFilterPlugins)
+    assert infer_b.message == recorded_message("03-maintenance", "infer-b")
     remedies = {v.node: v.remedies for v in outcomes[2].verdicts["default/infer-b"]}
     assert "tolerate maintenance=true:NoSchedule would make node-c feasible" in remedies["node-c"]
 

@@ -519,3 +519,33 @@ def test_min_resources_short_of_free_capacity_may_still_preempt_lower_priority_p
     results = run_docs(*nodes, accel_pod("peer", 4, 50, "a"), group, *workers)
     assert results["w-0"].node is None and evicted(results) == {}
     assert f"minResources 8 {ACCEL} but 4 free in the cluster" in results["w-0"].message
+
+
+def started(doc: dict, when: str) -> dict:
+    doc.setdefault("status", {}).update({"phase": "Running", "startTime": when})
+    return doc
+
+
+def test_victims_and_candidates_follow_the_start_time_as_more_important_pod_does() -> None:
+    """MoreImportantPod: among equal priorities the pod that started earlier is more important, so reprieve keeps
+    it; pickOneNodeForPreemption then prefers the node whose highest-priority victims started latest. A pod with
+    no status.startTime counts as started now (GetPodStartTime)."""
+    nodes = [node("a", **{ACCEL: 2})]
+    old = started(accel_pod("old", 1, 5, "a"), "2026-01-01T00:00:00Z")
+    new = started(accel_pod("new", 1, 5, "a"), "2026-06-01T00:00:00Z")
+    # Bound in the opposite order of their start times: the start time, not the bind order, decides.
+    results = run(nodes, [new, old, accel_pod("high", 1, priority=100)])
+    assert [v.name for v in results["high"].preempted] == ["new"]
+
+    nodes = [node("a", **{ACCEL: 1}), node("b", **{ACCEL: 1})]
+    on_a = started(accel_pod("on-a", 1, 5, "a"), "2026-06-01T00:00:00Z")
+    on_b = started(accel_pod("on-b", 1, 5, "b"), "2026-01-01T00:00:00Z")
+    results = run(nodes, [on_a, on_b, accel_pod("high", 1, priority=100)])
+    assert results["high"].node == "a" and [v.name for v in results["high"].preempted] == ["on-a"]
+    results = run(nodes, [accel_pod("unstarted", 1, 5, "b"), on_a, accel_pod("high", 1, priority=100)])
+    assert results["high"].node == "b"
+
+
+def test_a_start_time_that_is_not_rfc3339_is_bad_input() -> None:
+    with pytest.raises(InputError, match=r"status\.startTime.*RFC 3339"):
+        run([node("a")], [started(pod("p", node_name="a"), "yesterday")])

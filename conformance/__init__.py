@@ -1,0 +1,1 @@
+"""The differential conformance oracle: accelsched against the real kube-scheduler v1.36.3 (docs/conformance.md)."""
