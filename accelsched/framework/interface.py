@@ -108,6 +108,15 @@ class CycleState(dict[str, Any]):
         self.total_key: Hashable | None = None  # the cached weighted total this cycle scored with
         self.best_nodes: list[int] | None = None  # its best nodes, when every node was feasible
         self.allowed: np.ndarray | None = None  # nodes a gang member may use (its gang's topology domain)
+        # PreFilterResult.NodeNames: the only nodes the filters may see, and the plugins that narrowed them to those
+        # (narrow_nodes); every other node is "node(s) didn't satisfy plugin(s) [...]", unresolvably.
+        self.pre_filter_nodes: np.ndarray | None = None
+        self.pre_filter_plugins: set[str] = set()
+
+    def narrow_nodes(self, plugin: str, nodes: np.ndarray) -> None:
+        """PreFilterResult.Merge: a PreFilter plugin's node set intersects those of the plugins before it."""
+        self.pre_filter_nodes = nodes if self.pre_filter_nodes is None else self.pre_filter_nodes & nodes
+        self.pre_filter_plugins.add(plugin)
 
 
 @dataclass

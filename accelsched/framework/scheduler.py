@@ -37,6 +37,7 @@ MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
 REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")
 GANG_DOMAIN_REASON = "node(s) were outside the gang's topology domain"
+PRE_FILTER_RESULT = "PreFilterResult"  # the FilterLog entry for the nodes a PreFilter plugin left out
 TIE_BREAKS = ("random", "name")
 
 
@@ -382,6 +383,14 @@ class Scheduler:
             outside.reject(GANG_DOMAIN_REASON, ~state.allowed, resolvable=False)
             log.append((gang.GANG, outside, ~state.allowed))
             feasible = state.allowed.copy()
+        if state.pre_filter_nodes is not None:  # findNodesThatFitPod: the nodes PreFilter left out get one status
+            left_out = ~state.pre_filter_nodes if feasible is None else feasible & ~state.pre_filter_nodes
+            outside = FilterResult()
+            reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(state.pre_filter_plugins))}]"
+            outside.reject(reason, left_out, resolvable=False)
+            if outside.rejections:
+                log.append((PRE_FILTER_RESULT, outside, left_out))
+            feasible = state.pre_filter_nodes.copy() if feasible is None else feasible & state.pre_filter_nodes
         for plugin in profile.at("filter"):
             if plugin.name in state.skip_filter:
                 continue

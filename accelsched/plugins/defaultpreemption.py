@@ -16,7 +16,8 @@ kube-scheduler's evaluator (pkg/scheduler/framework/preemption), step by step:
 
 As kube-scheduler, the dry run visits the potential nodes from a random offset and stops once it holds
 ``max(minCandidateNodesPercentage% of nodes, minCandidateNodesAbsolute)`` candidates. PodDisruptionBudgets and
-the victims' start times (criteria 1 and 5) are not modelled: offline inputs carry neither.
+the victims' start times come from status.startTime (a pod without one counts as started now); PodDisruptionBudgets
+(criterion 1) are not modelled.
 
 Gang-aware: a bound pod of a gang (label ``scheduling.x-k8s.io/pod-group``) is evicted only together with every
 bound member of its gang, and only when all of them have lower priority; evicting part of a running gang would
@@ -28,6 +29,7 @@ the whole gang then fits (framework.scheduler.schedule_gang).
 from __future__ import annotations
 
 import functools
+import math
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,7 +57,7 @@ MEMO_SHAPES = 32  # per-node victim memos kept, by (profile, request shape, prio
 
 class _Memo:
     """Per node: the node version a result holds for (-2: none yet, -1: depends on other nodes), whether it is a
-    candidate, its rank (highest victim priority, priority sum, victims) and the candidate or the reasons."""
+    candidate, its rank (Candidate.rank) and the candidate or the reasons."""
 
     def __init__(self, n: int) -> None:
         self.version = np.full(n, -2, dtype=np.int64)
@@ -63,6 +65,7 @@ class _Memo:
         self.highest = np.zeros(n, dtype=np.int64)
         self.total = np.zeros(n, dtype=np.int64)
         self.count = np.zeros(n, dtype=np.int64)
+        self.latest = np.zeros(n, dtype=np.float64)  # minus the earliest start among the highest-priority victims
         self.candidates: list[Candidate | None] = [None] * n
         self.reasons: list[list[str]] = [[] for _ in range(n)]
 
@@ -72,7 +75,7 @@ class _Memo:
         self.reasons[node] = reasons
         self.ok[node] = candidate is not None
         if candidate is not None:
-            self.highest[node], self.total[node], self.count[node], _ = candidate.rank
+            self.highest[node], self.total[node], self.count[node], self.latest[node], _ = candidate.rank
 
 
 Gangs = Callable[[], dict[str, list[Pod]]]  # the running gangs' bound members, computed once when first asked
@@ -86,10 +89,13 @@ class Candidate:
     victims: list[Pod]
 
     @functools.cached_property
-    def rank(self) -> tuple[int, int, int, int]:
+    def rank(self) -> tuple[int, int, int, float, int]:
+        """pickOneNodeForPreemption's criteria after PDBs, smallest first: the highest victim priority, the priority
+        sum, the victim count, then the latest earliest start among the highest-priority victims."""
         highest = max(v.priority for v in self.victims)
         total = sum(v.priority + _PRIORITY_OFFSET for v in self.victims)
-        return (highest, total, len(self.victims), self.node)
+        earliest = min(_started(v) for v in self.victims if v.priority == highest)
+        return (highest, total, len(self.victims), -earliest, self.node)
 
 
 class DefaultPreemption:
@@ -174,7 +180,8 @@ class DefaultPreemption:
         nodes = np.concatenate(chosen)
         # Ties after the three criteria go to the first candidate in visiting order (random offset), as
         # pickOneNodeForPreemption returns the first of the candidates left.
-        best = np.lexsort((np.arange(nodes.size), memo.count[nodes], memo.total[nodes], memo.highest[nodes]))[0]
+        ranks = (memo.latest[nodes], memo.count[nodes], memo.total[nodes], memo.highest[nodes])
+        best = np.lexsort((np.arange(nodes.size), *ranks))[0]
         return memo.candidates[int(nodes[best])], statuses
 
     def _evaluate(
@@ -302,9 +309,19 @@ class DefaultPreemption:
         return victims, []
 
 
-def _importance(cluster: Any, unit: list[Pod]) -> tuple[int, int]:
-    """MoreImportantPod, most important first: higher priority, then started earlier (bound first)."""
-    return (-max(v.priority for v in unit), min(cluster.bound_seq.get(v.key, 0) for v in unit))
+def _started(pod: Pod) -> float:
+    """GetPodStartTime: status.startTime, or now for a pod that has none (later than any recorded start)."""
+    return math.inf if pod.start_time is None else pod.start_time
+
+
+def _importance(cluster: Any, unit: list[Pod]) -> tuple[int, float, int]:
+    """MoreImportantPod, most important first: higher priority, then started earlier; among pods without a start
+    time, the one bound first."""
+    return (
+        -max(v.priority for v in unit),
+        min(_started(v) for v in unit),
+        min(cluster.bound_seq.get(v.key, 0) for v in unit),
+    )
 
 
 def _fit_decides(pod: Pod, handle: Scheduler) -> list[tuple[int, int, str]] | None:

@@ -14,10 +14,12 @@ from accelsched.framework.interface import (
     NodeExplanation,
     Status,
     default_normalize,
+    unschedulable,
 )
 
 NAME = "NodeAffinity"
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_CONFLICT = "pod affinity terms conflict"  # every term names nodes, and none is named by all its parts
 
 
 def required_mask(pod: Pod, cluster: ClusterState) -> np.ndarray:
@@ -31,12 +33,38 @@ def required_mask(pod: Pod, cluster: ClusterState) -> np.ndarray:
     return mask
 
 
+def named_nodes(pod: Pod) -> set[str] | None:
+    """The node names the required terms allow, when every term names them (``matchFields metadata.name In``):
+    the terms are ORed, a term's name requirements ANDed. None when some term allows any node by name."""
+    if not pod.required_node_affinity:
+        return None
+    names: set[str] = set()
+    for term in pod.required_node_affinity:
+        term_names: set[str] | None = None
+        for req in term.match_fields:
+            if req.key == "metadata.name" and req.operator == "In":
+                values = set(req.values)
+                term_names = values if term_names is None else term_names & values
+        if term_names is None:
+            return None
+        names |= term_names
+    return names
+
+
 class NodeAffinity:
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
         if not pod.node_selector and pod.required_node_affinity is None:
             return SKIP
+        names = named_nodes(pod)
+        if names is not None:
+            if not names:
+                return unschedulable(NAME, ERR_REASON_CONFLICT, resolvable=False)
+            index = cluster.memoized(("node-index",), lambda: {n.name: i for i, n in enumerate(cluster.nodes)})
+            nodes = np.zeros(cluster.n, dtype=bool)
+            nodes[[index[name] for name in names if name in index]] = True
+            state.narrow_nodes(NAME, nodes)
         return SUCCESS
 
     def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
