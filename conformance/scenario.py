@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,7 +88,23 @@ def renaming(scenario: Scenario, prefix: str) -> dict[str, str]:
         ns = (obj.get("metadata") or {}).get("namespace")
         if ns:
             names.setdefault(ns, f"{prefix}-{ns}")
+        for image in _images(obj):
+            # kube-scheduler's ImageLocality counts the nodes having an image as of each node's last snapshot clone,
+            # so a node of an earlier scenario not yet gone from its cache would count; unique names keep it out.
+            names.setdefault(image, f"{prefix}/{image}")
     return names
+
+
+def _images(obj: JSON) -> Iterator[str]:
+    """Image names a scenario object carries: a node's status.images, a pod's containers' images."""
+    if obj.get("kind") == "Node":
+        for image in (obj.get("status") or {}).get("images") or []:
+            yield from image.get("names") or []
+    elif obj.get("kind") == "Pod":
+        spec = obj.get("spec") or {}
+        for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+            if container.get("image"):
+                yield container["image"]
 
 
 def rename(value: Any, names: dict[str, str]) -> Any:

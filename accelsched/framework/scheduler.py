@@ -89,6 +89,7 @@ class Scheduler:
         self.score_all_nodes = score_all_nodes
         self.next_start_node_index = 0  # nextStartNodeIndex: where the next cycle's search starts
         self._snapshot_order: np.ndarray | None = None
+        self._order_twice = np.empty(0, dtype=np.int64)
         # Ties among the best nodes are broken by this seeded generator (Python's: far cheaper per call than numpy's).
         self.rng = random.Random(seed)
         # "random": kube-scheduler's choice among the best nodes. "name": the smallest node name, as the FGD paper's
@@ -272,6 +273,8 @@ class Scheduler:
         """Node indices in the snapshot's order (zones interleaved), computed once."""
         if self._snapshot_order is None or self._snapshot_order.size != self.cluster.n:
             self._snapshot_order = snapshot_order([zone_key(node.labels) for node in self.cluster.nodes])
+            # Twice over, so the nodes from any start are one slice (a view), never a rotated copy.
+            self._order_twice = np.concatenate([self._snapshot_order, self._snapshot_order])
         return self._snapshot_order
 
     def first_feasible(self, profile: Profile, feasible: np.ndarray) -> np.ndarray:
@@ -284,12 +287,17 @@ class Scheduler:
         if feasible.size <= wanted:
             return feasible
         n = self.cluster.n
-        order = np.roll(self.snapshot_order, -self.next_start_node_index)
+        _ = self.snapshot_order
+        start = self.next_start_node_index
+        visit = self._order_twice[start : start + n]
+        if feasible is self.all_nodes:  # every node feasible: the first K visited
+            self.next_start_node_index = (start + wanted) % n
+            return np.sort(visit[:wanted])
         mask = np.zeros(n, dtype=bool)
         mask[feasible] = True
-        hits = np.flatnonzero(mask[order])
-        self.next_start_node_index = (self.next_start_node_index + int(hits[wanted - 1]) + 1) % n
-        return np.sort(order[hits[:wanted]])
+        hits = np.flatnonzero(mask[visit])
+        self.next_start_node_index = (start + int(hits[wanted - 1]) + 1) % n
+        return np.sort(visit[hits[:wanted]])
 
     def _pre_filter(self, profile: Profile, state: CycleState, pod: Pod) -> Status | None:
         """Run PreFilter as RunPreFilterPlugins: an unresolvable (or Error) status stops at once; after an
