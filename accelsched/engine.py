@@ -34,6 +34,7 @@ class Session:
         cluster.volumes = VolumeState(inputs.storage, cluster)
         scheduler = Scheduler(cluster, config or default_config(), seed)
         scheduler.groups = gang.implicit_groups(inputs.pods, inputs.pod_groups)
+        scheduler.gang_gates = gang.pre_enqueue(inputs.pending, inputs.pod_groups, gang.bound_members(inputs.bound))
         rejected = [r for pod in inputs.bound if (r := scheduler.admit_bound(pod)) is not None]
         return cls(inputs, cluster, scheduler, rejected)
 

@@ -14,6 +14,19 @@ patched as a kubelet does). ``accelsched run`` runs as its own process, as deplo
   also measures against a real API server (reference/kube-scheduler.md).
 
 Speed never fails the command; pods that are not bound do (exit 1).
+
+    python -m benchmarks.live --compare                # the same two figures for the real kube-scheduler too
+    python -m benchmarks.live --churn                  # churn, accelsched run beside the real kube-scheduler
+    python -m benchmarks.live --churn --nodes 5000 --bound 30000 --rate 50 --duration 180
+
+Churn (``--churn``): ``--nodes`` nodes carrying ``--bound`` pods bound at creation (spec.nodeName, as another
+scheduler or a kubelet's static pods leave them), then, for each scheduler in turn on the same API server, bound
+pods deleted and new pending pods created at ``--rate`` per second each for ``--duration`` seconds: what a busy
+training cluster does to a scheduler whose every deletion by others used to rebuild its state. Each pod's
+latency is its create request to its bind (seen through a watch); reported with p50/p99/max, the bind
+throughput, the scheduler process's CPU seconds and peak RSS, and for accelsched the session rebuilds its log
+shows after the start (none in the steady state). The real kube-scheduler is the binary next to the API server
+(hack/build-controlplane.sh), run with the default profile and client QPS/burst 5000 (as scheduler_perf).
 """
 
 from __future__ import annotations
@@ -23,7 +36,9 @@ import concurrent.futures
 import json
 import os
 import platform
+import random
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -63,13 +78,16 @@ def create_nodes(kube: Kube, count: int, workers: int = 16) -> None:
         list(pool.map(one, range(count)))
 
 
-def pod_body(name: str, namespace: str) -> dict[str, Any]:
-    return {
+KUBE_SCHEDULER = "default-scheduler"  # the schedulerName the real kube-scheduler serves (its default profile)
+
+
+def pod_body(name: str, namespace: str, scheduler: str = "accelsched", node: str = "") -> dict[str, Any]:
+    body = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
-            "schedulerName": "accelsched",
+            "schedulerName": scheduler,
             "containers": [
                 {
                     "name": "main",
@@ -79,13 +97,22 @@ def pod_body(name: str, namespace: str) -> dict[str, Any]:
             ],
         },
     }
+    if node:
+        body["spec"]["nodeName"] = node  # type: ignore[index]
+    return body
 
 
-def create_pods(kube: Kube, namespace: str, prefix: str, count: int, workers: int = 32) -> float:
+def create_pods(
+    kube: Kube, namespace: str, prefix: str, count: int, workers: int = 32, scheduler: str = "accelsched"
+) -> float:
     """Create the pods from a thread pool; returns when the first create was sent."""
     first = time.monotonic()
+
+    def one(i: int) -> None:
+        kube.create(k.PODS, pod_body(f"{prefix}-{i:05d}", namespace, scheduler), namespace)
+
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        list(pool.map(lambda i: kube.create(k.PODS, pod_body(f"{prefix}-{i:05d}", namespace), namespace), range(count)))
+        list(pool.map(one, range(count)))
     return first
 
 
@@ -151,6 +178,65 @@ def start_scheduler(kubeconfig: str, log: Path) -> tuple[subprocess.Popen[bytes]
     raise RuntimeError(f"accelsched run did not become ready; log:\n{log.read_text()[-3000:]}")
 
 
+def start_kube_scheduler(kubeconfig: str, workdir: Path, tag: str) -> subprocess.Popen[bytes]:
+    """The real kube-scheduler v1.36.3 (the binary hack/build-controlplane.sh caches next to the API server):
+    default profile, no leader election, client QPS/burst 5000 as scheduler_perf runs it; ready when /readyz
+    answers on its secure port."""
+    import yaml
+    from controlplane import build_controlplane
+
+    binary = build_controlplane(workdir / "build.log") / "kube-scheduler"
+    config = workdir / f"kube-scheduler-{tag}.yaml"
+    doc = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": kubeconfig, "qps": 5000, "burst": 5000},
+        "leaderElection": {"leaderElect": False},
+    }
+    config.write_text(yaml.safe_dump(doc))
+    port = _free_port()
+    args = [str(binary), f"--config={config}", f"--secure-port={port}", "--bind-address=127.0.0.1", "--v=1"]
+    log = (workdir / f"kube-scheduler-{tag}.log").open("wb")
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=context, timeout=2).status == 200:
+                return proc
+        except OSError:
+            pass
+        time.sleep(0.1)
+    stop_scheduler(proc)
+    raise RuntimeError(f"kube-scheduler did not become ready; see {workdir / f'kube-scheduler-{tag}.log'}")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def process_usage(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) and peak RSS (VmHWM) of a live process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    hwm = next(
+        (
+            int(line.split()[1])
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+            if line.startswith("VmHWM:")
+        ),
+        0,
+    )
+    return {"cpu_s": round(cpu, 2), "peak_rss_mib": round(hwm / 1024, 1)}
+
+
 def stop_scheduler(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         os.kill(proc.pid, signal.SIGTERM)
@@ -166,8 +252,16 @@ def ensure_namespace(kube: Kube, name: str) -> None:
     kube.create(k.Resource("/api/v1", "serviceaccounts"), sa, name)
 
 
-def run(kubeconfig: str, nodes: int, pods: int, workdir: Path, timeout: float = 900.0) -> dict[str, Any]:
-    """Both measurements on the cluster behind ``kubeconfig``; the figures as a dict."""
+def run(
+    kubeconfig: str,
+    nodes: int,
+    pods: int,
+    workdir: Path,
+    timeout: float = 900.0,
+    schedulers: tuple[str, ...] = ("accelsched",),
+) -> dict[str, Any]:
+    """Both measurements on the cluster behind ``kubeconfig``, for each scheduler; the figures as a dict (the
+    first scheduler's at the top level, as before, and every scheduler's under ``by_scheduler``)."""
     kube = Kube(api_client(kubeconfig, pool_size=64))
     t = time.monotonic()
     create_nodes(kube, nodes)
@@ -175,11 +269,17 @@ def run(kubeconfig: str, nodes: int, pods: int, workdir: Path, timeout: float = 
     out: dict[str, Any] = {"nodes": nodes, "pods": pods, "node_setup_s": round(node_setup, 2)}
 
     namespaces: list[str] = []
+    out["by_scheduler"] = {}
     try:
-        for phase, preload in (("e2e", False), ("preloaded", True)):
-            out[phase] = _phase(kube, kubeconfig, phase, pods, preload, workdir, timeout, namespaces)
-            if out[phase]["bound"] < pods:
-                out["failed"] = f"{phase}: {pods - out[phase]['bound']} pods not bound"
+        for scheduler, phase, preload in [
+            (s, p, pre) for s in schedulers for p, pre in (("e2e", False), ("preloaded", True))
+        ]:
+            figures = _phase(kube, kubeconfig, phase, pods, preload, workdir, timeout, namespaces, scheduler)
+            out["by_scheduler"].setdefault(scheduler, {})[phase] = figures
+            if scheduler == schedulers[0]:
+                out[phase] = figures
+            if figures["bound"] < pods:
+                out["failed"] = f"{scheduler} {phase}: {pods - figures['bound']} pods not bound"
                 break
             # Room again for the next phase: the pods go (nodes stay).
             kube.request("DELETE", k.PODS.path(namespaces[-1]), {"gracePeriodSeconds": 0})
@@ -201,6 +301,7 @@ def _phase(
     workdir: Path,
     timeout: float,
     namespaces: list[str],
+    scheduler: str = "accelsched",
 ) -> dict[str, Any]:
     """One measurement in a fresh namespace. End to end: the scheduler runs while the pods are created, first
     create -> last bind. Preloaded: the pods exist before the scheduler starts, first bind -> last bind."""
@@ -209,19 +310,24 @@ def _phase(
     ensure_namespace(kube, namespace)
     watch = BindWatch(kube, namespace)
     names = {f"{phase}-{i:05d}" for i in range(pods)}
+    name = KUBE_SCHEDULER if scheduler == "kube-scheduler" else "accelsched"
     if preload:
-        create_pods(kube, namespace, phase, pods)
-    proc, _ = start_scheduler(kubeconfig, workdir / f"scheduler-{phase}.log")
+        create_pods(kube, namespace, phase, pods, scheduler=name)
+    if scheduler == "kube-scheduler":
+        proc = start_kube_scheduler(kubeconfig, workdir, phase)
+    else:
+        proc, _ = start_scheduler(kubeconfig, workdir / f"scheduler-{phase}.log")
     try:
         if not preload:
-            first = create_pods(kube, namespace, phase, pods)
+            first = create_pods(kube, namespace, phase, pods, scheduler=name)
             created = time.monotonic()
         watch.wait(names, timeout)
+        usage = process_usage(proc.pid)
     finally:
         stop_scheduler(proc)
         watch.stop()
     times = sorted(watch.bound.values())
-    figures: dict[str, Any] = {"bound": len(names & set(watch.bound))}
+    figures: dict[str, Any] = {"bound": len(names & set(watch.bound)), **usage}
     if preload:
         span = times[-1] - times[0] if len(times) > 1 else 0.0
         figures |= {"seconds": round(span, 2), "pods_per_s": round((len(times) - 1) / span, 1) if span else 0.0}
@@ -235,13 +341,265 @@ def _phase(
     return figures
 
 
+# ---------------------------------------------------------------------------------------------- churn
+
+
+def churn(
+    kubeconfig: str,
+    nodes: int,
+    bound: int,
+    rate: float,
+    duration: float,
+    workdir: Path,
+    schedulers: tuple[str, ...] = ("accelsched", "kube-scheduler"),
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The churn measurement (module docstring) for each scheduler in turn on the same cluster."""
+    kube = Kube(api_client(kubeconfig, pool_size=64))
+    t = time.monotonic()
+    create_nodes(kube, nodes)
+    out: dict[str, Any] = {"nodes": nodes, "bound": bound, "rate_per_s": rate, "duration_s": duration}
+    out["node_setup_s"] = round(time.monotonic() - t, 2)
+    t = time.monotonic()
+    ensure_namespace(kube, "churn-bound")
+    names = [f"b-{i:06d}" for i in range(bound)]
+    node_names = [f"bench-node-{i:05d}" for i in range(nodes)]
+
+    def place(i: int) -> None:
+        body = pod_body(names[i], "churn-bound", KUBE_SCHEDULER, node=node_names[i % nodes])
+        kube.create(k.PODS, body, "churn-bound")
+
+    with concurrent.futures.ThreadPoolExecutor(32) as pool:
+        list(pool.map(place, range(bound)))
+    out["bound_setup_s"] = round(time.monotonic() - t, 2)
+    victims = [("churn-bound", n) for n in names]
+    random.Random(seed).shuffle(victims)
+    out["by_scheduler"] = {}
+    for scheduler in schedulers:
+        out["by_scheduler"][scheduler] = _churn_phase(kube, kubeconfig, scheduler, rate, duration, workdir, victims)
+    return out
+
+
+def _churn_phase(
+    kube: Kube,
+    kubeconfig: str,
+    scheduler: str,
+    rate: float,
+    duration: float,
+    workdir: Path,
+    victims: list[tuple[str, str]],
+) -> dict[str, Any]:
+    """One scheduler under churn: deletions of bound pods and creations of pending ones at ``rate`` each."""
+    namespace = f"churn-{scheduler}"
+    ensure_namespace(kube, namespace)
+    watch = BindWatch(kube, namespace)
+    log = workdir / f"churn-{scheduler}.log"
+    if scheduler == "kube-scheduler":
+        proc = start_kube_scheduler(kubeconfig, workdir, "churn")
+    else:
+        proc, _ = start_scheduler(kubeconfig, log)
+        _wait_for_line(log, "session rebuilt", 120)  # its first session built: ready to decide
+    name = KUBE_SCHEDULER if scheduler == "kube-scheduler" else "accelsched"
+    created: dict[str, float] = {}
+    count = int(rate * duration)
+    start_usage = process_usage(proc.pid)
+
+    def create(i: int) -> None:
+        pod = f"c-{i:06d}"
+        created[pod] = time.monotonic()
+        kube.create(k.PODS, pod_body(pod, namespace, name), namespace)
+
+    def delete(victim: tuple[str, str]) -> None:
+        try:
+            kube.request("DELETE", k.PODS.path(*victim), {"gracePeriodSeconds": 0})
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(32) as pool:
+            begin = time.monotonic()
+            futures = []
+            for i in range(count):
+                delay = begin + i / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                futures.append(pool.submit(create, i))
+                futures.append(pool.submit(delete, victims.pop()))
+            for f in futures:
+                f.result()
+        sent = time.monotonic() - begin
+        watch.wait(set(created), timeout=max(120.0, duration))
+        usage = process_usage(proc.pid)
+    finally:
+        stop_scheduler(proc)
+        watch.stop()
+    latencies = sorted(watch.bound[p] - created[p] for p in created if p in watch.bound)
+    binds = sorted(watch.bound[p] for p in created if p in watch.bound)
+    span = (binds[-1] - min(created.values())) if binds else 0.0
+    figures: dict[str, Any] = {
+        "created": count,
+        "bound": len(latencies),
+        "client_rate_per_s": round(count / sent, 1) if sent else 0.0,
+        "throughput_pods_per_s": round(len(binds) / span, 1) if span else 0.0,
+        "latency_s": _percentiles(latencies),
+        "latency_by_10s": _windows(created, watch.bound),
+        "cpu_s": round(usage["cpu_s"] - start_usage["cpu_s"], 2),
+        "cpu_s_total": usage["cpu_s"],
+        "peak_rss_mib": usage["peak_rss_mib"],
+    }
+    if scheduler != "kube-scheduler":
+        reasons = [e.get("reason", "") for e in _log_entries(log) if e.get("msg") == "session rebuilt"]
+        figures["rebuilds_after_start"] = len(reasons) - 1
+        figures["rebuild_reasons"] = reasons[1:]
+    return figures
+
+
+def in_place_cost(nodes: int, bound: int, changes: int = 1000) -> dict[str, Any]:
+    """Without an API server: a never-started LiveScheduler's caches filled as a list would fill them, then one
+    full rebuild (what every deletion by others used to cost) against ``changes`` deletions and as many binds by
+    others applied in place (what each costs now), and a node edit (a cordon) in place."""
+    from kubernetes import client as k8s
+
+    from accelsched.live.scheduler import LiveScheduler
+
+    live = LiveScheduler(Kube(k8s.ApiClient(k8s.Configuration(host="http://127.0.0.1:9"))))
+    for i in range(nodes):
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": f"bench-node-{i:05d}", "uid": f"n{i}", "labels": {"bench": "live"}},
+            "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110", ACCEL: "8"}},
+        }
+        live.nodes.store[node["metadata"]["name"]] = node
+    for i in range(bound):
+        pod = pod_body(f"b-{i:06d}", "churn-bound", KUBE_SCHEDULER, node=f"bench-node-{i % nodes:05d}")
+        pod["metadata"]["uid"] = f"u{i}"
+        live.pods.store[f"churn-bound/b-{i:06d}"] = pod
+    t = time.perf_counter()
+    live.sync_session()
+    rebuild = time.perf_counter() - t
+    keys = list(live.pods.store)[:changes]
+    t = time.perf_counter()
+    for key in keys:
+        obj = live.pods.store.pop(key)
+        live._on_pod("DELETED", obj, obj)
+        live.sync_session()
+    deletions = (time.perf_counter() - t) / len(keys)
+    t = time.perf_counter()
+    for i in range(changes):
+        pod = pod_body(f"o-{i:06d}", "churn-bound", KUBE_SCHEDULER, node=f"bench-node-{(7 * i) % nodes:05d}")
+        pod["metadata"]["uid"] = f"o{i}"
+        live.pods.store[f"churn-bound/o-{i:06d}"] = pod
+        live._on_pod("ADDED", pod, None)
+        live.sync_session()
+    binds = (time.perf_counter() - t) / changes
+    old = live.nodes.store["bench-node-00000"]
+    new = {**old, "spec": {"unschedulable": True}}
+    live.nodes.store["bench-node-00000"] = new
+    t = time.perf_counter()
+    live._on_node("MODIFIED", new, old)
+    live.sync_session()
+    cordon = time.perf_counter() - t
+    return {
+        "nodes": nodes,
+        "bound": bound,
+        "rebuild_s": round(rebuild, 3),
+        "deletion_in_place_ms": round(deletions * 1000, 3),
+        "foreign_bind_in_place_ms": round(binds * 1000, 3),
+        "cordon_in_place_ms": round(cordon * 1000, 3),
+        "rebuilds": live.rebuilds,
+    }
+
+
+def _windows(created: dict[str, float], bound: dict[str, float], width: float = 10.0) -> list[dict[str, float]]:
+    """p50/p99/max of the pods created in each ``width``-second window of the run (where the tail comes from)."""
+    if not created:
+        return []
+    start = min(created.values())
+    groups: dict[int, list[float]] = {}
+    for pod, at in created.items():
+        if pod in bound:
+            groups.setdefault(int((at - start) // width), []).append(bound[pod] - at)
+    return [{"from_s": k * width, **_percentiles(sorted(v))} for k, v in sorted(groups.items())]
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": 0.0, "p99": 0.0, "max": 0.0}
+
+    def at(q: float) -> float:
+        return round(values[min(len(values) - 1, int(q * len(values)))], 3)
+
+    return {"p50": at(0.50), "p99": at(0.99), "max": round(values[-1], 3)}
+
+
+def _log_entries(log: Path) -> list[dict[str, Any]]:
+    entries = []
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            entries.append(json.loads(line))
+        except ValueError:
+            continue
+    return entries
+
+
+def _wait_for_line(log: Path, msg: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(e.get("msg") == msg for e in _log_entries(log)):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"accelsched run logged no {msg!r} in {timeout:.0f}s; log:\n{log.read_text()[-3000:]}")
+
+
+def print_churn(figures: dict[str, Any]) -> None:
+    print(
+        f"churn against a real kube-apiserver: {figures['nodes']} nodes, {figures['bound']} bound pods, "
+        f"{figures['rate_per_s']:g} deletions/s and {figures['rate_per_s']:g} new pods/s "
+        f"for {figures['duration_s']:g} s"
+    )
+    head = f"  {'':16} {'bound':>11} {'pods/s':>7} {'p50 s':>7} {'p99 s':>7} {'max s':>7} {'CPU s':>7} {'RSS MiB':>8}"
+    print(head)
+    for name, f in figures["by_scheduler"].items():
+        lat = f["latency_s"]
+        print(
+            f"  {name:16} {f['bound']:>5}/{f['created']:<5} {f['throughput_pods_per_s']:>7} {lat['p50']:>7} "
+            f"{lat['p99']:>7} {lat['max']:>7} {f['cpu_s']:>7} {f['peak_rss_mib']:>8}"
+        )
+        if "rebuilds_after_start" in f:
+            print(f"  {'':16} session rebuilds after the start: {f['rebuilds_after_start']} {f['rebuild_reasons'][:5]}")
+    both = figures["by_scheduler"]
+    if {"accelsched", "kube-scheduler"} <= set(both) and both["kube-scheduler"]["latency_s"]["p99"]:
+        ratio = both["accelsched"]["latency_s"]["p99"] / both["kube-scheduler"]["latency_s"]["p99"]
+        print(f"  p99 ratio accelsched / kube-scheduler: {ratio:.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.live", description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--nodes", type=int, help="nodes (default 1000; 5000 with --churn)")
     parser.add_argument("--pods", type=int, default=5000)
+    parser.add_argument("--compare", action="store_true", help="also measure the real kube-scheduler")
+    parser.add_argument("--churn", action="store_true", help="the churn benchmark, beside the real kube-scheduler")
+    parser.add_argument(
+        "--in-place", action="store_true", help="no API server: a full rebuild vs changes applied in place (--bound)"
+    )
+    parser.add_argument("--bound", type=int, default=30000, help="--churn: pods bound before the churn")
+    parser.add_argument("--rate", type=float, default=50.0, help="--churn: deletions and creations per second, each")
+    parser.add_argument("--duration", type=float, default=30.0, help="--churn: seconds of churn per scheduler")
+    parser.add_argument(
+        "--schedulers", default="accelsched,kube-scheduler", help="--churn: which, in order (comma-separated)"
+    )
     parser.add_argument("--kubeconfig", help="an existing cluster (default: start etcd + kube-apiserver here)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
+    if args.in_place:
+        figures = in_place_cost(args.nodes or 5000, args.bound)
+        print(json.dumps(figures))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(figures, indent=2))
+        return 0
     with tempfile.TemporaryDirectory(prefix="accelsched-live-bench-") as tmp:
         workdir = Path(tmp)
         cp = None
@@ -252,18 +610,41 @@ def main(argv: list[str] | None = None) -> int:
             cp = ControlPlane(workdir / "cp").start()
             kubeconfig = str(cp.kubeconfig)
         try:
-            figures = run(kubeconfig, args.nodes, args.pods, workdir)
+            if args.churn:
+                schedulers = tuple(s for s in args.schedulers.split(",") if s)
+                nodes = args.nodes or 5000
+                figures = churn(kubeconfig, nodes, args.bound, args.rate, args.duration, workdir, schedulers)
+            else:
+                schedulers = ("accelsched", "kube-scheduler") if args.compare else ("accelsched",)
+                figures = run(kubeconfig, args.nodes or 1000, args.pods, workdir, schedulers=schedulers)
         finally:
             if cp is not None:
                 cp.stop()
+    if args.churn:
+        figures["machine"] = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+        print_churn(figures)
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(figures, indent=2))
+        unbound = {
+            n: f["created"] - f["bound"] for n, f in figures["by_scheduler"].items() if f["bound"] < f["created"]
+        }
+        if unbound:
+            print(f"FAILED: pods not bound: {unbound}", file=sys.stderr)
+            return 1
+        return 0
     figures["machine"] = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-    print(f"accelsched run against a real kube-apiserver: {args.nodes} nodes, {args.pods} pods")
-    for name in ("e2e", "preloaded"):
-        if name in figures:
-            f = figures[name]
-            print(f"  {name:9}  {f['bound']}/{args.pods} bound in {f['seconds']} s: {f['pods_per_s']} pods/s")
-    if "e2e" in figures:
-        print(f"  (pods created at {figures['e2e']['create_pods_per_s']} pods/s by the client)")
+    print(f"against a real kube-apiserver: {figures['nodes']} nodes, {args.pods} pods")
+    for scheduler, phases in figures["by_scheduler"].items():
+        for name in ("e2e", "preloaded"):
+            if name in phases:
+                f = phases[name]
+                print(
+                    f"  {scheduler:14} {name:9}  {f['bound']}/{args.pods} bound in {f['seconds']} s: "
+                    f"{f['pods_per_s']} pods/s (CPU {f['cpu_s']} s, peak RSS {f['peak_rss_mib']} MiB)"
+                )
+        if "e2e" in phases:
+            print(f"  {'':14} (pods created at {phases['e2e']['create_pods_per_s']} pods/s by the client)")
     print("kube-scheduler scheduler_perf (real API server, thresholds):")
     for name, rate in SCHEDULER_PERF.items():
         print(f"  {name}: {rate} pods/s")

@@ -39,6 +39,8 @@ KINDS = {
     # read
     "Pod", "Node", "Namespace", "PriorityClass", "Deployment", "ReplicaSet", "ReplicationController",
     "StatefulSet", "Job", "DaemonSet", "ResourceSlice",
+    # the upstream gang API (scheduling.k8s.io/v1alpha2; PodGroup also comes from the scheduler-plugins CRD)
+    "PodGroup", "Workload",
     # read past (loader.QUIET_KINDS)
     "Service", "ConfigMap", "Secret", "ServiceAccount", "Role", "RoleBinding", "ClusterRole",
     "ClusterRoleBinding", "Endpoints", "EndpointSlice", "Event", "Lease", "CustomResourceDefinition",
@@ -192,7 +194,8 @@ def main() -> int:
         if kind in KINDS and not name.startswith("io.k8s.apimachinery"):
             builder.ref(name)
             kinds.setdefault(kind, {})[api_version] = name
-    kinds.update(crd_schemas(builder, args.crds))
+    for kind, versions in crd_schemas(builder, args.crds).items():  # PodGroup: the built-in and the CRD's
+        kinds.setdefault(kind, {}).update(versions)
     missing = (KINDS | CRD_KINDS) - set(kinds)
     if missing:
         print(f"gen-schema: kinds not found: {', '.join(sorted(missing))}", file=sys.stderr)

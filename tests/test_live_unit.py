@@ -335,7 +335,7 @@ def test_node_heartbeats_are_not_cluster_events(live: LiveScheduler) -> None:
     assert not live.dirty
 
 
-def test_our_confirmed_bind_needs_no_rebuild_but_a_foreign_bind_does(live: LiveScheduler) -> None:
+def test_our_confirmed_bind_needs_nothing_and_a_foreign_bind_is_applied_in_place(live: LiveScheduler) -> None:
     obj = pod("p")
     live.dirty = False
     live.assumed["default/p"] = Decision(live_convert.objects.parse_pod(obj), "n1", 0.0)
@@ -343,7 +343,7 @@ def test_our_confirmed_bind_needs_no_rebuild_but_a_foreign_bind_does(live: LiveS
     assert not live.dirty and "default/p" not in live.assumed
     other = pod("q")
     live._on_pod("MODIFIED", {**other, "spec": {**other["spec"], "nodeName": "n1"}}, other)
-    assert live.dirty
+    assert not live.dirty and list(live._changed_pods) == ["default/q"]  # applied in place next round
 
 
 def test_a_pod_recreated_under_its_name_during_an_outage_is_a_new_pod_and_frees_the_old_reservation(
@@ -550,11 +550,12 @@ def test_a_preemptor_is_not_tried_while_its_nominated_node_has_a_terminating_pod
     victim["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     preemptor = pod("high", 2)
     preemptor["status"] = {"nominatedNodeName": "n1"}
-    live.pods.store.update({"default/low": victim, "default/high": preemptor})
+    for obj in (victim, preemptor):
+        seen(live, "ADDED", obj)
     live._rebuild(live_convert.Snapshot(nodes=[node("n1", 2)], pods=[victim, preemptor]))
     assert live._pods_for({"default/high": preemptor}, rebuilt=True) == []
     assert "default/high" in live.unschedulable
-    del victim["metadata"]["deletionTimestamp"]  # gone from terminating: tried again
+    seen(live, "DELETED", victim)  # gone: tried again
     assert [p.name for p in live._pods_for({"default/high": preemptor}, rebuilt=True)] == ["high"]
 
 
@@ -569,7 +570,8 @@ def test_a_nominated_pod_holds_its_room_against_pods_of_lower_or_equal_priority(
     high = prio(pod("high"), 1000)
     high["status"] = {"nominatedNodeName": "n1"}
     objs = {"high": high, "late": prio(pod("late"), 0), "peer": prio(pod("peer"), 1000), "top": prio(pod("top"), 2000)}
-    live.pods.store.update({f"default/{name}": obj for name, obj in objs.items()})
+    for obj in objs.values():
+        seen(live, "ADDED", obj)
     snapshot = live_convert.Snapshot(nodes=[node("n1", 1)], pods=list(objs.values()))
 
     def placed(*names: str) -> dict[str, str | None]:
@@ -582,8 +584,20 @@ def test_a_nominated_pod_holds_its_room_against_pods_of_lower_or_equal_priority(
     assert placed("late") == {"late": None} and placed("peer") == {"peer": None}
     assert placed("top") == {"top": "n1"}  # higher than the nominated pod: not held back by it
     assert placed("high", "late") == {"high": "n1", "late": None}  # the preemptor takes its own room
-    high["status"] = {}
+    seen(live, "MODIFIED", {**high, "status": {}})
     assert placed("late") == {"late": "n1"}  # no nomination, nothing held
+
+
+def seen(live: LiveScheduler, kind: str, obj: dict) -> None:
+    """A watch event as the pods informer applies it: the store, then the handler."""
+    key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+    with live.lock:
+        old = live.pods.store.get(key)
+        if kind == "DELETED":
+            live.pods.store.pop(key, None)
+        else:
+            live.pods.store[key] = obj
+        live._on_pod(kind, obj, old)
 
 
 def test_run_with_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:

@@ -56,7 +56,8 @@ QUIET_KINDS = {
 
 # Kinds the first pass reads (with the nodes), so the pod pass passes them by.
 _READ_FIRST = (
-    "Node", "Namespace", "PriorityClass", "NodeResourceTopology", "ResourceSlice", "PodGroup", *storage_objects.KINDS,
+    "Node", "Namespace", "PriorityClass", "NodeResourceTopology", "ResourceSlice", "PodGroup", "Workload",
+    *storage_objects.KINDS,
 )  # fmt: skip
 
 
@@ -203,6 +204,10 @@ def _build_inputs(docs: list[Document], base: Inputs | None) -> Inputs:
             claim("PodGroup", group.namespace, group.name, d.source)
             inputs.pod_groups[group.key] = group
             group_where[group.key] = Where(d.source, objects.describe("PodGroup", group.namespace, group.name))
+        elif d.kind == "Workload":  # checked, then only the PodGroups made from it matter (framework.gang)
+            _, name, namespace, _ = objects.metadata(d.doc, d.source, "Workload", namespaced=True)
+            gang.parse_workload(d.doc, d.source)
+            claim("Workload", namespace, name, d.source)
         elif d.kind in storage_objects.KINDS:
             obj = storage_objects.parse(d.kind, d.doc, d.source)
             claim(d.kind, getattr(obj, "namespace", ""), obj.name, d.source)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from accelsched.api import limits, quantity
+from accelsched.api import limits, quantity, validation
 from accelsched.api.selectors import (
     LABEL_SELECTOR_OPERATORS,
     NODE_SELECTOR_OPERATORS,
@@ -301,6 +301,7 @@ class Pod:
     images: tuple[str, ...] = ()
     container_count: int = 1
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates names: SchedulingGates keeps the pod from the queue
+    scheduling_group: str = ""  # spec.schedulingGroup.podGroupName: its scheduling.k8s.io/v1alpha2 PodGroup (gang)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -509,6 +510,25 @@ def parse_node_images(where: Where, status: Mapping[str, Any]) -> tuple[NodeImag
         names = tuple(_str(where, n, f"{p}.names[{j}]") for j, n in enumerate(names))
         out.append(NodeImage(names, _int(where, image.get("sizeBytes"), f"{p}.sizeBytes", default=0, minimum=0)))
     return tuple(out)
+
+
+def parse_scheduling_group(where: Where, spec: Mapping[str, Any]) -> str:
+    """spec.schedulingGroup (core/v1 1.36, feature gate GenericWorkload): the name of the pod's
+    scheduling.k8s.io/v1alpha2 PodGroup, checked as validateSchedulingGroup does (a one-of with one member)."""
+    group = spec.get("schedulingGroup")
+    if group is None:
+        return ""
+    group = _mapping(where, group, "spec.schedulingGroup")
+    name = group.get("podGroupName")
+    if name is None:
+        raise where.error(
+            "spec.schedulingGroup.podGroupName", "Invalid value: null: must specify one of: `podGroupName`"
+        )
+    name = _str(where, name, "spec.schedulingGroup.podGroupName")
+    problem = validation.dns1123_subdomain_problem(name)
+    if problem:
+        raise where.error("spec.schedulingGroup.podGroupName", f"Invalid value: {name!r}: {problem}")
+    return name
 
 
 def parse_scheduling_gates(where: Where, spec: Mapping[str, Any]) -> tuple[str, ...]:
@@ -743,6 +763,7 @@ def parse_pod(doc: Mapping[str, Any], source: str = "") -> Pod:
         images=pod_images(where, spec),
         container_count=len(containers) + len(_list(where, spec.get("initContainers"), "spec.initContainers")),
         scheduling_gates=parse_scheduling_gates(where, spec),
+        scheduling_group=parse_scheduling_group(where, spec),
         raw=writable_copy(doc),
     )
     return _merge_label_keys(pod)

@@ -26,7 +26,7 @@ from accelsched.api.selectors import (
     Taint,
     Toleration,
 )
-from accelsched.cluster.devices import NodeDevices
+from accelsched.cluster.devices import NodeDevices, is_device_resource
 
 # kube-scheduler scores pods without cpu/memory requests as if they asked for these (util.GetNonzeroRequests).
 DEFAULT_MILLI_CPU_REQUEST = 100
@@ -109,6 +109,48 @@ class _Best:
         return bool(self.members)
 
 
+class ChangeLog:
+    """Node indices in the order they changed (assume/forget/touch), addressed by absolute position so that
+    each reader (node_values, the volume indexes, learned shapes) keeps a cursor, ``log[seen:]``.
+
+    A state that lives for days (live mode applies every cluster change in place) must not keep its whole
+    history: past ``4 n`` entries the older half is dropped. A reader whose cursor falls before what is kept
+    gets every node (it recomputes all), which node_values would do anyway that far behind."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.offset = 0  # absolute position of _items[0]
+        self._items: list[int] = []
+        self.limit = max(4 * n, 4096)
+
+    def append(self, node: int) -> None:
+        self._items.append(node)
+        if len(self._items) > self.limit:
+            drop = len(self._items) // 2
+            del self._items[:drop]
+            self.offset += drop
+
+    def __len__(self) -> int:
+        return self.offset + len(self._items)
+
+    def __getitem__(self, where: slice) -> list[int]:
+        if not isinstance(where, slice) or where.stop is not None or where.step is not None:
+            raise TypeError("ChangeLog supports log[start:] only")
+        start = where.start or 0
+        if start < self.offset:
+            return list(range(self.n))
+        return self._items[start - self.offset :]
+
+    @property
+    def retained(self) -> int:
+        return len(self._items)
+
+
+# Caches keyed by what pending pods asked (selectors, tolerations, request shapes) grow with the shapes seen, not
+# with the cluster: past this many entries they are dropped at a safe point and rebuilt on demand (trim_caches).
+SHAPE_CACHE_LIMIT = 4096
+
+
 def nonzero_requests(requests: dict[str, int]) -> tuple[int, int]:
     return (
         requests.get(quantity.CPU) or DEFAULT_MILLI_CPU_REQUEST,
@@ -181,7 +223,7 @@ class ClusterState:
         }
         self.generation = 0
         # Node indices in the order they changed (assume/forget): caches catch up by recomputing only these.
-        self.changes: list[int] = []
+        self.changes = ChangeLog(self.n)
         self.epoch = 0  # bumped when a change touches every node (a new resource row)
         self._node_caches: OrderedDict[Hashable, _NodeCache] = OrderedDict()
         # Small lookups plugins derive per request shape from this cluster's layout (one entry per shape).
@@ -541,7 +583,12 @@ class ClusterState:
         self.nonzero_requested[1, node] -= mem
         del self.pods_on[node][pod.key]
         for k, v in pod.labels.items():
-            self._pods_by_label.get((pod.namespace, k, v), {}).pop(pod.key, None)
+            triple = (pod.namespace, k, v)
+            holders = self._pods_by_label.get(triple)
+            if holders is not None:
+                holders.pop(pod.key, None)
+                if not holders:  # labels unique to a workload (pod-template-hash) must not outlive it
+                    del self._pods_by_label[triple]
         if pod.priority == self.min_priority[node]:
             self.min_priority[node] = min((p.priority for p in self.pods_on[node].values()), default=NO_PODS_PRIORITY)
         if self._below:
@@ -552,6 +599,79 @@ class ClusterState:
         self.generation += 1
         self.changes.append(node)
         self.node_version[node] += 1
+
+    def update_node(self, node: Node) -> bool:
+        """Take a changed Node (labels, taints, cordon, allocatable amounts) in place at its index; False when the
+        change is one this cannot follow (then the state is rebuilt): a new resource, another device inventory
+        (device resources, named devices, partitions, topology layout), other images, another zone.
+
+        The base arrays change at that one node. What is derived from node labels and taints over all nodes
+        (label columns, requirement and toleration masks, per-shape memos, node_values caches) is dropped for the
+        keys that changed and rebuilt on first use: a vectorized pass per shape, once per node update, which is
+        rare next to pod churn (heartbeats and conditions never get here)."""
+        i = self.index.get(node.name)
+        if i is None:
+            return False
+        old = self.nodes[i]
+        if (
+            set(node.allocatable) - set(self.res_index)
+            or any(
+                is_device_resource(r) and old.allocatable.get(r) != node.allocatable.get(r)
+                for r in set(old.allocatable) | set(node.allocatable)
+            )
+            or old.device_ids != node.device_ids
+            or old.layout is not None
+            or node.layout is not None
+            or old.partition is not None
+            or node.partition is not None
+            or old.images != node.images
+            or any(old.labels.get(k) != node.labels.get(k) for k in ZONE_KEYS)
+        ):
+            return False
+        self.nodes[i] = node
+        column = np.zeros(len(self.resources), dtype=np.int64)
+        for res, amount in node.allocatable.items():
+            column[self.res_index[res]] = amount
+        self.allocatable[:, i] = column
+        self.free[:, i] = column - self.requested[:, i]
+        self.unschedulable[i] = node.unschedulable
+        self.any_unschedulable = bool(self.unschedulable.any())
+        changed = {k for k in set(old.labels) | set(node.labels) if old.labels.get(k) != node.labels.get(k)}
+        for key in changed:
+            self._label_columns.pop(key, None)
+        for req in [r for r in self._requirement_masks if r.key in changed]:
+            del self._requirement_masks[req]
+        if old.taints != node.taints:
+            self._taints = sorted({t for n in self.nodes for t in n.taints}, key=str)
+            self._taint_nodes = {t: np.array([t in n.taints for n in self.nodes], dtype=bool) for t in self._taints}
+            self.has_hard_taints = any(t.effect in (NO_SCHEDULE, NO_EXECUTE) for t in self._taints)
+            self._toleration_masks.clear()
+        self.memo.clear()
+        self.epoch += 1  # node_values caches (scores per shape) start over: they may read labels or allocatable
+        self.generation += 1
+        self.touch(i)
+        return True
+
+    def trim_caches(self) -> bool:
+        """Drop the per-shape caches when they hold more than SHAPE_CACHE_LIMIT entries (True when dropped).
+
+        Call only between scheduling cycles (live mode: at the start of a round): the caches are derived from the
+        nodes and pods alone and rebuilt on first use, so dropping them changes no decision, and a long-lived
+        state's memory stays proportional to the cluster and the shapes in use, not to every shape ever seen."""
+        sizes = (len(self._selector_counts), len(self._requirement_masks), len(self._toleration_masks), len(self.memo))
+        if max(sizes) <= SHAPE_CACHE_LIMIT:
+            return False
+        self._selector_counts.clear()
+        self._conditions_by_label.clear()
+        self._conditions_unindexed.clear()
+        self._requirement_masks.clear()
+        self._toleration_masks.clear()
+        self.memo.clear()
+        self._below.clear()
+        # node_values caches start over too: some are keyed by the identity of memoized objects, which new ones
+        # may reuse once the old are gone.
+        self.epoch += 1
+        return True
 
     def _count_below(self, pod: Pod, vector: list[tuple[int, int]], node: int, delta: int) -> None:
         for priority, below in self._below.items():
@@ -595,6 +715,15 @@ class ClusterState:
                 counts[node] += delta
                 if delta < 0 and not counts.any():
                     del groups[group]
+
+
+# The labels the scheduler's zone order is made of (framework.scheduler.zone_key): a change there reorders nodes.
+ZONE_KEYS = (
+    "failure-domain.beta.kubernetes.io/zone",
+    "topology.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+    "topology.kubernetes.io/region",
+)
 
 
 def _index_key(conditions: Conditions) -> tuple[str, str, str] | None:

@@ -45,23 +45,64 @@ class Coscheduler:
         short = self.min_resources_short(group, members)
         preemptor = self.preemptor(members)
         best: Best = (-1, None, None)
+        tried: dict[str, ScheduleResult] = {}  # each member's result in the attempt that held the most
         if not short:
             for domain in domains:
                 results, held = self.attempt(members, domain)
                 if len(held) >= group.min_member:
                     return self.bind(members, results, held)
+                if group.upstream:
+                    self.post_filter_messages(members, results, domain, preemptor)
                 first_failure = next((r for r in results.values() if not r.scheduled), None)
                 if len(held) > best[0]:
                     best = (len(held), None if domain is None else domain[0], first_failure)
+                    tried = results
                 for h in reversed(held):
                     self.scheduler.release(h)
-        tried = preemptor is not None and not any(f + evictable < a for _, a, f, evictable in short)
-        if tried:
+        preempting = preemptor is not None and not any(f + evictable < a for _, a, f, evictable in short)
+        if preempting:
             for domain in domains:
                 outcome = self.preempting(group, members, domain, preemptor)
                 if outcome is not None:
                     return outcome
-        return self.failed(group, members, key, best, tried, short)
+        if group.upstream:
+            return self.failed_upstream(members, tried)
+        return self.failed(group, members, key, best, preempting, short)
+
+    def post_filter_messages(
+        self, members: list[Pod], results: dict[str, ScheduleResult], domain: Domain, preemptor: Any
+    ) -> None:
+        """Upstream's pod group cycle runs PostFilter for each member, so a member that fits nowhere reports
+        DynamicResources' and DefaultPreemption's parts too. Its cycle is run again with PostFilter, the held
+        members still in place, where preemption would find no victims (so nothing is evicted: state unchanged)."""
+        sched = self.scheduler
+        allowed = None if domain is None else domain[1]
+        exclude = frozenset(p.key for p in members)
+        for pod in members:
+            result = results[pod.key]
+            if result.scheduled or result.diagnosis is None or not result.diagnosis.log:
+                continue
+            if preemptor is not None and preemptor.find_candidate(pod, sched, result.diagnosis, exclude, allowed)[0]:
+                continue  # upstream would nominate it and wait on preemption: left to the gang's own preemption
+            results[pod.key] = sched.schedule_one(pod, allowed=allowed)
+
+    @staticmethod
+    def failed_upstream(members: list[Pod], tried: dict[str, ScheduleResult]) -> list[ScheduleResult]:
+        """kube-scheduler's pod group cycle (schedule_one_podgroup.go) as it reports a gang that does not fit: a
+        member that found a node waited at GangScheduling's Permit and gets the group's status; one that did not
+        keeps its own FitError. (The PodGroup's condition says ``pod group is unschedulable``: live.podgroups.)"""
+        out = []
+        for pod in members:
+            result = tried.get(pod.key)
+            if result is None or result.scheduled:
+                out.append(
+                    ScheduleResult(
+                        pod, message=gang.FEASIBLE_MEMBER, diagnosis=Diagnosis(plugins={gang.GANG_SCHEDULING})
+                    )
+                )
+            else:
+                out.append(ScheduleResult(pod, message=result.message, diagnosis=result.diagnosis))
+        return out
 
     def attempt(self, members: list[Pod], domain: Domain) -> tuple[dict[str, ScheduleResult], list[Held]]:
         """Every member through a cycle up to Permit inside ``domain``; the held ones are returned undecided."""

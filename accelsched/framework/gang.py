@@ -11,6 +11,13 @@ all bound; otherwise every held member is rolled back (Unreserve, forget) before
 Two gangs therefore never interleave, nothing is held across cycles (no timeout to wait for), and a gang that
 passes an aggregate capacity check but cannot be placed fails once and waits, instead of looping.
 
+The upstream gang API of Kubernetes 1.36 (``scheduling.k8s.io/v1alpha2``, feature gates GenericWorkload and
+GangScheduling) is read beside it: a ``PodGroup`` with ``spec.schedulingPolicy.gang.minCount`` (or ``basic``: no
+gang), usually stamped from a ``Workload``'s ``podGroupTemplates`` (``spec.podGroupTemplateRef``), and pods that
+name it in ``spec.schedulingGroup.podGroupName``. Such a gang is placed the same way, in one decision; its pods
+get the GangScheduling plugin's wording (PreEnqueue while too few pods or no PodGroup exist, Permit when it
+does not fit) rather than ours, and ``schedulingConstraints.topology[0].key`` is its required topology.
+
 A PodGroup may ask that all members share one topology domain: annotation ``accelsched.io/required-topology:
 <node label key>`` (or ``accelsched.io/preferred-topology``, which falls back to the whole cluster). Domains are
 tried tightest-fitting first, so a gang does not take a big domain when a smaller one holds it.
@@ -32,6 +39,19 @@ POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 REQUIRED_TOPOLOGY = "accelsched.io/required-topology"
 PREFERRED_TOPOLOGY = "accelsched.io/preferred-topology"
 GANG = "Coscheduling"
+GANG_SCHEDULING = "GangScheduling"  # the upstream plugin (pkg/scheduler/framework/plugins/gangscheduling)
+WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
+# GangScheduling's PreEnqueue and Permit statuses, and the pod group cycle's (schedule_one_podgroup.go), verbatim
+# (the typo is upstream's). Checked against the real kube-scheduler v1.36.3 (tests/live/test_live_workload_gangs.py).
+MISSING_POD_GROUP = 'waiting for pods\'s pod group "{name}" to appear in scheduling queue'
+TOO_FEW_PODS = "waiting for minCount pods from a gang to appear in scheduling queue"
+PERMIT_WAIT = "waiting for minCount pods from a gang to be scheduled"
+POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+# What a member that fit gets when its gang did not: the group error, the Permit status and the FitError of a
+# Wait with no rejection (framework.FitError with NumAllNodes 1), joined as kube-scheduler joins them.
+FEASIBLE_MEMBER = (
+    f"{POD_GROUP_UNSCHEDULABLE}, {PERMIT_WAIT}, one or more plugins asked to wait and no plugin rejected pod"
+)
 
 
 @dataclass(frozen=True)
@@ -43,6 +63,8 @@ class PodGroup:
     required_topology: str = ""
     preferred_topology: str = ""
     min_resources: tuple[tuple[str, int], ...] = ()  # spec.minResources, canonical units, sorted by name
+    upstream: bool = False  # a scheduling.k8s.io/v1alpha2 PodGroup (GangScheduling's wording), not scheduler-plugins'
+    gang: bool = True  # schedulingPolicy.gang (False: basic, each pod on its own)
 
     @property
     def key(self) -> str:
@@ -50,6 +72,9 @@ class PodGroup:
 
 
 def parse_pod_group(doc: Mapping[str, Any], source: str = "") -> PodGroup:
+    """Either API's PodGroup, told apart by apiVersion."""
+    if doc.get("apiVersion") == WORKLOAD_API:
+        return parse_workload_pod_group(doc, source)
     where, name, namespace, meta = metadata(doc, source, "PodGroup", namespaced=True)
     spec = doc.get("spec") or {}
     if not isinstance(spec, Mapping):
@@ -77,19 +102,127 @@ def parse_pod_group(doc: Mapping[str, Any], source: str = "") -> PodGroup:
     return PodGroup(namespace, name, min_member, timeout, required, preferred, tuple(resources))
 
 
+def _scheduling_policy(where: Where, spec: Mapping[str, Any], path: str) -> int | None:
+    """minCount of ``schedulingPolicy.gang``, or None for ``basic``; exactly one must be set (a union)."""
+    policy = spec.get("schedulingPolicy")
+    if not isinstance(policy, Mapping):
+        raise where.error(f"{path}.schedulingPolicy", "Required value")
+    set_ = [k for k in ("basic", "gang") if policy.get(k) is not None]
+    if len(set_) != 1:
+        raise where.error(f"{path}.schedulingPolicy", "Invalid value: must specify exactly one of: `basic`, `gang`")
+    if set_[0] == "basic":
+        return None
+    gang = policy["gang"]
+    count = gang.get("minCount") if isinstance(gang, Mapping) else None
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise where.error(
+            f"{path}.schedulingPolicy.gang.minCount", f"Invalid value: {count}: must be greater than or equal to 1"
+        )
+    return count
+
+
+def _topology_key(where: Where, spec: Mapping[str, Any], path: str) -> str:
+    """schedulingConstraints.topology[0].key (TopologyAwareWorkloadScheduling): all members in one domain."""
+    constraints = spec.get("schedulingConstraints") or {}
+    topology = constraints.get("topology") if isinstance(constraints, Mapping) else None
+    if not topology:
+        return ""
+    first = topology[0] if isinstance(topology, list) else None
+    key = first.get("key") if isinstance(first, Mapping) else None
+    if not isinstance(key, str) or not key:
+        raise where.error(f"{path}.schedulingConstraints.topology[0].key", "Required value")
+    return key
+
+
+def parse_workload_pod_group(doc: Mapping[str, Any], source: str = "") -> PodGroup:
+    """A ``scheduling.k8s.io/v1alpha2`` PodGroup: the scheduler reads its own spec (a Workload's template was
+    copied into it when it was made), never the Workload."""
+    where, name, namespace, _ = metadata(doc, source, "PodGroup", namespaced=True)
+    spec = doc.get("spec")
+    if not isinstance(spec, Mapping):
+        raise where.error("spec", "Required value")
+    ref = spec.get("podGroupTemplateRef")
+    if ref is not None:
+        workload = ref.get("workload") if isinstance(ref, Mapping) else None
+        if not isinstance(workload, Mapping):
+            raise where.error("spec.podGroupTemplateRef.workload", "Required value")
+        for key in ("workloadName", "podGroupTemplateName"):
+            if not isinstance(workload.get(key), str) or not workload.get(key):
+                raise where.error(f"spec.podGroupTemplateRef.workload.{key}", "Required value")
+    count = _scheduling_policy(where, spec, "spec")
+    topology = _topology_key(where, spec, "spec")
+    return PodGroup(namespace, name, count or 1, required_topology=topology, upstream=True, gang=count is not None)
+
+
+def parse_workload(doc: Mapping[str, Any], source: str = "") -> tuple[str, ...]:
+    """A ``Workload``: checked as the API server does (1-8 podGroupTemplates, unique names, one policy each);
+    its template names are returned. The scheduler does not use it further: PodGroups carry their policy."""
+    where, _, _, _ = metadata(doc, source, "Workload", namespaced=True)
+    spec = doc.get("spec")
+    templates = spec.get("podGroupTemplates") if isinstance(spec, Mapping) else None
+    if not isinstance(templates, list) or not templates:
+        raise where.error("spec.podGroupTemplates", "Required value")
+    if len(templates) > 8:
+        raise where.error("spec.podGroupTemplates", f"Too many: {len(templates)}: must have at most 8 items")
+    names: list[str] = []
+    for i, template in enumerate(templates):
+        path = f"spec.podGroupTemplates[{i}]"
+        if not isinstance(template, Mapping) or not isinstance(template.get("name"), str) or not template["name"]:
+            raise where.error(f"{path}.name", "Required value")
+        if template["name"] in names:
+            raise where.error(f"{path}", f'Duplicate value: {{"name":"{template["name"]}"}}')
+        names.append(template["name"])
+        _scheduling_policy(where, template, path)
+        _topology_key(where, template, path)
+    return tuple(names)
+
+
 def group_key(pod: Pod) -> str | None:
-    name = pod.labels.get(POD_GROUP_LABEL)
+    """The gang a pod belongs to: its upstream ``spec.schedulingGroup`` or the scheduler-plugins label."""
+    name = pod.scheduling_group or pod.labels.get(POD_GROUP_LABEL)
     return f"{pod.namespace}/{name}" if name else None
 
 
+def pre_enqueue(
+    pods: list[Pod], groups: Mapping[str, PodGroup], bound: Mapping[str, int] | None = None
+) -> dict[str, str]:
+    """GangScheduling's PreEnqueue for pods of the upstream API: pod key -> why it is not queued (its PodGroup
+    does not exist, or fewer than minCount of its pods do, bound ones included)."""
+    counts: dict[str, int] = dict(bound or {})
+    for pod in pods:
+        if pod.scheduling_group:
+            key = f"{pod.namespace}/{pod.scheduling_group}"
+            counts[key] = counts.get(key, 0) + 1
+    out: dict[str, str] = {}
+    for pod in pods:
+        if not pod.scheduling_group:
+            continue
+        group = groups.get(key := f"{pod.namespace}/{pod.scheduling_group}")
+        if group is None or not group.upstream:
+            out[pod.key] = MISSING_POD_GROUP.format(name=pod.scheduling_group)
+        elif group.gang and counts.get(key, 0) < group.min_member:
+            out[pod.key] = TOO_FEW_PODS
+    return out
+
+
+def bound_members(bound: list[Pod]) -> dict[str, int]:
+    """Bound pods per gang: they count toward minCount (GangScheduling's AllPodsCount)."""
+    out: dict[str, int] = {}
+    for pod in bound:
+        if (key := group_key(pod)) is not None:
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
 def implicit_groups(pods: list[Pod], groups: dict[str, PodGroup]) -> dict[str, PodGroup]:
-    """Labelled pods without a PodGroup object (a Job with parallelism N): a gang of all of them."""
+    """Labelled pods without a PodGroup object (a Job with parallelism N): a gang of all of them. Upstream
+    PodGroups with the basic policy are no gang and are left out."""
     counts: dict[str, int] = {}
     for pod in pods:
         key = group_key(pod)
-        if key and key not in groups:
+        if key and key not in groups and not pod.scheduling_group:
             counts[key] = counts.get(key, 0) + 1
-    out = dict(groups)
+    out = {key: group for key, group in groups.items() if group.gang}
     for key, count in counts.items():
         namespace, name = key.split("/", 1)
         out[key] = PodGroup(namespace, name, count)
@@ -104,6 +237,8 @@ def check_groups(pods: list[Pod], groups: dict[str, PodGroup], where_of: Mapping
         if key:
             members[key] = members.get(key, 0) + 1
     for key, group in groups.items():
+        if group.upstream:  # pods of a Workload may come later: they wait (pre_enqueue), as upstream
+            continue
         if key in where_of and members.get(key, 0) < group.min_member:
             raise where_of[key].error(
                 "spec.minMember",

@@ -98,6 +98,7 @@ class Scheduler:
             raise ValueError(f"unknown tie break {tie_break!r} ({', '.join(TIE_BREAKS)})")
         self.tie_break = tie_break
         self.groups: dict[str, gang.PodGroup] = {}  # gangs by namespace/name (framework.gang)
+        self.gang_gates: dict[str, str] = {}  # pod key -> GangScheduling's PreEnqueue status (gang.pre_enqueue)
         self.node_names = [node.name for node in cluster.nodes]
         self.all_nodes = np.arange(cluster.n)
         self.every_node = np.ones(cluster.n, dtype=bool)
@@ -195,6 +196,9 @@ class Scheduler:
                 status = Status(status.code, status.reasons, plugin.name)
                 message = SCHEDULING_GATED_MESSAGE if pod.scheduling_gates else status.message
                 return ScheduleResult(pod, message=message, explicit_reasons={}, gated=status)
+        if (gate := self.gang_gates.get(pod.key)) is not None:  # the upstream gang API's PreEnqueue
+            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (gate,), gang.GANG_SCHEDULING)
+            return ScheduleResult(pod, message=gate, explicit_reasons={}, gated=status)
         return None
 
     def schedule_gang(self, group: gang.PodGroup, members: list[Pod]) -> list[ScheduleResult]:

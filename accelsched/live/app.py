@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass
 
 from accelsched.errors import InputError
-from accelsched.live import logs
+from accelsched.live import debugstate, logs
 from accelsched.live.kube import Kube, api_client
 from accelsched.live.leaderelection import ElectionConfig
 from accelsched.live.metrics import HealthServer
@@ -36,6 +36,7 @@ class RunOptions:
     identity: str | None = None
     metrics_port: int = 10251
     metrics_address: str = "0.0.0.0"
+    debug_state_remote: bool = False  # /debug/state to every client, not only loopback ones
     log_level: str = "info"
 
 
@@ -60,10 +61,16 @@ def run_scheduler(options: RunOptions) -> int:
             raise InputError(str(exc), field="--leader-elect-lease-duration") from None
     kube = Kube(api_client(options.kubeconfig))
     scheduler = LiveScheduler(
-        kube, options.config, options.seed, identity, election, score_all_nodes=options.score_all_nodes
+        kube, options.config, options.seed, identity, election, score_all_nodes=options.score_all_nodes, tend_heap=True
     )
     health = HealthServer(
-        scheduler.metrics, scheduler.ready, options.metrics_port, options.metrics_address, scheduler.healthy
+        scheduler.metrics,
+        scheduler.ready,
+        options.metrics_port,
+        options.metrics_address,
+        scheduler.healthy,
+        debug_state=debugstate.for_scheduler(scheduler),
+        debug_remote=options.debug_state_remote,
     )
     health.start()
     done = threading.Event()

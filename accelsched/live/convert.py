@@ -158,6 +158,16 @@ def convert(snapshot: Snapshot, scheduler_names: Iterable[str] | None = None) ->
     return Converted(inputs, groups, waiting, errors, orphans)
 
 
+def one_node(doc: JSON) -> objects.Node | None:
+    """A Node as a rebuild's ``build_inputs`` makes it, from its object alone (no NodeResourceTopology: a node
+    that has one is rebuilt, not updated in place); None when it is unusable (the rebuild reports why)."""
+    try:
+        (node,) = build_inputs([Document(doc, SOURCE, "Node")]).nodes
+    except (*UNUSABLE, ValueError):
+        return None
+    return node
+
+
 def gang_view(
     declared: dict[str, gang.PodGroup], bound: list[Pod], pending: list[Pod]
 ) -> tuple[dict[str, gang.PodGroup], dict[str, str], list[Pod]]:
@@ -173,9 +183,21 @@ def gang_view(
             pending_members[key] = pending_members.get(key, 0) + 1
     groups: dict[str, gang.PodGroup] = {}
     waiting: dict[str, str] = {}
+    # The upstream API (scheduling.k8s.io/v1alpha2): GangScheduling's PreEnqueue, in its own words.
+    gated = gang.pre_enqueue(pending, declared, bound_members)
+    upstream = {str(gang.group_key(p)) for p in pending if p.scheduling_group}
     for key in pending_members:
         have_bound, have_pending = bound_members.get(key, 0), pending_members[key]
         group = declared.get(key)
+        if key in upstream:
+            if (
+                group is not None
+                and group.upstream
+                and group.gang
+                and not any(gated.get(p.key) for p in pending if gang.group_key(p) == key)
+            ):
+                groups[key] = dataclasses.replace(group, min_member=max(1, group.min_member - have_bound))
+            continue
         if group is None:  # labelled pods without a PodGroup (a Job): a gang of all of them
             namespace, name = key.split("/", 1)
             group = gang.PodGroup(namespace, name, have_bound + have_pending)
@@ -187,5 +209,5 @@ def gang_view(
             continue
         groups[key] = dataclasses.replace(group, min_member=max(1, group.min_member - have_bound))
     held = [p for p in pending if gang.group_key(p) in waiting]
-    out_waiting = {p.key: waiting[str(gang.group_key(p))] for p in held}
-    return groups, out_waiting, [p for p in pending if gang.group_key(p) not in waiting]
+    out_waiting = {p.key: waiting[str(gang.group_key(p))] for p in held} | gated
+    return groups, out_waiting, [p for p in pending if gang.group_key(p) not in waiting and p.key not in gated]

@@ -60,6 +60,7 @@ NAMESPACES = Resource("/api/v1", "namespaces", namespaced=False)
 EVENTS = Resource("/apis/events.k8s.io/v1", "events")
 LEASES = Resource("/apis/coordination.k8s.io/v1", "leases")
 POD_GROUPS = Resource("/apis/scheduling.x-k8s.io/v1alpha1", "podgroups")
+WORKLOAD_POD_GROUPS = Resource("/apis/scheduling.k8s.io/v1alpha2", "podgroups")  # the upstream gang API (1.36)
 NODE_RESOURCE_TOPOLOGIES = Resource("/apis/topology.node.k8s.io/v1alpha2", "noderesourcetopologies", namespaced=False)
 
 

@@ -24,6 +24,7 @@ Shape (kube-scheduler's, in small):
 from __future__ import annotations
 
 import concurrent.futures
+import gc
 import logging
 import queue
 import threading
@@ -35,6 +36,7 @@ from typing import Any
 
 from accelsched.api import objects
 from accelsched.api.objects import DEVICES_ANNOTATION, Pod
+from accelsched.cluster.volumes import claim_volumes
 from accelsched.config import default_config, load_config
 from accelsched.engine import Session
 from accelsched.framework import gang
@@ -43,6 +45,8 @@ from accelsched.framework.queue import SchedulingQueue
 from accelsched.framework.scheduler import ScheduleResult
 from accelsched.live import convert as live_convert
 from accelsched.live import kube as k
+from accelsched.live import metrics as queue_metrics
+from accelsched.live import podgroups
 from accelsched.live import volumes as live_volumes
 from accelsched.live.backoff import Backoff, PodBackoff
 from accelsched.live.events import (
@@ -59,6 +63,7 @@ from accelsched.live.kube import JSON, ApiError, Kube
 from accelsched.live.leaderelection import ElectionConfig, LeaderElector
 from accelsched.live.metrics import Metrics
 from accelsched.live.nominator import Nomination, Nominator
+from accelsched.live.writer import OrderedWriter
 from accelsched.topology import allocator
 
 log = logging.getLogger("accelsched.live")
@@ -66,6 +71,8 @@ log = logging.getLogger("accelsched.live")
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 UNSCHEDULABLE_FLUSH = 300.0  # kube-scheduler's podMaxInUnschedulablePodsDuration
 LOOP_STALLED = 120.0  # /healthz fails when the loop has not turned for this long
+FREEZE_EVERY = 30.0  # seconds between freezes of the young survivors (_tend_heap)
+FULL_COLLECT_EVERY = 600.0  # seconds between full collections (cyclic garbage frozen meanwhile is freed then)
 BIND_ANNOTATIONS = (DEVICES_ANNOTATION, allocator.NUMA_ANNOTATION, allocator.NIC_ANNOTATION)
 
 
@@ -98,8 +105,12 @@ class LiveScheduler:
         bind_workers: int = 16,
         watch_timeout: int = 300,
         score_all_nodes: bool = False,
+        tend_heap: bool = False,
     ) -> None:
         self.kube = kube
+        # The process's garbage collector frozen and collected on a schedule (_tend_heap): `accelsched run` owns
+        # its process; a scheduler embedded in another one (the tests) leaves that process's collector alone.
+        self.tend_heap = tend_heap
         self.score_all_nodes = score_all_nodes  # every node filtered and scored (accelsched run --score-all-nodes)
         self.binder = self._decide  # the DefaultBinder's binder (profile handle): decisions, bound afterwards
         self.config: SchedulerConfig = load_config(config, self) if config else default_config(self, ("accelsched",))
@@ -119,12 +130,17 @@ class LiveScheduler:
         self.pods = Informer(kube, k.PODS, self._on_pod, self.lock, field_selector=NON_TERMINAL, **common)
         self.namespaces = Informer(kube, k.NAMESPACES, self._on_other, self.lock, **common)
         self.pod_groups = Informer(kube, k.POD_GROUPS, self._on_other, self.lock, optional=True, **common)
+        # The upstream gang API (scheduling.k8s.io/v1alpha2): served only with GenericWorkload and --runtime-config.
+        self.workload_pod_groups = Informer(
+            kube, k.WORKLOAD_POD_GROUPS, self._on_other, self.lock, optional=True, **common
+        )
         self.topologies = Informer(kube, k.NODE_RESOURCE_TOPOLOGIES, self._on_other, self.lock, optional=True, **common)
         self.storage = {
             kind: Informer(kube, resource, self._on_other, self.lock, **common)
             for kind, resource in live_volumes.RESOURCES.items()
         }
         self.informers = [self.nodes, self.pods, self.namespaces, self.pod_groups, self.topologies]
+        self.informers.append(self.workload_pod_groups)
         self.informers += self.storage.values()
         self._volume_plans: dict[str, tuple[Any, float]] = {}  # pod uid -> VolumeBinding's plan, until decided
 
@@ -132,7 +148,21 @@ class LiveScheduler:
         self.lost_lease = False
 
         # Guarded by self.lock (informer handlers and the loop):
-        self.dirty = True  # the cluster changed in a way the session does not know: rebuild it
+        self.dirty = True  # the cluster changed in a way the session cannot follow in place: rebuild it
+        self.rebuild_reason = "start"  # why (logged with the rebuild)
+        self.rebuilds = 0
+        # Pods whose accounting in the session must be brought up to date with the cache (deleted, bound by others,
+        # changed, assumed and then undone): applied in place at the start of the next round (_apply_pod_changes).
+        # Keyed by namespace/name, so a burst of changes to one pod is applied once and memory stays bounded.
+        self._changed_pods: dict[str, None] = {}
+        self._changed_nodes: dict[str, None] = {}  # nodes changed (not added or removed), applied the same way
+        # Pod and node changes applied in place, beside ``rebuilds`` (tests and the churn benchmark read them).
+        self.pods_applied = 0
+        self.nodes_applied = 0
+        self._nominated_pods: dict[str, JSON] = {}  # pending pods with status.nominatedNodeName (_index_pod)
+        self._terminating: dict[str, str] = {}  # bound pods being deleted -> their node
+        self._gangs_in_progress: set[str] = set()  # gangs with pending members in the session (scheduled or waiting)
+        self._frozen_at = self._collected_at = time.monotonic()  # heap tending (_tend_heap)
         self.new_pending: dict[str, JSON] = {}  # pending pods not tried since they arrived or changed
         self.unschedulable: dict[str, JSON] = {}  # tried, failed, waiting for a cluster event
         self.backing_off: dict[str, JSON] = {}  # failed, woken by an event, waiting out their backoff
@@ -151,6 +181,8 @@ class LiveScheduler:
         self._attempt_started: dict[str, float] = {}
         self._outcomes: queue.SimpleQueue[list[BindOutcome]] = queue.SimpleQueue()
         self._pool = concurrent.futures.ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
+        # Binds, events and status patches: concurrent across pods, in order per pod or gang (live.writer).
+        self.writes = OrderedWriter(self._pool)
         self._last_flush = time.monotonic()
         self._thread: threading.Thread | None = None
         self._beat = time.monotonic()  # the loop's last turn (/healthz)
@@ -221,53 +253,82 @@ class LiveScheduler:
     def _on_node(self, kind: str, obj: JSON, old: JSON | None) -> None:
         if kind == "MODIFIED" and old is not None and not _node_changed(old, obj):
             return  # heartbeats and condition updates do not move a pod
-        self._cluster_event()
+        self._event = queue_metrics.node_event(kind, old, obj)  # the label of the pods it wakes (metrics)
+        if kind == "MODIFIED" and old is not None:
+            # Labels, taints, a cordon, allocatable: taken in place at that node next round (_apply_changes).
+            self._changed_nodes[str((obj.get("metadata") or {}).get("name"))] = None
+            self._wake_unschedulable()
+            return
+        self._cluster_event(f"node {kind.lower()}")  # the node set changed: rebuilt (see docs/live.md)
 
     def _on_other(self, kind: str, obj: JSON, old: JSON | None) -> None:
         if kind == "MODIFIED" and old is not None and _same_content(old, obj):
             return
-        self._cluster_event()
+        self._event = queue_metrics.resource_event(kind, obj)
+        self._cluster_event(f"{obj.get('kind') or 'object'} {kind.lower()}")
 
-    def _cluster_event(self) -> None:
-        """Something that can make a Pending pod fit happened: rebuild, and wake the unschedulable pods."""
-        self.dirty = True
+    def _cluster_event(self, reason: str) -> None:
+        """Something the session cannot follow in place happened (a node, a topology, a storage object, a gang's
+        PodGroup): rebuild, and wake the unschedulable pods."""
+        self._invalidate(reason)
         self._wake_unschedulable()
 
+    def _invalidate(self, reason: str) -> None:
+        """Rebuild the session from the cache before the next decision (the first reason is the one logged)."""
+        if not self.dirty:
+            self.rebuild_reason = reason
+        self.dirty = True
+
     def _wake_unschedulable(self) -> None:
+        self._count_moves(self.unschedulable, getattr(self, "_event", queue_metrics.ASSIGNED_POD_DELETE))
         self.backing_off.update(self.unschedulable)
         self.unschedulable.clear()
         self.wake.set()
+
+    def _count_moves(self, pods: dict[str, JSON], event: str) -> None:
+        """queue_incoming_pods_total for unschedulable pods moved by ``event``: to backoff, or active once their
+        backoff is over (movePodsToActiveOrBackoffQueue). Called under self.lock."""
+        if not pods:
+            return
+        now, ready_at = time.monotonic(), self.backoff.ready_at
+        uids = [str((obj.get("metadata") or {}).get("uid")) for obj in pods.values()]
+        self.metrics.queue.woken_all(event, [(uid, ready_at(uid) <= now) for uid in uids])
 
     def _on_pod(self, kind: str, obj: JSON, old: JSON | None) -> None:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
         node = (obj.get("spec") or {}).get("nodeName")
         uid = str(meta.get("uid"))
+        self._index_pod(kind, key, obj)
+        self._event = queue_metrics.pod_event(kind, obj, old)  # the label of the pods it wakes (metrics)
         if kind == "DELETED":
             for pool in (self.new_pending, self.unschedulable, self.backing_off, self.gated):
                 pool.pop(key, None)
             self.backoff.forget(uid)
+            self.metrics.queue.forget(uid)
             decision = self.assumed.get(key)
             if decision is not None and decision.pod.uid == uid:
                 del self.assumed[key]
-                self._cluster_event()  # its reservation is free again
+                self._pod_changed(key, obj)  # its reservation is free again
             if node or uid in self.in_flight:
-                self._cluster_event()  # its capacity is free again
+                self._pod_changed(key, obj)  # its capacity is free again
             elif _nominated(obj):
                 self._wake_unschedulable()  # the room its nomination held
-            elif gang.POD_GROUP_LABEL in (meta.get("labels") or {}):
-                self.dirty = True
+            elif _gang_member(obj):
+                self._invalidate("pending gang member deleted")
             return
         if node:
             for pool in (self.new_pending, self.unschedulable, self.backing_off):
                 pool.pop(key, None)
             decision = self._assumed(key, uid)
+            if decision is None and uid not in self.in_flight:
+                self.metrics.queue.forget(uid)  # bound by another scheduler: it left our queue
             if decision is not None and decision.node == node:
                 del self.assumed[key]  # our own bind, confirmed: the session has it already
                 return
             if old is None or (old.get("spec") or {}) != (obj.get("spec") or {}) or _labels(old) != _labels(obj):
                 self.assumed.pop(key, None)
-                self.dirty = True  # bound by someone else, or a bound pod changed
+                self._pod_changed(key, obj, wake=False)  # bound by someone else, or a bound pod changed
                 self.wake.set()
             return
         self._assumed(key, uid)  # a decision for an earlier pod of this name is stale
@@ -278,9 +339,11 @@ class LiveScheduler:
             # which is a spec update that brings it back here.
             for pool in (self.new_pending, self.unschedulable, self.backing_off):
                 pool.pop(key, None)
+            if key not in self.gated:  # kube-scheduler keeps a gated pod in unschedulablePods
+                self.metrics.queue.moved(uid, queue_metrics.UNSCHEDULABLE, self._event)
             self.gated[key] = obj
             return
-        self.gated.pop(key, None)
+        was_gated = self.gated.pop(key, None) is not None
         if old is not None and (old.get("spec") or {}) == obj.get("spec") and _labels(old) == _labels(obj):
             # Our own condition or annotation update: keep the pod in its pool, with the newest object.
             for pool in (self.new_pending, self.unschedulable, self.backing_off):
@@ -292,9 +355,25 @@ class LiveScheduler:
         for pool in (self.unschedulable, self.backing_off):
             pool.pop(key, None)
         self.new_pending[key] = obj
-        if gang.POD_GROUP_LABEL in (meta.get("labels") or {}):
-            self._cluster_event()  # a new member: its waiting gang may now have minMember pods
+        event = queue_metrics.GATES_ELIMINATED if was_gated else self._event
+        self.metrics.queue.moved(uid, queue_metrics.ACTIVE, event)
+        if _gang_member(obj):
+            self._cluster_event("gang member added")  # a new member: its waiting gang may now have minMember pods
         self.wake.set()
+
+    def _index_pod(self, kind: str, key: str, obj: JSON) -> None:
+        """The two sets a round reads besides the due pods, kept by the events rather than found by a scan of
+        every pod each round (30,000 pods made that scan most of a round's time): pending pods carrying a
+        nomination, and the nodes of pods being deleted (graceful termination)."""
+        node = (obj.get("spec") or {}).get("nodeName")
+        if kind != "DELETED" and not node and _nominated(obj):
+            self._nominated_pods[key] = obj
+        else:
+            self._nominated_pods.pop(key, None)
+        if kind != "DELETED" and node and (obj.get("metadata") or {}).get("deletionTimestamp"):
+            self._terminating[key] = str(node)
+        else:
+            self._terminating.pop(key, None)
 
     def _assumed(self, key: str, uid: str) -> Decision | None:
         """The assumed decision for this very pod: matched by uid, since a pod deleted and recreated under the
@@ -303,9 +382,104 @@ class LiveScheduler:
         decision = self.assumed.get(key)
         if decision is not None and decision.pod.uid != uid:
             del self.assumed[key]
-            self._cluster_event()
+            self._pod_changed(key, decision.pod.raw)
             return None
         return decision
+
+    # ------------------------------------------------------------------------------------ incremental state
+
+    def _pod_changed(self, key: str, obj: JSON, wake: bool = True) -> None:
+        """A pod's accounting changed (deleted, bound by others, updated, a reservation undone): the session
+        follows at the start of the next round, at that pod's node only. A member of a gang that is being
+        scheduled (pending members, or held back waiting for more) changes its gang's member count, which
+        the session takes from a rebuild."""
+        gang_key = _gang_key(obj)
+        if gang_key is not None and gang_key in self._gangs_in_progress:
+            self._invalidate("member of a gang in progress changed")
+        else:
+            self._changed_pods[key] = None
+        if wake:
+            self._wake_unschedulable()
+
+    def _desired(self, key: str) -> JSON | None:
+        """The pod as the session must account it (as a rebuild would: the cache, with assumed pods shown
+        bound), or None when it holds no room (gone, pending, or a stale decision)."""
+        obj = self.pods.store.get(key)
+        if obj is None:
+            return None
+        if not (obj.get("spec") or {}).get("nodeName"):
+            decision = self._assumed(key, str((obj.get("metadata") or {}).get("uid")))
+            if decision is None:
+                return None
+            obj = _as_bound(obj, decision)
+        return obj
+
+    def _apply_pod_changes(self) -> bool:
+        """Bring the session up to date with the pods changed since the last round, in place (what
+        kube-scheduler's cache does on each pod event). False when one cannot be (the session must be rebuilt)."""
+        if not self._apply_node_changes():
+            return False
+        with self.lock:
+            if not self._changed_pods or self.session is None:
+                return True
+            keys = list(self._changed_pods)
+            self._changed_pods.clear()
+            changes = [(key, self._desired(key)) for key in keys]  # a stale decision found here comes next round
+        for key, obj in changes:
+            if not self._sync_pod(key, obj):
+                with self.lock:
+                    self._invalidate("a pod with volumes reserved by us was undone")
+                return False
+        self.pods_applied += len(changes)
+        return True
+
+    def _apply_node_changes(self) -> bool:
+        """Nodes changed by others (labels, taints, cordon, allocatable) taken in place: ClusterState.update_node.
+        False when one cannot be (a new resource, another device inventory or zone, a topology, storage objects
+        whose node masks read the labels): the session is rebuilt."""
+        with self.lock:
+            if not self._changed_nodes or self.session is None:
+                return True
+            names = list(self._changed_nodes)
+            self._changed_nodes.clear()
+            objs = [self.nodes.store.get(name) for name in names]
+            storage = any(informer.store for informer in self.storage.values())
+        for name, obj in zip(names, objs, strict=True):
+            node = live_convert.one_node(obj) if obj is not None and not storage else None
+            if node is None or not self.session.cluster.update_node(node):
+                with self.lock:
+                    self._invalidate(f"node {name} changed in a way not followed in place")
+                return False
+            self.nodes_applied += 1
+        return True
+
+    def _sync_pod(self, key: str, obj: JSON | None) -> bool:
+        """The session's accounting of one pod made equal to ``obj`` (None: holds nothing): taken off its node
+        (capacity, devices, exclusive CPUs, counts) and put on the new one, as admit_bound does in a rebuild."""
+        assert self.session is not None
+        cluster, scheduler = self.session.cluster, self.session.scheduler
+        node = cluster.pod_node.get(key)
+        if node is not None:
+            current = cluster.pods_on[node][key]
+            if obj is not None and _same_placement(current, obj, cluster.nodes[node].name):
+                return True
+            if not (current.raw.get("spec") or {}).get("nodeName") and any(claim_volumes(current)):
+                return False  # our decision, undone: its claims' assumed bindings live in the volume state
+            scheduler.evict(current)
+            cluster.bound_seq.pop(key, None)
+        if obj is None or (obj.get("spec") or {}).get("nodeName") not in cluster.index:
+            return True  # gone, or on a node we do not have (an orphan, as in a rebuild)
+        try:
+            pod = objects.parse_pod(obj, live_convert.SOURCE)
+        except live_convert.UNUSABLE as exc:
+            log.warning("object left out", extra={"object": key, "error": live_convert.unusable_message(exc)})
+            return True
+        if pod.terminal:
+            return True
+        rejected = scheduler.admit_bound(pod)
+        if rejected is not None:
+            log.warning("bound pod does not fit its node", extra={"pod": key, "error": rejected.message})
+        return True
 
     # ------------------------------------------------------------------------------------ the loop
 
@@ -324,13 +498,13 @@ class LiveScheduler:
             if held:  # every cache relisted after an outage: rebuild from it before deciding anything
                 held = False
                 with self.lock:
-                    self.dirty = True
+                    self._invalidate("caches relisted" if self.session is not None else "start")
             try:
                 self.schedule_pending()
             except Exception:  # a bug must not kill the loop silently: log it, rebuild, go on
                 log.exception("scheduling loop failed; rebuilding from the cache")
                 with self.lock:
-                    self.dirty = True
+                    self._invalidate("scheduling loop failed")
                 time.sleep(0.5)
 
     def _next_wake(self) -> float:
@@ -347,6 +521,7 @@ class LiveScheduler:
         now = time.monotonic()
         with self.lock:
             if now - self._last_flush > UNSCHEDULABLE_FLUSH:
+                self._count_moves(self.unschedulable, queue_metrics.UNSCHEDULABLE_TIMEOUT)
                 self.backing_off.update(self.unschedulable)
                 self.unschedulable.clear()
                 self._last_flush = now
@@ -354,22 +529,64 @@ class LiveScheduler:
             for key, obj in self.backing_off.items():
                 if self.backoff.ready_at(str((obj.get("metadata") or {}).get("uid"))) <= now:
                     due[key] = obj
-            for key in due:
+            # A gang leaves the queue whole: every pending member of a due member's gang comes along, backoff or
+            # not (upstream's podGroupInfoForPod pops them all), so it is never tried with part of its pods.
+            gangs = {_gang_key(obj) for obj in due.values()} - {None}
+            for pool in (self.backing_off, self.unschedulable) if gangs else ():
+                due.update({key: obj for key, obj in pool.items() if _gang_key(obj) in gangs})
+            for key, obj in due.items():
                 self.new_pending.pop(key, None)
                 self.backing_off.pop(key, None)
-            rebuild = self.dirty or self.session is None
-            snapshot = self._snapshot() if rebuild else None
-            self.dirty = False
+                self.unschedulable.pop(key, None)
+                self.metrics.queue.due(str((obj.get("metadata") or {}).get("uid")))  # BackoffComplete if it waited
         self._pending_gauge()
-        if snapshot is not None:
-            self._rebuild(snapshot)
+        rebuilt = self.sync_session()
         if not due:
             return 0
         assert self.session is not None
-        pods = self._pods_for(due, rebuilt=snapshot is not None)
+        pods = self._pods_for(due, rebuilt=rebuilt)
         results = self._run(pods, self._nominations())
         self._dispatch(results)
         return len(results)
+
+    def sync_session(self) -> bool:
+        """Make the session current with the cache before deciding: the pod changes applied in place (the
+        steady state), or a rebuild when something the session cannot follow in place changed (a node, a
+        topology, a storage object, a gang in progress, a relist after an outage). True when it rebuilt."""
+        with self.lock:
+            rebuild = self.dirty or self.session is None
+            if rebuild:
+                snapshot, reason, self.dirty = self._snapshot(), self.rebuild_reason, False
+                self._changed_pods.clear()  # the snapshot has them
+                self._changed_nodes.clear()
+        if not rebuild and not self._apply_pod_changes():
+            with self.lock:
+                snapshot, reason, self.dirty = self._snapshot(), self.rebuild_reason, False
+                self._changed_pods.clear()
+                self._changed_nodes.clear()
+            rebuild = True
+        if rebuild:
+            self._rebuild(snapshot, reason)
+        elif self.session is not None:
+            self.session.cluster.trim_caches()  # a session that lives for days keeps only the shapes in use
+            if self.tend_heap:
+                self._tend_heap()
+        return rebuild
+
+    def _tend_heap(self) -> None:
+        """Keep CPython's full collections short (see _freeze_heap): every FREEZE_EVERY seconds what survived the
+        young generations is frozen too, so a full collection only walks what was allocated since; every
+        FULL_COLLECT_EVERY seconds one full pass over everything frees the cycles frozen meanwhile (a pause of
+        about 0.5 s per million objects, where kube-scheduler's Go collector runs concurrently)."""
+        now = time.monotonic()
+        if now - self._collected_at > FULL_COLLECT_EVERY:
+            gc.unfreeze()
+            _freeze_heap()
+            self._frozen_at = self._collected_at = now
+        elif now - self._frozen_at > FREEZE_EVERY:
+            gc.collect(1)
+            gc.freeze()
+            self._frozen_at = now
 
     def _snapshot(self) -> live_convert.Snapshot:
         """The cache's objects, with the assumed pods shown bound (their bind may not be visible yet)."""
@@ -383,12 +600,16 @@ class LiveScheduler:
             nodes=list(self.nodes.store.values()),
             pods=pods,
             namespaces=list(self.namespaces.store.values()),
-            pod_groups=list(self.pod_groups.store.values()),
+            pod_groups=list(self.pod_groups.store.values())
+            + [{**o, "apiVersion": gang.WORKLOAD_API} for o in self.workload_pod_groups.store.values()],
             topologies=list(self.topologies.store.values()),
             storage={kind: list(informer.store.values()) for kind, informer in self.storage.items()},
         )
 
-    def _rebuild(self, snapshot: live_convert.Snapshot) -> None:
+    def _rebuild(self, snapshot: live_convert.Snapshot, reason: str = "") -> None:
+        started = time.monotonic()
+        if self.tend_heap:
+            gc.unfreeze()  # the old session's cycles (cluster <-> volume state) must be collectable
         converted = live_convert.convert(snapshot, self.scheduler_names)
         for obj, error in converted.errors.items():
             log.warning("object left out", extra={"object": obj, "error": error})
@@ -399,9 +620,28 @@ class LiveScheduler:
             log.warning("bound pod does not fit its node", extra={"pod": rejected.pod.key, "error": rejected.message})
         self.session = session
         self.pending_by_key = {p.key: p for p in converted.inputs.pending}
+        # The bound pods live on in the cluster state (pods_on), which follows every change in place; the list they
+        # came in would keep each deleted pod alive until the next rebuild (memory growing with history).
+        session.inputs.pods = list(self.pending_by_key.values())
+        session.rejected = []
         self.waiting = converted.waiting
         self.errors = converted.errors
-        log.debug("session rebuilt", extra={"nodes": len(snapshot.nodes), "pods": len(snapshot.pods)})
+        with self.lock:
+            waiting_gangs = {_gang_key(self.pods.store.get(key) or {}) for key in converted.waiting}
+        self._gangs_in_progress = (set(converted.groups) | waiting_gangs) - {None}  # type: ignore[operator]
+        self.rebuilds += 1
+        if self.tend_heap:
+            _freeze_heap()
+            self._frozen_at = self._collected_at = time.monotonic()
+        log.info(
+            "session rebuilt",
+            extra={
+                "reason": reason,
+                "nodes": len(snapshot.nodes),
+                "pods": len(snapshot.pods),
+                "seconds": round(time.monotonic() - started, 3),
+            },
+        )
 
     def _pods_for(self, due: dict[str, JSON], rebuilt: bool) -> list[Pod]:
         """The engine's Pods for the due keys: from the rebuilt session's inputs, or parsed now."""
@@ -419,7 +659,8 @@ class LiveScheduler:
                     self.unschedulable[key] = obj
                 continue
             if key in self.waiting:
-                self._pool.submit(self.recorder.unschedulable, obj, self.waiting[key])
+                if not (obj.get("spec") or {}).get("schedulingGroup"):  # upstream's PreEnqueue writes nothing
+                    self.writes.submit(_write_key(obj), self.recorder.unschedulable, obj, self.waiting[key])
                 with self.lock:
                     self.unschedulable[key] = obj
                 continue
@@ -430,11 +671,11 @@ class LiveScheduler:
                 except live_convert.UNUSABLE as exc:  # not only InputError: an odd object must not stop the loop
                     message = live_convert.unusable_message(exc)
                     log.warning("object left out", extra={"object": key, "error": message})
-                    self._pool.submit(self.recorder.event, obj, FAILED_SCHEDULING, message)
+                    self.writes.submit(_write_key(obj), self.recorder.event, obj, FAILED_SCHEDULING, message)
                     continue
                 if gang.group_key(pod) is not None and not rebuilt:
                     with self.lock:  # gang pods are taken from a rebuilt session (their gang's member count)
-                        self.dirty = True
+                        self._invalidate("gang member to schedule")
                         self.new_pending[key] = obj
                         self.wake.set()
                     continue
@@ -444,11 +685,7 @@ class LiveScheduler:
     def _terminating_nodes(self) -> set[str]:
         """Nodes with a pod being deleted (graceful termination in progress)."""
         with self.lock:
-            return {
-                str(o["spec"].get("nodeName"))
-                for o in self.pods.store.values()
-                if (o.get("metadata") or {}).get("deletionTimestamp") and (o.get("spec") or {}).get("nodeName")
-            }
+            return set(self._terminating.values())
 
     def _nominations(self) -> list[Nomination]:
         """The pending pods of ours nominated to a node (preemptors waiting for their victims to go), each
@@ -457,7 +694,7 @@ class LiveScheduler:
         index = self.session.cluster.index
         out: list[Nomination] = []
         with self.lock:
-            for key, obj in self.pods.store.items():
+            for key, obj in self._nominated_pods.items():
                 meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
                 node = _nominated(obj)
                 if not node or node not in index or spec.get("nodeName") or meta.get("deletionTimestamp"):
@@ -525,6 +762,7 @@ class LiveScheduler:
     def _dispatch(self, results: list[ScheduleResult]) -> None:
         """Bindings (a gang as one unit) to the pool; Pending pods get their event and condition."""
         ended = time.monotonic()
+        self.metrics.queue.attempted(r.pod.uid for r in results if r.gated is None)  # before _preemption requeues
         bind, victims = self._preemption(results)
         units: dict[str, list[Decision]] = {}
         for d in bind:
@@ -534,8 +772,14 @@ class LiveScheduler:
                 self.assumed[d.pod.key] = d
                 self.in_flight.add(d.pod.uid)
         for unit in units.values():
-            self._pool.submit(self._bind_unit, unit)
+            # A pod given devices is also ordered by its node: the kubelet hands a node's devices out in the order
+            # the Bindings arrive, so they must arrive in the order they were decided (live.writer).
+            nodes = tuple(f"node:{d.node}" for d in unit if d.pod.devices)
+            self.writes.submit((_write_key(unit[0].pod.raw), *nodes), self._bind_unit, unit)
         self._wake_hinted([d.pod for d in bind])
+        for key, placed in podgroups.outcomes(results, self.session.scheduler.groups).items():
+            namespace, name = key.split("/", 1)
+            self.writes.submit(f"podgroup:{key}", podgroups.set_condition, self.kube, namespace, name, placed)
         for r in results:
             if r.scheduled or r.pod.key in victims:
                 continue
@@ -549,12 +793,14 @@ class LiveScheduler:
                 self.backoff.failed(r.pod.uid, time.monotonic())
                 if obj is not None and (obj.get("metadata") or {}).get("uid") == r.pod.uid:
                     self.unschedulable[r.pod.key] = obj
+                    self.metrics.queue.failed(r.pod.uid, queue_metrics.UNSCHEDULABLE, r.message)
                     if plugins & set(self.session.scheduler.hints):
                         self.hinted[r.pod.key] = (r.pod, plugins)
             if obj is not None:
-                self._pool.submit(self._record_failure, obj, r.message)
+                self.writes.submit(_write_key(obj), self._record_failure, obj, r.message)
                 if _nominated(obj):  # it gave up its nominated node: PostFilter found no room (kube-scheduler's
-                    self._pool.submit(self._nominate, obj, None)  # NominatedNodeName "" in ModeOverride)
+                    # NominatedNodeName "" in ModeOverride)
+                    self.writes.submit(_write_key(obj), self._nominate, obj, None)
 
     def _preemption(self, results: list[ScheduleResult]) -> tuple[list[Decision], set[str]]:
         """Preemption as kube-scheduler does it live: the victims are deleted through the API and the preemptor
@@ -572,10 +818,15 @@ class LiveScheduler:
             cut -= 1
         keep, later = self._decided[:cut], self._decided[cut:]
         for victim, by in victims.values():
-            self._pool.submit(self._evict, victim, by.pod, str(by.node))
+            self.writes.submit(_write_key(victim.raw), self._evict, victim, by.pod, str(by.node))
         now = time.monotonic()
         with self.lock:
-            self.dirty = True  # the session evicted in memory what still runs
+            # The session evicted in memory what still runs, and placed pods that are not bound: both are put
+            # back as the cache shows them, in place, before the next round.
+            for victim, _by in victims.values():
+                self._pod_changed(victim.key, victim.raw, wake=False)
+            for d in later:
+                self._pod_changed(d.pod.key, d.pod.raw, wake=False)
             for d in later:
                 obj = self.pods.store.get(d.pod.key)
                 if obj is None:
@@ -584,7 +835,8 @@ class LiveScheduler:
                 if result is not None:
                     self.backoff.failed(d.pod.uid, now)
                     self.unschedulable[d.pod.key] = obj
-                    self._pool.submit(self._nominate, obj, d.node)
+                    self.metrics.queue.failed(d.pod.uid, queue_metrics.UNSCHEDULABLE, result.message)
+                    self.writes.submit(_write_key(obj), self._nominate, obj, d.node)
                 else:
                     self.new_pending[d.pod.key] = obj
             self.wake.set()
@@ -634,6 +886,7 @@ class LiveScheduler:
                     continue
                 if any(name in hints and hints[name](waiting, b) for name in plugins for b in bound):
                     del self.hinted[key]
+                    self._count_moves({key: self.unschedulable[key]}, queue_metrics.ASSIGNED_POD_ADD)
                     self.backing_off[key] = self.unschedulable.pop(key)
                     self.wake.set()
 
@@ -746,6 +999,7 @@ class LiveScheduler:
                     self.metrics.attempt_duration.labels("scheduled", name).observe(max(0.0, now - o.decision.started))
                     with self.lock:
                         self.backoff.forget(pod.uid)
+                    self.metrics.queue.scheduled(pod.uid)  # pod_scheduling_sli_duration_seconds
                     continue
                 self.metrics.binds.labels(o.reason).inc()
                 self.metrics.schedule_attempts.labels("error", name).inc()
@@ -761,12 +1015,14 @@ class LiveScheduler:
                 with self.lock:
                     if self.assumed.get(pod.key) is o.decision:
                         del self.assumed[pod.key]
-                    self.dirty = True
+                    self._pod_changed(pod.key, pod.raw, wake=False)  # its reservation undone, in place
                     obj = self.pods.store.get(pod.key)
                     if o.reason in ("gone", "conflict") or obj is None or (obj.get("spec") or {}).get("nodeName"):
+                        self.metrics.queue.forget(pod.uid)  # gone, or bound by another: out of our queue
                         continue
                     self.backoff.failed(pod.uid, now)
                     self.backing_off[pod.key] = obj
+                    self.metrics.queue.failed(pod.uid, queue_metrics.BACKOFF, o.error.message if o.error else o.reason)
                     self.wake.set()
 
     def _pending_gauge(self) -> None:
@@ -781,6 +1037,47 @@ class LiveScheduler:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+def _freeze_heap() -> None:
+    """Collect once, then move every object alive into the collector's permanent generation (gc.freeze).
+
+    The caches and the session of a 30,000-pod cluster are millions of objects, and CPython's full collection
+    walks all of them (about 0.5 s per million here): under churn that ran every minute or so and stalled the
+    loop (the p99 latency). Frozen objects are still freed by reference counting when dropped (pods deleted);
+    only cycles among them would wait for the next rebuild, which unfreezes first."""
+    gc.collect()
+    gc.freeze()
+
+
+def _gang_key(obj: JSON) -> str | None:
+    """The gang (namespace/name of its PodGroup) a pod's object belongs to, as gang.group_key reads a Pod."""
+    meta = obj.get("metadata") or {}
+    group = (obj.get("spec") or {}).get("schedulingGroup")
+    name = (group.get("podGroupName") if isinstance(group, dict) else None) or (meta.get("labels") or {}).get(
+        gang.POD_GROUP_LABEL
+    )
+    return f"{meta.get('namespace')}/{name}" if name else None
+
+
+def _write_key(obj: JSON) -> str:
+    """What API writes are ordered by: the gang (bound as one unit), else the pod."""
+    meta = obj.get("metadata") or {}
+    return _gang_key(obj) or f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+def _gang_member(obj: JSON) -> bool:
+    return _gang_key(obj) is not None
+
+
+def _same_placement(current: Pod, obj: JSON, node: str) -> bool:
+    """Whether the session's pod already accounts ``obj``: the same pod on the same node, with the same spec
+    and labels (what the accounting reads; the status and most metadata do not move it)."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    if str(meta.get("uid")) != current.uid or spec.get("nodeName") != node:
+        return False
+    held = current.raw.get("spec") or {}
+    return _labels(current.raw) == _labels(obj) and {**held, "nodeName": node} == spec
 
 
 def _nominated(obj: JSON) -> str:

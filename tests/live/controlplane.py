@@ -35,6 +35,8 @@ SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 ACCELERATOR = "qualcomm.com/ai-accelerator"
+WORKLOAD_RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha2=true"
+WORKLOAD_FEATURE_GATES = "GenericWorkload=true,GangScheduling=true"
 DEFAULT_NODE_CAPACITY: Mapping[str, str] = {"cpu": "64", "memory": "512Gi", "pods": "110", "ephemeral-storage": "1Ti"}
 
 
@@ -185,6 +187,10 @@ class ControlPlane:
             # The device-plugin DaemonSet in deploy/ is privileged; a real cluster allows it, so do we.
             "--allow-privileged=true",
             "--profiling=false",
+            # The upstream gang API of 1.36 (scheduling.k8s.io/v1alpha2 Workload and PodGroup, pod
+            # spec.schedulingGroup): alpha, so served only when asked. kube-scheduler as an oracle needs the same gates.
+            f"--runtime-config={WORKLOAD_RUNTIME_CONFIG}",
+            f"--feature-gates={WORKLOAD_FEATURE_GATES}",
             "--v=1",
         ]
         if self.watch_cache_sizes:

@@ -1,0 +1,98 @@
+"""API writes in order per pod, concurrently across pods: kube-scheduler's asynchronous API calls, in small.
+
+The scheduling loop never waits for the API server: a decision's Binding, the Scheduled or FailedScheduling
+event, the PodScheduled condition and ``nominatedNodeName`` all go to a pool of threads. What one pod (or one
+gang) is told must still arrive in the order it was decided: a FailedScheduling condition written after the same
+pod's later Binding, or a nomination cleared before it was set, would leave the wrong state behind. So writes are
+queued per key (the pod, or its gang): the first write of a key starts on the pool, the next ones wait for it,
+and different keys run side by side. A key's queue is dropped when it drains, so memory follows the writes in
+flight, not the pods ever written.
+
+That a decision never double-books a node while its bind is in flight is the session's part, not this one's: the
+pod is assumed (accounted on its node) from the decision until the watch confirms the bind or its failure is
+drained (live.scheduler).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("accelsched.live")
+
+class _Write:
+    """One write and the keys it is ordered by; ``blocked`` counts the keys where an earlier write still runs."""
+
+    __slots__ = ("args", "blocked", "fn", "keys")
+
+    def __init__(self, keys: tuple[str, ...], fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.keys, self.fn, self.args, self.blocked = keys, fn, args, 0
+
+
+class OrderedWriter:
+    """Runs each write on ``pool``; writes that share a key one after another, in submission order.
+
+    A write may name several keys: a device-carrying pod's Binding is ordered by the pod and by its node, since the
+    kubelet hands a node's devices out in the order its pods' Bindings arrive (the device plugin API does not say
+    which pod a request is for), so they must arrive in the order accelsched decided them. Writes wait only for
+    earlier ones, so no two can wait for each other."""
+
+    def __init__(self, pool: concurrent.futures.Executor) -> None:
+        self.pool = pool
+        self._lock = threading.Lock()
+        self._queues: dict[str, deque[_Write]] = {}  # key -> its writes, the head running (or about to)
+
+    def submit(self, key: str | tuple[str, ...], fn: Callable[..., Any], *args: Any) -> None:
+        write = _Write((key,) if isinstance(key, str) else tuple(dict.fromkeys(key)), fn, args)
+        with self._lock:
+            for k in write.keys:
+                queue = self._queues.setdefault(k, deque())
+                queue.append(write)
+                write.blocked += len(queue) > 1
+            ready = write.blocked == 0
+        if ready:
+            self._start(write)
+
+    def _start(self, write: _Write) -> None:
+        try:
+            self.pool.submit(self._run, write)
+        except RuntimeError:  # the pool is shut down (stopping): the write dies with the process
+            self._finish(write)
+
+    def _run(self, write: _Write) -> None:
+        """Run ``write``, then on this same thread each write it was the last to hold back (a pool being shut down
+        still drains what was queued before)."""
+        ready = [write]
+        while ready:
+            current = ready.pop(0)
+            try:
+                current.fn(*current.args)
+            except Exception:  # one failed write must not stall the pod's later ones
+                log.exception("API write failed", extra={"key": current.keys[0]})
+            ready.extend(self._finish(current))
+
+    def _finish(self, write: _Write) -> list[_Write]:
+        """Take ``write`` off its queues; the writes that were waiting only for it, now free to start."""
+        free = []
+        with self._lock:
+            for k in write.keys:
+                queue = self._queues[k]
+                queue.popleft()  # a write runs only at the head of every queue it is in
+                if not queue:
+                    del self._queues[k]
+                    continue
+                head = queue[0]
+                head.blocked -= 1
+                if head.blocked == 0:
+                    free.append(head)
+        return free
+
+    @property
+    def in_flight(self) -> int:
+        """Keys with a write running or queued."""
+        with self._lock:
+            return len(self._queues)

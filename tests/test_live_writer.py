@@ -1,0 +1,85 @@
+"""live.writer: API writes concurrent across pods, in submission order per pod (kube-scheduler's async API calls)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import time
+
+from accelsched.live.writer import OrderedWriter
+
+
+def test_writes_of_one_pod_run_in_order_and_other_pods_do_not_wait_for_them() -> None:
+    pool = concurrent.futures.ThreadPoolExecutor(4)
+    writer = OrderedWriter(pool)
+    release = threading.Event()
+    done: list[str] = []
+    lock = threading.Lock()
+
+    def write(name: str, wait: bool = False) -> None:
+        if wait:
+            assert release.wait(5)
+        with lock:
+            done.append(name)
+
+    writer.submit("ns/a", write, "a-bind", True)  # a slow bind: the API server has not answered yet
+    writer.submit("ns/a", write, "a-event")
+    writer.submit("ns/a", write, "a-condition")
+    for i in range(5):
+        writer.submit(f"ns/b{i}", write, f"b{i}")
+    deadline = time.monotonic() + 5
+    while len(done) < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(done) == [f"b{i}" for i in range(5)]  # the other pods went on
+    assert writer.in_flight == 1  # a's event and condition wait behind its bind
+    release.set()
+    pool.shutdown(wait=True)
+    assert [d for d in done if d.startswith("a-")] == ["a-bind", "a-event", "a-condition"]
+    assert writer.in_flight == 0  # drained keys leave nothing behind
+
+
+def test_a_failed_write_does_not_stall_the_next_ones() -> None:
+    pool = concurrent.futures.ThreadPoolExecutor(2)
+    writer = OrderedWriter(pool)
+    done: list[int] = []
+
+    def boom() -> None:
+        raise RuntimeError("500")
+
+    writer.submit("ns/a", boom)
+    writer.submit("ns/a", done.append, 1)
+    pool.shutdown(wait=True)
+    assert done == [1]
+
+
+def test_writes_sharing_a_node_key_run_in_submission_order_while_other_nodes_go_on() -> None:
+    """Device pods' Bindings are ordered by pod and by node: a slow bind on node-a holds back the next bind to
+    node-a (another pod) but not a bind to node-b, and a pod's own later writes still follow its bind."""
+    pool = concurrent.futures.ThreadPoolExecutor(4)
+    writer = OrderedWriter(pool)
+    release = threading.Event()
+    done: list[str] = []
+    lock = threading.Lock()
+
+    def write(name: str, wait: bool = False) -> None:
+        if wait:
+            assert release.wait(5)
+        with lock:
+            done.append(name)
+
+    writer.submit(("ns/p1", "node:a"), write, "p1-bind", True)
+    writer.submit(("ns/p2", "node:a"), write, "p2-bind")
+    writer.submit(("ns/p3", "node:b"), write, "p3-bind")
+    writer.submit("ns/p2", write, "p2-event")
+    deadline = time.monotonic() + 5
+    while "p3-bind" not in done and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    assert done == ["p3-bind"]  # node-b went on; p2 waits for p1 on node-a, p2's event for p2's bind
+    release.set()
+    deadline = time.monotonic() + 5
+    while writer.in_flight and time.monotonic() < deadline:
+        time.sleep(0.01)
+    pool.shutdown(wait=True)
+    assert done == ["p3-bind", "p1-bind", "p2-bind", "p2-event"]
+    assert writer.in_flight == 0

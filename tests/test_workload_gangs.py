@@ -1,0 +1,87 @@
+"""The upstream gang API offline (scheduling.k8s.io/v1alpha2): the same messages as the real kube-scheduler gave
+in tests/live/test_live_workload_gangs.py, and the API server's checks as bad input."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from accelsched.engine import schedule
+from accelsched.errors import InputError
+from accelsched.framework import gang
+
+NODE = {
+    "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+    "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+}
+
+
+def _write(tmp_path: Path, docs: list[dict]) -> Path:
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def _pod(name: str, group: str, cpu: str) -> dict:
+    container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"schedulingGroup": {"podGroupName": group}, "containers": [container]}}  # fmt: skip
+
+
+def _group(name: str, policy: dict) -> dict:
+    return {"apiVersion": gang.WORKLOAD_API, "kind": "PodGroup", "metadata": {"name": name},
+            "spec": {"schedulingPolicy": policy}}  # fmt: skip
+
+
+def _scenario() -> list[dict]:
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"}, "status": NODE} for i in range(2)]
+    template = {"name": "t", "schedulingPolicy": {"gang": {"minCount": 2}}}
+    workload = {"apiVersion": gang.WORKLOAD_API, "kind": "Workload", "metadata": {"name": "w"},
+                "spec": {"podGroupTemplates": [template]}}  # fmt: skip
+    groups = [_group("fit", {"gang": {"minCount": 2}}), _group("nofit", {"gang": {"minCount": 3}}),
+              _group("few", {"gang": {"minCount": 3}}), _group("solo", {"basic": {}})]  # fmt: skip
+    pods = [_pod(f"fit-{i}", "fit", "1") for i in range(2)] + [_pod(f"nofit-{i}", "nofit", "3") for i in range(3)]
+    pods += [_pod("few-0", "few", "1"), _pod("missing-0", "nope", "1"), _pod("solo-0", "solo", "1")]
+    return [*nodes, workload, *groups, *pods]
+
+
+def test_upstream_gangs_all_or_nothing_with_kube_scheduler_wording(tmp_path: Path) -> None:
+    _, results = schedule([_write(tmp_path, _scenario())])
+    by_name = {r.pod.name: r for r in results}
+    assert sorted(n for n, r in by_name.items() if r.scheduled) == ["fit-0", "fit-1", "solo-0"]
+    assert by_name["missing-0"].message == 'waiting for pods\'s pod group "nope" to appear in scheduling queue'
+    assert by_name["few-0"].message == "waiting for minCount pods from a gang to appear in scheduling queue"
+    fit_error = (
+        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes are "
+        "available: 2 No preemption victims found for incoming pod."
+    )  # recorded from the real kube-scheduler v1.36.3
+    assert Counter(by_name[f"nofit-{i}"].message for i in range(3)) == {gang.FEASIBLE_MEMBER: 2, fit_error: 1}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (
+            lambda d: d[4]["spec"].update(schedulingPolicy={"gang": {"minCount": 0}}),
+            "spec.schedulingPolicy.gang.minCount",
+        ),
+        (
+            lambda d: d[4]["spec"].update(schedulingPolicy={"basic": {}, "gang": {"minCount": 1}}),
+            "spec.schedulingPolicy",
+        ),
+        (
+            lambda d: d[-1]["spec"].update(schedulingGroup={"podGroupName": "Bad_Name"}),
+            "spec.schedulingGroup.podGroupName",
+        ),
+        (lambda d: d[2]["spec"].update(podGroupTemplates=[]), "spec.podGroupTemplates"),
+    ],
+)
+def test_what_the_api_server_refuses_is_bad_input(tmp_path: Path, mutate, field: str) -> None:
+    docs = _scenario()
+    mutate(docs)
+    with pytest.raises(InputError) as info:
+        schedule([_write(tmp_path, docs)])
+    assert field in str(info.value)
