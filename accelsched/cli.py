@@ -285,6 +285,17 @@ def demo(step: int | None, seed: int) -> None:
 @click.option("--sysfs-root", default=None, help="Root of the /sys tree for --source sysfs.")
 @click.option("--metrics-address", default=None, help="Address for /healthz and /metrics.")
 @click.option("--metrics-port", type=int, default=None, help="Port for /healthz and /metrics (0: a free port).")
+@click.option(
+    "--node-name",
+    default="",
+    help="This node: write which device IDs are healthy to its accelsched.io/devices annotation.",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Credentials for --node-name (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account).",
+)
 @bad_input_exits
 def device_plugin(
     config_file: str | None,
@@ -294,6 +305,8 @@ def device_plugin(
     sysfs_root: str | None,
     metrics_address: str | None,
     metrics_port: int | None,
+    node_name: str,
+    kubeconfig: str | None,
 ) -> None:
     """Run a kubelet device plugin (v1beta1 gRPC) advertising this node's accelerators; flags override --config."""
     from accelsched.deviceplugin.main import run
@@ -306,7 +319,7 @@ def device_plugin(
         "metrics.address": metrics_address,
         "metrics.port": metrics_port,
     }
-    sys.exit(run(config_file, overrides))
+    sys.exit(run(config_file, overrides, node_name, kubeconfig))
 
 
 @main.command()
@@ -323,6 +336,9 @@ def device_plugin(
 @click.option("--identity", default=None, help="Leader election identity (default: hostname_<random>).")
 @click.option("--metrics-port", type=int, default=10251, show_default=True, help="/metrics, /healthz, /readyz (0: any)")
 @click.option("--metrics-address", default="0.0.0.0", show_default=True)
+@click.option(
+    "--debug-state-remote", is_flag=True, help="Serve /debug/state to every client (default: loopback clients only)."
+)
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info")
 @bad_input_exits
 def run(
@@ -339,6 +355,7 @@ def run(
     identity: str | None,
     metrics_port: int,
     metrics_address: str,
+    debug_state_remote: bool,
     log_level: str,
 ) -> None:
     """Run as a secondary scheduler on a live cluster: schedule and bind the pods of this scheduler's names."""
@@ -358,6 +375,7 @@ def run(
         identity=identity,
         metrics_port=metrics_port,
         metrics_address=metrics_address,
+        debug_state_remote=debug_state_remote,
         log_level=log_level,
     )
     sys.exit(run_scheduler(options))

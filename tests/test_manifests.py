@@ -166,7 +166,8 @@ def test_device_plugin_runs_unprivileged_with_a_read_only_root(daemonset: dict[s
     assert not (sc.get("capabilities") or {}).get("add")
     sys_mounts = [m for m in c.get("volumeMounts", []) if m.get("mountPath") == "/host/sys"]
     assert len(sys_mounts) == 1 and sys_mounts[0].get("readOnly") is True
-    assert "env" not in c  # nothing the plugin reads
+    # Nothing the plugin reads but its own node's name (downward API): it writes that Node's healthy device IDs.
+    assert c.get("env") == [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
 
 
 def test_device_plugin_mounts_kubelet_socket_dir_from_host(daemonset: dict[str, Any]) -> None:

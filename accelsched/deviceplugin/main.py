@@ -7,15 +7,23 @@ import os
 import signal
 import threading
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from accelsched.deviceplugin.config import load
 from accelsched.deviceplugin.plugin import DevicePluginManager
+from accelsched.deviceplugin.publish import NodePublisher
 from accelsched.errors import InputError
 
 
-def run(config_file: str | None, overrides: Mapping[str, Any]) -> int:
-    """Serve until a signal; returns the exit code. Bad config raises InputError (exit 2 in the CLI)."""
+def run(
+    config_file: str | None, overrides: Mapping[str, Any], node_name: str = "", kubeconfig: str | None = None
+) -> int:
+    """Serve until a signal; returns the exit code. Bad config raises InputError (exit 2 in the CLI).
+
+    With ``node_name`` (the DaemonSet passes ``--node-name $(NODE_NAME)``, from the downward API) the healthy
+    device IDs are also written to that Node for the scheduler (publish.py), with the in-cluster credentials or
+    ``kubeconfig``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = load(config_file, overrides)
     if not os.path.isdir(config.socket_dir):
@@ -25,7 +33,13 @@ def run(config_file: str | None, overrides: Mapping[str, Any]) -> int:
             obj="DevicePluginConfig",
             field="socketDir",
         )
-    manager = DevicePluginManager(config)
+    publisher = None
+    if node_name:
+        from accelsched.live.kube import Kube, api_client
+
+        kube = Kube(api_client(kubeconfig, pool_size=2))
+        publisher = partial(NodePublisher, kube, node_name)
+    manager = DevicePluginManager(config, publisher=publisher)
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())

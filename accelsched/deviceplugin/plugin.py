@@ -17,8 +17,9 @@ import grpc
 
 from accelsched.deviceplugin import sources
 from accelsched.deviceplugin.config import PluginConfig
-from accelsched.deviceplugin.inventory import Inventory, units_by_resource
+from accelsched.deviceplugin.inventory import Inventory, Unit, units_by_resource
 from accelsched.deviceplugin.metrics import PluginMetrics
+from accelsched.deviceplugin.publish import NodePublisher
 from accelsched.deviceplugin.registration import Backoff, RegisterCancelled, endpoint_for, kubelet_identity, register
 from accelsched.deviceplugin.server import (
     MISSING,
@@ -40,6 +41,7 @@ class DevicePluginManager:
         config: PluginConfig,
         source: sources.DeviceSource | None = None,
         clock: Callable[[], float] = time.monotonic,
+        publisher: Callable[[dict[str, list[Unit]]], NodePublisher] | None = None,
     ) -> None:
         self.config = config
         self.inventory = Inventory(source or sources.from_config(config, clock))
@@ -54,6 +56,12 @@ class DevicePluginManager:
         ]
         for s in self.servers:
             check_socket_path(config, s.service.resource, s.endpoint)
+        # Which IDs are healthy, on the Node for the scheduler (publish.py); not for partitioned resources.
+        self.publisher = (
+            publisher({s.service.resource: s.service.units for s in self.servers})
+            if publisher is not None and not config.partitioning
+            else None
+        )
         self.registered: dict[str, bool] = {s.service.resource: False for s in self.servers}
         self.register_errors: dict[str, str] = {}  # resource -> why its last Register failed
         # A refused Register is retried after watchIntervalSeconds, then twice as long each time, up to a cap.
@@ -76,6 +84,8 @@ class DevicePluginManager:
     def start(self) -> None:
         for s in self.servers:
             s.start()
+        if self.publisher is not None:
+            self.publisher.publish(self.inventory.healthy)
         self.check_kubelet()
         if self._stop.is_set():  # stopped from another thread while the first Register was in flight
             return
@@ -108,6 +118,8 @@ class DevicePluginManager:
             log.info(
                 "health changed: %s", ", ".join(f"{d}={'Healthy' if healthy[d] else 'Unhealthy'}" for d in changed)
             )
+        if self.publisher is not None:  # a change, or a write that failed last time
+            self.publisher.publish(self.inventory.healthy)
         return changed
 
     def check_kubelet(self) -> None:

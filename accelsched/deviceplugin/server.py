@@ -178,7 +178,15 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         healthy, free = self.inventory.healthy, set(available)
         in_use = [i for i, u in enumerate(self.units) if i not in free and healthy.get(u.device.id)]
         chosen, _ = best_set(sorted(available), size, self.links, in_use, False, required=required)
-        return [self.units[i].id for i in sorted(chosen)]
+        ids = [self.units[i].id for i in sorted(chosen)]
+        log.info(
+            "%s: GetPreferredAllocation(size %d of %s) -> %s",
+            self.resource,
+            size,
+            ",".join(r.available_deviceIDs),
+            ",".join(ids),
+        )
+        return ids
 
     @_refusals
     def Allocate(self, request: pb.AllocateRequest, context: grpc.ServicerContext) -> pb.AllocateResponse:
@@ -186,6 +194,8 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
             raise RequestError(grpc.StatusCode.INVALID_ARGUMENT, "no container_requests")
         healthy = self.inventory.healthy  # one consistent view for the whole request
         responses = [self.container_response(list(r.devices_ids), healthy) for r in request.container_requests]
+        for r in request.container_requests:  # what the kubelet gave, the one record of it on the node side
+            log.info("%s: Allocate(%s)", self.resource, ",".join(r.devices_ids))
         self.metrics.allocations.labels(self.resource).inc(len(responses))
         return pb.AllocateResponse(container_responses=responses)
 
