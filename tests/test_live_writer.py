@@ -9,18 +9,31 @@ import time
 from accelsched.live.writer import OrderedWriter
 
 
-def test_writes_of_one_pod_run_in_order_and_other_pods_do_not_wait_for_them() -> None:
-    pool = concurrent.futures.ThreadPoolExecutor(4)
-    writer = OrderedWriter(pool)
-    release = threading.Event()
-    done: list[str] = []
-    lock = threading.Lock()
+class _Recorder:
+    """A write that records its name, and waits for ``release`` first when asked (a slow API call)."""
 
-    def write(name: str, wait: bool = False) -> None:
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.done: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, name: str, wait: bool = False) -> None:
         if wait:
-            assert release.wait(5)
-        with lock:
-            done.append(name)
+            assert self.release.wait(5)
+        with self._lock:
+            self.done.append(name)
+
+
+def _recording_writer() -> tuple[
+    concurrent.futures.ThreadPoolExecutor, OrderedWriter, threading.Event, list[str], _Recorder
+]:
+    pool = concurrent.futures.ThreadPoolExecutor(4)
+    write = _Recorder()
+    return pool, OrderedWriter(pool), write.release, write.done, write
+
+
+def test_writes_of_one_pod_run_in_order_and_other_pods_do_not_wait_for_them() -> None:
+    pool, writer, release, done, write = _recording_writer()
 
     writer.submit("ns/a", write, "a-bind", True)  # a slow bind: the API server has not answered yet
     writer.submit("ns/a", write, "a-event")
@@ -55,17 +68,7 @@ def test_a_failed_write_does_not_stall_the_next_ones() -> None:
 def test_writes_sharing_a_node_key_run_in_submission_order_while_other_nodes_go_on() -> None:
     """Device pods' Bindings are ordered by pod and by node: a slow bind on node-a holds back the next bind to
     node-a (another pod) but not a bind to node-b, and a pod's own later writes still follow its bind."""
-    pool = concurrent.futures.ThreadPoolExecutor(4)
-    writer = OrderedWriter(pool)
-    release = threading.Event()
-    done: list[str] = []
-    lock = threading.Lock()
-
-    def write(name: str, wait: bool = False) -> None:
-        if wait:
-            assert release.wait(5)
-        with lock:
-            done.append(name)
+    pool, writer, release, done, write = _recording_writer()
 
     writer.submit(("ns/p1", "node:a"), write, "p1-bind", True)
     writer.submit(("ns/p2", "node:a"), write, "p2-bind")
