@@ -387,34 +387,41 @@ class Scheduler:
     def find_feasible(
         self, profile: Profile, state: CycleState, pod: Pod
     ) -> tuple[np.ndarray, list[tuple[str, FilterResult, np.ndarray]]]:
-        """Run the filters in order over all nodes; a node leaves at its first rejecting filter."""
+        """Run the filters in order over all nodes; a node leaves at its first rejecting filter. Before them, the
+        nodes a cycle may not use at all leave with one unresolvable status each: outside a gang's topology domain,
+        or left out by a PreFilter's node set (findNodesThatFitPod)."""
         feasible = None  # every node, until a filter rejects one (most pods: no array at all)
         log = []
-        if state.allowed is not None:  # a gang tried within one topology domain
-            outside = FilterResult()
-            outside.reject(GANG_DOMAIN_REASON, ~state.allowed, resolvable=False)
-            log.append((gang.GANG, outside, ~state.allowed))
-            feasible = state.allowed.copy()
-        if state.pre_filter_nodes is not None:  # findNodesThatFitPod: the nodes PreFilter left out get one status
-            left_out = ~state.pre_filter_nodes if feasible is None else feasible & ~state.pre_filter_nodes
-            outside = FilterResult()
-            reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(state.pre_filter_plugins))}]"
-            outside.reject(reason, left_out, resolvable=False)
-            if outside.rejections:
-                log.append((PRE_FILTER_RESULT, outside, left_out))
-            feasible = state.pre_filter_nodes.copy() if feasible is None else feasible & state.pre_filter_nodes
-        for plugin in profile.at("filter"):
-            if plugin.name in state.skip_filter:
-                continue
-            result = plugin.filter(state, pod, self.cluster)
+        for name, result in self._restrictions(state) + [
+            (p.name, p) for p in profile.at("filter") if p.name not in state.skip_filter
+        ]:
+            if not isinstance(result, FilterResult):
+                result = result.filter(state, pod, self.cluster)
             if not result.rejections:
                 continue
             rejected = result.rejected(self.cluster.n)
             newly = rejected.copy() if feasible is None else rejected & feasible
             if newly.any():
-                log.append((plugin.name, result, newly))
+                log.append((name, result, newly))
                 feasible = ~rejected if feasible is None else feasible & ~rejected
         return (self.every_node if feasible is None else feasible), log
+
+    @staticmethod
+    def _restrictions(state: CycleState) -> list[tuple[str, FilterResult]]:
+        """The node sets this cycle is confined to, as rejections of every node outside them."""
+        out = []
+
+        def outside(name: str, allowed: np.ndarray, reason: str) -> None:
+            result = FilterResult()
+            result.reject(reason, ~allowed, resolvable=False)
+            out.append((name, result))
+
+        if state.allowed is not None:
+            outside(gang.GANG, state.allowed, GANG_DOMAIN_REASON)
+        if state.pre_filter_nodes is not None:
+            plugins = " ".join(sorted(state.pre_filter_plugins))
+            outside(PRE_FILTER_RESULT, state.pre_filter_nodes, f"node(s) didn't satisfy plugin(s) [{plugins}]")
+        return out
 
     @staticmethod
     def diagnose(log: FilterLog) -> Diagnosis:
