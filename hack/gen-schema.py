@@ -38,7 +38,9 @@ META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 KINDS = {
     # read
     "Pod", "Node", "Namespace", "PriorityClass", "Deployment", "ReplicaSet", "ReplicationController",
-    "StatefulSet", "Job", "DaemonSet", "ResourceSlice",
+    "StatefulSet", "Job", "DaemonSet",
+    # DRA (resource.k8s.io): dra/objects.py reads them
+    "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate",
     # the upstream gang API (scheduling.k8s.io/v1alpha2; PodGroup also comes from the scheduler-plugins CRD)
     "PodGroup", "Workload",
     # read past (loader.QUIET_KINDS)
@@ -46,7 +48,7 @@ KINDS = {
     "ClusterRoleBinding", "Endpoints", "EndpointSlice", "Event", "Lease", "CustomResourceDefinition",
     "PodDisruptionBudget", "Ingress", "NetworkPolicy", "HorizontalPodAutoscaler", "StorageClass",
     "PersistentVolume", "PersistentVolumeClaim", "LimitRange", "ResourceQuota", "ControllerRevision",
-    "CSIDriver", "CSINode", "RuntimeClass", "CronJob", "DeviceClass", "ResourceClaim",
+    "CSIDriver", "CSINode", "RuntimeClass", "CronJob",
 }  # fmt: skip
 # Kinds accelsched reads from CRDs (deploy/crds), not from the built-in spec.
 CRD_KINDS = {"PodGroup", "NodeResourceTopology"}

@@ -20,6 +20,9 @@ from accelsched.api import limits, objects, quantity, reader, validate_aside, va
 from accelsched.api import storage as storage_objects
 from accelsched.api.objects import Namespace, Node, Pod, PriorityClass
 from accelsched.devices import partition as partitioning
+from accelsched.dra import claims as dra_claims
+from accelsched.dra import objects as dra_objects
+from accelsched.dra.model import DRAInputs
 from accelsched.errors import InputError, Where
 from accelsched.framework import gang
 from accelsched.topology import layout as topology_layout
@@ -49,15 +52,13 @@ QUIET_KINDS = {
     "RuntimeClass",
     "KubeSchedulerConfiguration",
     "CronJob",
-    "DeviceClass",
-    "ResourceClaim",
 }
 
 
 # Kinds the first pass reads (with the nodes), so the pod pass passes them by.
 _READ_FIRST = (
-    "Node", "Namespace", "PriorityClass", "NodeResourceTopology", "ResourceSlice", "PodGroup", "Workload",
-    *storage_objects.KINDS,
+    "Node", "Namespace", "PriorityClass", "NodeResourceTopology", "PodGroup", "Workload",
+    *storage_objects.KINDS, *dra_objects.KINDS,
 )  # fmt: skip
 
 
@@ -76,6 +77,7 @@ class Inputs:
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     pod_groups: dict[str, Any] = field(default_factory=dict)  # framework.gang.PodGroup by namespace/name
     storage: storage_objects.Storage = field(default_factory=storage_objects.Storage)  # PVs, claims, CSI
+    dra: DRAInputs = field(default_factory=DRAInputs)  # DeviceClasses, ResourceSlices, ResourceClaims, templates
     ignored: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -162,13 +164,16 @@ def load(paths: Iterable[str | Path]) -> Inputs:
         return build_inputs(documents(validate=not validated_aside))
 
 
-def build_inputs(docs: list[Document], base: Inputs | None = None) -> Inputs:
-    """Parse documents into Inputs. With ``base``, objects replace same-named ones there (kubectl apply)."""
+def build_inputs(docs: list[Document], base: Inputs | None = None, make_template_claims: bool = True) -> Inputs:
+    """Parse documents into Inputs. With ``base``, objects replace same-named ones there (kubectl apply).
+
+    ``make_template_claims`` stands in for the resourceclaim controller (offline there is none); a live cluster's
+    snapshot, where the real controller makes the claims, can turn it off."""
     with reader.paused_gc():
-        return _build_inputs(docs, base)
+        return _build_inputs(docs, base, make_template_claims)
 
 
-def _build_inputs(docs: list[Document], base: Inputs | None) -> Inputs:
+def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claims: bool = True) -> Inputs:
     inputs = base or Inputs()
     seen: dict[tuple[str, str, str], str] = {}
 
@@ -212,6 +217,8 @@ def _build_inputs(docs: list[Document], base: Inputs | None) -> Inputs:
             obj = storage_objects.parse(d.kind, d.doc, d.source)
             claim(d.kind, getattr(obj, "namespace", ""), obj.name, d.source)
             inputs.storage.add(obj)
+        elif d.kind in dra_objects.KINDS:
+            _add_dra(inputs.dra, dra_objects.parse(d.kind, d.doc, d.source), d.kind, claim)
     inputs.nodes = list(nodes.values())
     _apply_topology(docs, nodes)
     inputs.namespaces = list(namespaces.values())
@@ -243,15 +250,79 @@ def _build_inputs(docs: list[Document], base: Inputs | None) -> Inputs:
             pods[pod.key] = pod
     inputs.pods = list(pods.values())
     gang.check_groups(inputs.pods, inputs.pod_groups, group_where)
+    _make_template_claims(inputs, make_template_claims)
     return inputs
+
+
+def _add_dra(dra: DRAInputs, obj: Any, kind: str, claim: Any) -> None:
+    """One parsed DRA object into its map: classes and slices by name, claims and templates by namespace/name."""
+    namespace = getattr(obj, "namespace", "")
+    claim(kind, namespace, obj.name, obj.source)
+    target = {"DeviceClass": dra.classes, "ResourceSlice": dra.slices, "ResourceClaim": dra.claims}.get(kind)
+    (dra.templates if target is None else target)[f"{namespace}/{obj.name}" if namespace else obj.name] = obj
+
+
+def _make_template_claims(inputs: Inputs, make: bool = True) -> None:
+    """What the resourceclaim controller does before kube-scheduler sees a pod: each pending pod's claim from a
+    template is created (dra/claims.py) unless it exists, and the pod's status.resourceClaimStatuses names it.
+
+    Every pod's spec.resourceClaims is checked as pod validation does. A missing template or claim is no error:
+    kube-scheduler keeps the pod Pending and says why (plugins/dynamicresources)."""
+    dra = inputs.dra
+    owners: dra_claims.OwnerIndex | None = None
+    for pod in inputs.pods:
+        pod_claims = dra_claims.pod_resource_claims(pod)
+        if not make or not pod_claims or pod.node_name or pod.terminal:
+            continue
+        for pod_claim in pod_claims:
+            template_name = pod_claim.resource_claim_template_name
+            if template_name is None:
+                continue
+            entry = dra_claims.status_entry(pod, pod_claim)
+            if entry is not None and not entry.get("resourceClaimName"):
+                continue  # the controller recorded that no claim is needed
+            name = dra_claims.resolved_claim_name(pod, pod_claim)
+            existing = dra.claims.get(f"{pod.namespace}/{name}") if name else None
+            if existing is not None and dra_claims.is_for_pod(pod, existing):
+                continue
+            if owners is None:
+                owners = dra_claims.owner_index(dra.claims)
+            made = dra_claims.owned_claim(pod, pod_claim, owners)
+            if made is None:
+                template = dra.templates.get(f"{pod.namespace}/{template_name}")
+                if template is None:
+                    continue
+                made = _new_claim(dra, pod, pod_claim, template)
+                if made is None:
+                    continue
+                owners[(pod.namespace, pod.uid, pod_claim.name)] = made
+            dra_claims.set_claim_status(pod, pod_claim, made.name)
+
+
+def _new_claim(dra: DRAInputs, pod: Pod, pod_claim: Any, template: Any) -> Any:
+    """The claim made from ``template``, under a generated name no claim holds yet (the API server would retry);
+    None when the API server would refuse the name (the controller's proportional cut can leave a leading '-')."""
+    attempt = 0
+    while True:
+        name = dra_claims.generated_name(pod, pod_claim, attempt)
+        if f"{pod.namespace}/{name}" not in dra.claims:
+            break
+        attempt += 1
+    if validation.dns1123_subdomain_problem(name):
+        return None
+    made = dra_claims.claim_from_template(pod, pod_claim, template, name)
+    dra.claims[made.key] = made
+    return made
 
 
 def _apply_topology(docs: list[Document], nodes: Mapping[str, Node]) -> None:
     """NodeResourceTopology objects (named after their node) and ResourceSlices (spec.nodeName) describe where
     each node's devices and CPUs sit; fold them into the nodes' layouts."""
     touched: dict[str, Where] = {}
-    # Slices first: their named devices win over the per-zone counts of a NodeResourceTopology.
-    ordered = [d for d in docs if d.kind == "ResourceSlice"] + [d for d in docs if d.kind == "NodeResourceTopology"]
+    # Slices first: their named devices win over the per-zone counts of a NodeResourceTopology. Only accelsched's
+    # own slices (driver accelsched.io, from `accelsched topology`) describe topology; every slice is DRA input.
+    slices = [d for d in docs if d.kind == "ResourceSlice" and topology_layout.is_topology_slice(d.doc)]
+    ordered = slices + [d for d in docs if d.kind == "NodeResourceTopology"]
     for d in ordered:
         where, name, _, _ = objects.metadata(d.doc, d.source, d.kind, namespaced=False)
         node_name = name if d.kind == "NodeResourceTopology" else str((d.doc.get("spec") or {}).get("nodeName") or "")

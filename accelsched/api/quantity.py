@@ -7,6 +7,7 @@ cpu is kept in millicores, memory-like resources in bytes, everything else (pods
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -120,3 +121,39 @@ def format_quantity(name: str, amount: int) -> str:
             if amount % size == 0:
                 return f"{amount // size}{suffix}"
     return str(amount)
+
+
+def parse_fraction(text: object) -> Fraction:
+    """A quantity as its exact value (DRA capacities, counters and CEL's ``quantity()``): signed, unrounded.
+
+    Raises ValueError for text resource.Quantity would not parse, and for magnitudes past what it holds (about
+    2^63 in the quantity's own units, or finer than 1e-9), so time and memory stay linear in the text.
+    """
+    if isinstance(text, bool) or not isinstance(text, (str, int)):
+        raise ValueError(f"{text!r} is not a quantity")
+    text = str(text).strip()
+    match = GRAMMAR.fullmatch(text)
+    if match is None:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise ValueError(f"{shown!r} is not a valid quantity (examples: 500m, 2, 1.5Gi, 1e3)")
+    sign, whole, frac, frac_only, exponent, suffix = match.groups()
+    frac = frac or frac_only or ""
+    digits = ((whole or "") + frac).lstrip("0") or "0"
+    if len(digits) > 40:
+        raise ValueError(f"{text[:40]!r} has too many digits")
+    scale = -len(frac)
+    binary = 0
+    if exponent is not None:
+        e = int(exponent)
+        if abs(e) > 40:
+            raise ValueError(f"{text[:40]!r}: exponent out of range")
+        scale += e
+    elif suffix:
+        if suffix.endswith("i"):
+            binary = _BINARY_EXP[suffix]
+        else:
+            scale += _DECIMAL_EXP[suffix]
+    value = Fraction(int(digits) << binary) * Fraction(10) ** scale
+    if value > _INT64_MAX:
+        raise ValueError(f"{text[:40]!r} is too large")
+    return -value if sign == "-" else value

@@ -87,8 +87,10 @@ TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024  # apimachinery TotalAnnotationSizeLimi
 
 
 def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    shown = " or ".join(f"'{e}'" for e in examples)
-    return f"{msg} (e.g. {shown}, regex used for validation is '{fmt}')"
+    # content.RegexError appends "', " after every example, so two read "'my-name',  or '123-abc', regex ..."
+    # (confirmed against kube-apiserver 1.36.3).
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
 
 
 def _syntax(max_length: int, pattern: re.Pattern[str], message: str) -> Callable[[str], str | None]:

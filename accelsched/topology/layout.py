@@ -40,6 +40,7 @@ ATTR_SWITCH = "accelsched.io/pcieSwitch"
 ATTR_PATH = "accelsched.io/pciePath"  # the bridge chain from the root port, "/"-joined, when discovery knows it
 ATTR_RESOURCE = "accelsched.io/resource"
 ATTR_KIND = "accelsched.io/kind"
+TOPOLOGY_DRIVER = "accelsched.io"  # the driver of the slices topology.render writes and apply_resource_slice reads
 # NodeResourceTopology's older policy names (topologyPolicies) mapped to the kubelet's.
 _NRT_POLICIES = {
     "None": ("none", "container"),
@@ -255,6 +256,13 @@ def _attribute(where: Where, value: Any, path: str) -> Any:
     if value is not None and not isinstance(value, (str, int)):
         raise where.error(path, f"must hold a string, integer or boolean, got {type(value).__name__}")
     return value
+
+
+def is_topology_slice(doc: Mapping[str, Any]) -> bool:
+    """A ResourceSlice accelsched publishes for the device-plugin layout (topology.render.to_resource_slice): its
+    driver is TOPOLOGY_DRIVER. Other drivers' slices are DRA devices only (dra/objects.py)."""
+    spec = doc.get("spec")
+    return isinstance(spec, Mapping) and spec.get("driver") == TOPOLOGY_DRIVER
 
 
 def apply_resource_slice(layout: NodeLayout, where: Where, doc: Mapping[str, Any]) -> None:
