@@ -1,0 +1,967 @@
+"""The structured-parameters allocator kube-scheduler 1.36 uses (dynamic-resource-allocation/structured, incubating).
+
+With its default feature gates kube-scheduler 1.36.3 gets the "incubating" implementation (structured/allocator.go
+picks the first implementation supporting every enabled feature); this is that algorithm, with the same search order,
+so where upstream's choice is deterministic the same devices are picked:
+
+* claims one after the other, each claim's requests in order, ``firstAvailable`` subrequests tried in order (the
+  first one that leads to a full solution wins, its name is recorded as ``<request>/<subrequest>``);
+* for each wanted device, the node's pools in order (pools.py), devices in slice order, never revisiting an earlier
+  device for the same request (combinations, not permutations); exhaustive backtracking, first solution wins;
+* a device is a candidate when not in use (adminAccess needs no free device), when the class selectors and then the
+  request selectors match (CEL runtime errors abort: "class %s: selector #%d: CEL runtime error: %v"), when it is
+  reachable from the node (perDeviceNodeSelection), and when the request's capacity fits (ConsumableCapacity);
+  it is taken when its consumesCounters fit what its pool's counter sets have left, no untolerated NoSchedule or
+  NoExecute taint is on it and every constraint (matchAttribute, distinctAttribute) still holds;
+* ``All`` requests take every matching device on the node, which must all be free, from complete and valid pools.
+
+Performance: an Allocator is built once per cluster snapshot. Pools are gathered once per node (cached per node
+name and labels), device entries built once per slice, and each device remembers its selector verdict per request
+signature, so CEL runs once per (selectors, device) for the whole run, never per pod. ``allocate`` for a one-device
+claim on a node is then a short loop over the node's devices.
+
+Counters, as upstream: available and consumed counters are keyed by pool *name* only, so two drivers using the
+same pool name (for example both naming their pool after the node) share one entry: the first of them whose
+counters are needed in a scheduling cycle defines the available counters for both, and their consumption adds up.
+Upstream keeps that cache for one cycle (one Allocator per pod); here it lasts while the same claims are allocated
+(node after node) for such colliding names, and for every other pool until the AllocatedState changes (then the
+order cannot matter).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from accelsched.api.selectors import NodeSelectorTerm, Requirement
+from accelsched.dra import allocated as capacity_math
+from accelsched.dra.allocated import AllocatedState
+from accelsched.dra.cel import CELError, compile_selector
+from accelsched.dra.model import (
+    ALLOCATION_MODE_ALL,
+    ALLOCATION_MODE_EXACT_COUNT,
+    ALLOCATION_RESULTS_MAX,
+    AllocatedConfig,
+    AllocationResult,
+    Device,
+    DeviceClass,
+    DeviceID,
+    DeviceRequestAllocationResult,
+    DeviceSubRequest,
+    DeviceTaint,
+    DeviceToleration,
+    OpaqueConfig,
+    ResourceClaim,
+    ResourceSlice,
+)
+from accelsched.dra.pools import MAX_VERDICTS_PER_DEVICE, Entry, Pool, PoolIndex
+
+__all__ = [
+    "REASON_ALLOCATED",
+    "REASON_CAPACITY",
+    "REASON_COUNTERS",
+    "REASON_TAINTED",
+    "AllocatedState",
+    "AllocationError",
+    "Allocator",
+    "Features",
+]
+
+REASON_ALLOCATED = "allocated"
+REASON_TAINTED = "untolerated taint"
+REASON_COUNTERS = "counters exhausted"
+REASON_CAPACITY = "capacity exhausted"
+_SHARE_NAMESPACE = uuid.UUID("7f3b2f4e-5a54-4d8e-9a55-1dd6e4b0a8c1")
+
+
+@dataclass(frozen=True)
+class Features:
+    """internal.Features: the allocator's feature switches (all on by default in 1.36)."""
+
+    admin_access: bool = True
+    consumable_capacity: bool = True
+    device_binding_and_status: bool = True
+    device_taints: bool = True
+    partitionable_devices: bool = True
+    prioritized_list: bool = True
+
+
+class AllocationError(Exception):
+    """An error upstream's Allocate returns (not "does not fit"). ``on_node``: it wraps ErrFailedAllocationOnNode,
+    i.e. only this node is affected and the text is the node's unschedulable reason; otherwise the scheduling
+    attempt fails with the error."""
+
+    def __init__(self, message: str, on_node: bool = False) -> None:
+        super().__init__(message)
+        self.on_node = on_node
+
+
+class _MaxSizeExceeded(Exception):
+    """errAllocationResultMaxSizeExceeded: more than 32 results in a claim along this branch."""
+
+
+# ---------------------------------------------------------------------------------------------- requests
+
+
+class _Request:
+    """requestData for one request without subrequests or one subrequest (node independent parts)."""
+
+    __slots__ = (
+        "admin",
+        "all_mode",
+        "capacities",
+        "class_",
+        "count",
+        "has_admin",
+        "name",
+        "parent",
+        "result_name",
+        "sig",
+        "spec",
+        "tolerations",
+        "vkey",
+    )
+
+    def __init__(self, spec: DeviceSubRequest, parent: str | None, class_: DeviceClass | None) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.parent = parent
+        self.result_name = f"{parent}/{spec.name}" if parent is not None else spec.name
+        self.class_ = class_
+        self.has_admin = parent is None and spec.admin_access is not None
+        self.admin = parent is None and bool(spec.admin_access)
+        self.all_mode = spec.allocation_mode == ALLOCATION_MODE_ALL
+        self.count = spec.count
+        self.tolerations = spec.tolerations
+        self.capacities = spec.capacity_requests
+        class_selectors = class_.selectors if class_ is not None else ()
+        self.sig = (class_.name if class_ is not None else "", tuple(class_selectors), tuple(spec.selectors))
+        self.vkey = 0
+
+
+class _Constraint:
+    """matchAttribute / distinctAttribute (constraint.go); ``requests`` empty: every request of the claim."""
+
+    __slots__ = ("attribute", "count", "distinct", "requests", "seen", "value")
+
+    def __init__(self, requests: tuple[str, ...], attribute: str, distinct: bool) -> None:
+        self.requests = frozenset(requests)
+        self.attribute = attribute
+        self.distinct = distinct
+        self.count = 0
+        self.value: object = None
+        self.seen: dict[str, object] = {}  # distinct: value per request name (upstream keys it so)
+
+    def applies(self, base: str, sub: str | None) -> bool:
+        if not self.requests:
+            return True
+        return base in self.requests or (sub is not None and f"{base}/{sub}" in self.requests)
+
+    def add(self, base: str, sub: str | None, device: Device) -> bool:
+        if not self.applies(base, sub):
+            return True
+        key = _attribute_key(device.attributes.get(self.attribute))
+        if key is None:
+            return False  # attribute not set (or of a type that cannot match)
+        if self.count == 0:
+            if self.distinct:
+                self.seen[base] = key
+            else:
+                self.value = key
+            self.count = 1
+            return True
+        if self.distinct:
+            if key in self.seen.values():
+                return False
+            self.seen[base] = key
+        elif key != self.value:
+            return False
+        self.count += 1
+        return True
+
+    def remove(self, base: str, sub: str | None) -> None:
+        if not self.applies(base, sub):
+            return
+        if self.distinct:
+            self.seen.pop(base, None)
+        self.count -= 1
+
+
+def _kobj(claim: ResourceClaim) -> str:
+    """klog.KObj: namespace/name, or the name alone without a namespace."""
+    return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
+
+
+def _attribute_key(value: object) -> object:
+    """An attribute value with its type, so that 1 and true never compare equal (IntValue vs BoolValue)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int):
+        return ("int", value)
+    if isinstance(value, str):
+        return ("string", value)
+    text = getattr(value, "text", None)
+    if isinstance(text, str):
+        return ("version", text)
+    return None
+
+
+def _tolerated(taint: DeviceTaint, tolerations: tuple[DeviceToleration, ...]) -> bool:
+    """resourceclaim.ToleratesTaint for any of the tolerations."""
+    for t in tolerations:
+        if t.effect and t.effect != taint.effect:
+            continue
+        if t.key and t.key != taint.key:
+            continue
+        if t.operator in ("", "Equal"):
+            if t.value == taint.value:
+                return True
+        elif t.operator == "Exists":
+            return True
+    return False
+
+
+def _taint_prevents(taints: tuple[DeviceTaint, ...], tolerations: tuple[DeviceToleration, ...]) -> bool:
+    return any(not _tolerated(t, tolerations) for t in taints)
+
+
+def _verdict(entry: Entry, req: _Request) -> object:
+    """Class selectors, then request selectors, for one device: True, False, or (kind, index, message)."""
+    cached = entry.verdicts.get(req.vkey)
+    if cached is not None:
+        return cached
+    result: object = True
+    device, driver = entry.device, entry.slice.driver
+    _, class_selectors, request_selectors = req.sig
+    for kind, selectors in (("class", class_selectors), ("claim", request_selectors)):
+        if kind == "class" and req.class_ is None:
+            continue
+        for i, expression in enumerate(selectors):
+            try:
+                selector = compile_selector(expression)
+            except CELError as exc:
+                result = (kind, i, f"CEL compile error: {exc}")
+                break
+            try:
+                matched = selector.matches(device, driver)
+            except CELError as exc:
+                result = (kind, i, f"CEL runtime error: {exc}")
+                break
+            if not matched:
+                result = False
+                break
+        if result is not True:
+            break
+    if len(entry.verdicts) >= MAX_VERDICTS_PER_DEVICE:
+        entry.verdicts.clear()
+    entry.verdicts[req.vkey] = result
+    return result
+
+
+# ---------------------------------------------------------------------------------------------- allocator
+
+
+class Allocator:
+    """Allocates claims on one node at a time from one snapshot of classes and slices (thread-unsafe)."""
+
+    def __init__(
+        self, classes: Mapping[str, DeviceClass], slices: Iterable[ResourceSlice], features: Features = Features()
+    ) -> None:
+        self.classes = classes
+        self.features = features
+        self.index = PoolIndex(list(slices), features.partitionable_devices)
+        self._views: dict[str, tuple[Mapping[str, str], list[Pool]]] = {}
+        self._requests: dict[int, tuple[object, list]] = {}
+        self._verdict_keys: dict[tuple, int] = {}  # request signature -> small int, the per-device cache key
+        self._avail_key: tuple = ()
+        self._avail: dict[str, tuple[dict[str, dict], bool]] = {}  # by pool name (see the module docstring)
+        self._cycle_key: tuple = ()
+        self._cycle_avail: dict[str, tuple[dict[str, dict], bool]] = {}
+        # Stats.NumAllocateOneInvocations: how much searching the allocator did (upstream's tests pin it).
+        self.num_allocate_one = 0
+
+    # -------------------------------------------------------------------------------- node views
+
+    def pools_for_node(self, node_name: str, node_labels: Mapping[str, str]) -> list[Pool]:
+        """GatherPools for the node, cached per node name (and labels)."""
+        view = self._views.get(node_name)
+        if view is not None and (view[0] is node_labels or view[0] == node_labels):
+            return view[1]
+        pools = self.index.gather(node_name, node_labels)
+        self._views[node_name] = (dict(node_labels), pools)
+        return pools
+
+    def devices_for_node(self, node_name: str, node_labels: Mapping[str, str]) -> list[tuple[ResourceSlice, Device]]:
+        """The devices the node could get, in search order (complete, valid pools; per-device node selection)."""
+        out = []
+        for pool in self.pools_for_node(node_name, node_labels):
+            if pool.incomplete or pool.invalid:
+                continue
+            for e in pool.entries:
+                if e.per_device and not e.node_matches(node_name, node_labels):
+                    continue
+                out.append((e.slice, e.device))
+        return out
+
+    def why_unusable(
+        self,
+        node_name: str,
+        node_labels: Mapping[str, str],
+        device_id: DeviceID,
+        allocated: AllocatedState,
+        tolerations: tuple[DeviceToleration, ...] = (),
+    ) -> str | None:
+        """Why a device of the node cannot be taken by a request with ``tolerations`` regardless of selectors:
+        REASON_ALLOCATED, REASON_TAINTED, REASON_COUNTERS, REASON_CAPACITY, or None (usable)."""
+        for pool in self.pools_for_node(node_name, node_labels):
+            for e in pool.entries:
+                if e.id != device_id:
+                    continue
+                multi = self.features.consumable_capacity and e.multi
+                if e.key in allocated.dedicated:
+                    return REASON_ALLOCATED
+                if self.features.device_taints and e.taints and _taint_prevents(e.taints, tolerations):
+                    return REASON_TAINTED
+                if e.consumes and not (multi and e.key in allocated.capacity_by_key):
+                    available, overdrawn = self._available_counters(pool, allocated, ())
+                    if overdrawn or any(
+                        available.get(set_name, {}).get(name, amount) < amount
+                        for set_name, counters in e.consumes
+                        for name, amount in counters
+                    ):
+                        return REASON_COUNTERS
+                if self.features.consumable_capacity and e.device.capacity:
+                    fits = capacity_math.request_fits_capacity(
+                        {}, e.device.capacity, allocated.capacity_by_key.get(e.key), None
+                    )
+                    if not fits:
+                        return REASON_CAPACITY
+                return None
+        return None
+
+    def _available_counters(self, pool: Pool, allocated: AllocatedState, cycle: tuple) -> tuple[dict[str, dict], bool]:
+        """The pool's counters minus what allocated devices consume; True when some counter is overdrawn.
+
+        ``cycle`` identifies the claims being allocated: for a pool name several drivers' counter pools share,
+        which one is computed first decides, as in upstream's per-cycle cache."""
+        pool_name = pool.id[1]
+        key = (allocated.serial, allocated.revision)
+        if pool_name in self.index.shared_counter_pool_names:
+            key = (*key, cycle)
+            if key != self._cycle_key:
+                self._cycle_key, self._cycle_avail = key, {}
+            cache = self._cycle_avail
+        else:
+            if key != self._avail_key:
+                self._avail_key, self._avail = key, {}
+            cache = self._avail
+        cached = cache.get(pool_name)
+        if cached is not None:
+            return cached
+        available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+        for entries in (pool.entries, pool.not_targeting):
+            for e in entries:
+                if not e.consumes or not allocated.key_allocated(e.key):
+                    continue
+                for set_name, counters in e.consumes:
+                    have = available.get(set_name)
+                    if have is None:
+                        continue
+                    for name, amount in counters:
+                        if name in have:
+                            have[name] -= amount
+        overdrawn = any(v < 0 for counters in available.values() for v in counters.values())
+        cached = cache[pool_name] = (available, overdrawn)
+        return cached
+
+    # -------------------------------------------------------------------------------- allocate
+
+    def allocate(
+        self, node_name: str, node_labels: Mapping[str, str], claims: Sequence[ResourceClaim], allocated: AllocatedState
+    ) -> list[AllocationResult] | None:
+        """Allocate every claim on the node, or None when they do not all fit; AllocationError for errors."""
+        pools = self.pools_for_node(node_name, node_labels)
+        search = _Search(self, node_name, node_labels, claims, pools, allocated)
+        search.cycle = tuple(map(id, claims))
+        try:
+            done = search.one(0, 0, 0, 0, False, 0, 0)
+        except _MaxSizeExceeded:
+            done = False
+        if not done:
+            if any(p.invalid for p in pools):
+                raise AllocationError("invalid resource pools were encountered", on_node=True)
+            return None
+        return [search.build(i, claim) for i, claim in enumerate(claims)]
+
+    def _claim_requests(self, claim: ResourceClaim) -> list[list[_Request | AllocationError]]:
+        """Per request of the claim: its _Request, or one per subrequest (node independent, cached per claim).
+
+        A validation error takes the place of the request (or subrequest) it is about and ends the list, so that
+        the caller raises it in upstream's order (after the node dependent checks of the requests before it)."""
+        cached = self._requests.get(id(claim))
+        if cached is not None and cached[0] is claim.spec:
+            return cached[1]  # type: ignore[return-value]
+        out: list[list[_Request | AllocationError]] = []
+        for request in claim.spec.requests:
+            problem = self._feature_error(claim, request)
+            if problem is not None:
+                out.append([problem])
+                break
+            subs = request.first_available or ((request.exactly,) if request.exactly is not None else ())
+            parent = request.name if request.first_available else None
+            reqs: list[_Request | AllocationError] = []
+            for sub in subs:
+                try:
+                    reqs.append(self._request(claim, sub, parent))
+                except AllocationError as exc:
+                    reqs.append(exc)
+                    break
+            out.append(reqs)
+            if reqs and isinstance(reqs[-1], AllocationError):
+                break
+        if len(self._requests) > 4096:
+            self._requests.clear()
+        self._requests[id(claim)] = (claim.spec, out)
+        return out
+
+    def _feature_error(self, claim: ResourceClaim, request) -> AllocationError | None:
+        f = self.features
+        if request.first_available and not f.prioritized_list:
+            return AllocationError(
+                f"claim {_kobj(claim)}, request {request.name}: has subrequests, but the "
+                "DRAPrioritizedList feature is disabled"
+            )
+        if not f.consumable_capacity:
+            if request.exactly is not None and request.exactly.capacity_requests:
+                return AllocationError(
+                    f"claim {_kobj(claim)}, request {request.name}: has capacity requests, "
+                    "but the DRAConsumableCapacity feature is disabled"
+                )
+            for sub in request.first_available:
+                if sub.capacity_requests:
+                    return AllocationError(
+                        f"claim {_kobj(claim)}, subrequest {sub.name}: has capacity requests, "
+                        "but the DRAConsumableCapacity feature is disabled"
+                    )
+        if not request.first_available and request.exactly is None:
+            return AllocationError(
+                f"claim {_kobj(claim)}, request {request.name}: missing device class name (unsupported request type?)"
+            )
+        return None
+
+    def _request(self, claim: ResourceClaim, spec: DeviceSubRequest, parent: str | None) -> _Request:
+        """validateDeviceRequest, the node independent part."""
+        if not self.features.admin_access and parent is None and spec.admin_access is not None:
+            raise AllocationError(
+                f"claim {_kobj(claim)}, request {spec.name}: admin access is requested, but the feature is disabled"
+            )
+        if not spec.device_class_name:
+            raise AllocationError(
+                f"claim {_kobj(claim)}, request {spec.name}: missing device class name (unsupported request type?)"
+            )
+        class_ = self.classes.get(spec.device_class_name)
+        if class_ is None:
+            raise AllocationError(
+                f"claim {_kobj(claim)}, request {spec.name}: could not retrieve device class "
+                f"{spec.device_class_name}: deviceclass.resource.k8s.io "
+                f'"{spec.device_class_name}" not found'
+            )
+        if spec.allocation_mode not in (ALLOCATION_MODE_EXACT_COUNT, ALLOCATION_MODE_ALL):
+            raise AllocationError(
+                f"claim {_kobj(claim)}, request {spec.name}: unsupported count mode {spec.allocation_mode}"
+            )
+        req = _Request(spec, parent, class_)
+        # A device's verdict depends on the selector expressions only, not on the class's name: classes with the same
+        # selectors (25 classes backing 25 extended resources) share it.
+        req.vkey = self._verdict_keys.setdefault(req.sig[1:], len(self._verdict_keys))
+        return req
+
+
+class _Search:
+    """The state of one Allocate call (upstream's ``allocator``): what is being allocated, results so far."""
+
+    def __init__(
+        self,
+        a: Allocator,
+        node_name: str,
+        labels: Mapping[str, str],
+        claims: Sequence[ResourceClaim],
+        pools: list[Pool],
+        allocated: AllocatedState,
+    ) -> None:
+        self.a = a
+        self.f = a.features
+        self.node_name = node_name
+        self.labels = labels
+        self.claims = claims
+        self.pools = pools
+        self.state = allocated
+        self.allocating: dict[str, set[int]] = {}  # by Entry.key
+        self.allocating_capacity: dict[str, dict[str, Fraction]] = {}
+        self.consumed: dict[str, dict[str, dict]] = {}  # by pool name, as upstream's consumedCounters
+        self.cycle: tuple = ()
+        self.results: list[list[tuple]] = [[] for _ in claims]
+        # Per claim: per request, the _Request list (one, or one per subrequest), and node dependent data.
+        self.requests: list[list[list[_Request]]] = []
+        self.num_devices: dict[tuple[int, int, int], int] = {}
+        self.all_devices: dict[tuple[int, int, int], list[tuple[Entry, Pool]]] = {}
+        self.selected: dict[tuple[int, int], int] = {}
+        self.constraints: list[list[_Constraint]] = []
+        for ci, claim in enumerate(claims):
+            per_request = a._claim_requests(claim)
+            self.requests.append(per_request)  # type: ignore[arg-type]
+            min_devices = 0
+            for ri, reqs in enumerate(per_request):
+                least = None
+                for si, req in enumerate(reqs):
+                    if isinstance(req, AllocationError):
+                        raise req
+                    n = self._num_devices(ci, ri, si, req)
+                    least = n if least is None or n < least else least
+                min_devices += least or 0
+            if min_devices > ALLOCATION_RESULTS_MAX:
+                raise AllocationError(
+                    f"claim {_kobj(claim)}: number of requested devices {min_devices} exceeds the "
+                    f"claim limit of {ALLOCATION_RESULTS_MAX}"
+                )
+            constraints = []
+            for i, c in enumerate(claim.spec.constraints):
+                if not c.match_attribute and not c.distinct_attribute:
+                    raise AllocationError(
+                        f"claim {_kobj(claim)}, constraint #{i}: empty constraint (unsupported constraint type?)"
+                    )
+                constraints.append(
+                    _Constraint(c.requests, c.match_attribute or c.distinct_attribute or "", not c.match_attribute)
+                )
+            self.constraints.append(constraints)
+
+    # -------------------------------------------------------------------------------- request data
+
+    def _num_devices(self, ci: int, ri: int, si: int, req: _Request) -> int:
+        if not req.all_mode:
+            self.num_devices[(ci, ri, si)] = req.count
+            return req.count
+        claim = self.claims[ci]
+        devices: list[tuple[Entry, Pool]] = []
+        for pool in self.pools:
+            if pool.incomplete:
+                raise AllocationError(
+                    f"claim {_kobj(claim)}, request {req.name}: asks for all devices, but resource "
+                    f"pool {pool} is currently being updated"
+                )
+            if pool.invalid:
+                raise AllocationError(
+                    f"claim {_kobj(claim)}, request {req.name}: asks for all devices, but resource "
+                    f"pool {pool} is currently invalid"
+                )
+            for e in pool.entries:
+                if not self.selectable(ci, req, e):
+                    continue
+                if self.f.consumable_capacity and not self.capacity_fits(req, e):
+                    continue
+                devices.append((e, pool))
+        self.all_devices[(ci, ri, si)] = devices
+        self.num_devices[(ci, ri, si)] = len(devices)
+        return len(devices)
+
+    def selectable(self, ci: int, req: _Request, e: Entry) -> bool:
+        """isSelectable: binding conditions supported, selectors match, reachable from the node."""
+        if e.binding and not self.f.device_binding_and_status:
+            return False
+        verdict = _verdict(e, req)
+        if verdict is not True:
+            if verdict is False:
+                return False
+            kind, i, message = verdict  # type: ignore[misc]
+            if kind == "class":
+                raise AllocationError(f"class {req.sig[0]}: selector #{i}: {message}")
+            raise AllocationError(f"claim {_kobj(self.claims[ci])}: selector #{i}: {message}")
+        return not e.per_device or e.node_matches(self.node_name, self.labels)
+
+    def capacity_fits(self, req: _Request, e: Entry) -> bool:
+        """CmpRequestOverCapacity (an error, a request for a capacity the device lacks, skips the device)."""
+        capacity = e.device.capacity
+        if not req.capacities:
+            if not capacity:
+                return True
+            allocated, allocating = self.state.capacity_by_key.get(e.key), self.allocating_capacity.get(e.key)
+            if allocated is None and allocating is None:
+                # Depends on the device alone (its capacities' defaults): computed once.
+                if e.plain_fits is None:
+                    e.plain_fits = bool(capacity_math.request_fits_capacity({}, capacity, None, None))
+                return e.plain_fits
+            return bool(capacity_math.request_fits_capacity({}, capacity, allocated, allocating))
+        fits = capacity_math.request_fits_capacity(
+            req.capacities, capacity, self.state.capacity_by_key.get(e.key), self.allocating_capacity.get(e.key)
+        )
+        return bool(fits)
+
+    # -------------------------------------------------------------------------------- search
+
+    def one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start_pool: int, start_entry: int) -> bool:
+        """allocateOne: allocate device #di of request ri (subrequest si) of claim ci and everything after it."""
+        self.a.num_allocate_one += 1
+        if ci >= len(self.claims):
+            return True
+        per_request = self.requests[ci]
+        if ri >= len(per_request):
+            try:
+                return self.one(ci + 1, 0, 0, 0, False, 0, 0)
+            except _MaxSizeExceeded:
+                return False
+        reqs = per_request[ri]
+        req = reqs[si]
+        if not in_sub and req.parent is not None:
+            all_exceeded = True
+            for sub_index in range(len(reqs)):
+                try:
+                    success = self.one(ci, ri, sub_index, di, True, 0, 0)
+                except _MaxSizeExceeded:
+                    continue
+                all_exceeded = False
+                if success:
+                    self.selected[(ci, ri)] = sub_index
+                    return True
+            if all_exceeded:
+                raise _MaxSizeExceeded
+            return False
+        key = (ci, ri, si)
+        all_devices = self.all_devices.get(key) if req.all_mode else None
+        if req.all_mode and not all_devices:
+            return False
+        num = self.num_devices[key]
+        if di >= num:
+            return self.one(ci, ri + 1, 0, 0, False, 0, 0)
+        if len(self.results[ci]) + num - di > ALLOCATION_RESULTS_MAX:
+            raise _MaxSizeExceeded
+        if all_devices is not None:
+            entry, pool = all_devices[di]
+            undo = self.take(ci, req, entry, pool, True)
+            if undo is None:
+                return False
+            try:
+                done = self.one(ci, ri, si, di + 1, in_sub, 0, 0)
+            except BaseException:
+                self.untake(ci, req, entry, pool, undo)
+                raise
+            if not done:
+                self.untake(ci, req, entry, pool, undo)
+            return done
+
+        admin = req.admin
+        allocating = self.allocating
+        dedicated = self.state.dedicated
+        check_capacity = self.f.consumable_capacity
+        plain = not req.capacities
+        allocated_caps, allocating_caps = self.state.capacity_by_key, self.allocating_capacity
+        vkey = req.vkey
+        no_binding = not self.f.device_binding_and_status
+        pools = self.pools
+        for pi in range(start_pool, len(pools)):
+            pool = pools[pi]
+            if pool.incomplete or pool.invalid:
+                continue
+            entries = pool.entries
+            for ei in range(start_entry if pi == start_pool else 0, len(entries)):
+                e = entries[ei]
+                key = e.key
+                if admin:
+                    holders = allocating.get(key)
+                    if holders and ci in holders:
+                        continue
+                elif key in dedicated or allocating.get(key):
+                    continue
+                # The common case inline: a cached positive verdict, no per-device node selection, plain capacity.
+                slow = e.verdicts.get(vkey) is not True or e.per_device or (e.binding and no_binding)
+                if slow and not self.selectable(ci, req, e):
+                    continue
+                plain_fit = plain and e.plain_fits and key not in allocated_caps and key not in allocating_caps
+                if check_capacity and not plain_fit and not self.capacity_fits(req, e):
+                    continue
+                undo = self.take(ci, req, e, pool, False)
+                if undo is None:
+                    continue
+                try:
+                    done = self.one(ci, ri, si, di + 1, in_sub, pi, ei + 1)
+                except BaseException:
+                    self.untake(ci, req, e, pool, undo)
+                    raise
+                if done:
+                    return True
+                self.untake(ci, req, e, pool, undo)
+        return False
+
+    def take(self, ci: int, req: _Request, e: Entry, pool: Pool, must: bool) -> tuple | None:
+        """allocateDevice: availability, counters, taints, constraints; records the result. None: not usable.
+        Returns what ``untake`` needs to roll back."""
+        f = self.f
+        device_id, key = e.id, e.key
+        multi = f.consumable_capacity and e.multi
+        holders = self.allocating.get(key)
+        if req.admin:
+            if not multi and holders and ci in holders:
+                return None
+        elif key in self.state.dedicated or holders:
+            return None
+        if e.consumes and not f.partitionable_devices:
+            return None
+        skip_counters = multi and (key in self.state.capacity_by_key or key in self.allocating_capacity)
+        counters_reserved = False
+        if e.consumes and not skip_counters:
+            if not self.reserve_counters(e, pool):
+                return None
+            counters_reserved = True
+        base, sub = (req.parent, req.name) if req.parent is not None else (req.name, None)
+        if f.device_taints and e.taints and _taint_prevents(e.taints, req.tolerations):
+            if counters_reserved:
+                self.release_counters(e, pool)
+            return None
+        constraints = self.constraints[ci]
+        for n, c in enumerate(constraints):
+            if not c.add(base, sub, e.device):
+                for k in range(n - 1, -1, -1):
+                    constraints[k].remove(base, sub)
+                if counters_reserved:
+                    self.release_counters(e, pool)
+                if must:
+                    raise AllocationError(
+                        f"claim {_kobj(self.claims[ci])}, request {req.name}: cannot add device {device_id} because a "
+                        "claim constraint would not be satisfied"
+                    )
+                return None
+        marked = False
+        if not multi:
+            if holders is None:
+                holders = self.allocating[key] = set()
+            holders.add(ci)
+            marked = True
+        consumed: dict[str, Fraction] = {}
+        share_id = None
+        capacity_entry_existed = None  # None: no capacity inserted
+        if f.consumable_capacity:
+            if not self.capacity_fits(req, e):
+                self.rollback(ci, e, pool, base, sub, counters_reserved, len(constraints), marked, None, {})
+                return None
+            if multi:
+                consumed = capacity_math.consumed_capacity(req.capacities, e.device.capacity)
+                share_id = str(
+                    uuid.uuid5(_SHARE_NAMESPACE, f"{_kobj(self.claims[ci])}/{len(self.results[ci])}/{device_id}")
+                )
+                have = self.allocating_capacity.get(key)
+                capacity_entry_existed = have is not None
+                if have is None:
+                    self.allocating_capacity[key] = dict(consumed)
+                else:
+                    for name, amount in consumed.items():
+                        have[name] = have.get(name, 0) + amount
+        self.results[ci].append((req, e, share_id, consumed))
+        return (counters_reserved, len(constraints), marked, capacity_entry_existed, consumed, base, sub)
+
+    def untake(self, ci: int, req: _Request, e: Entry, pool: Pool, undo: tuple) -> None:
+        counters_reserved, n_constraints, marked, capacity_entry_existed, consumed, base, sub = undo
+        self.results[ci].pop()
+        self.rollback(
+            ci, e, pool, base, sub, counters_reserved, n_constraints, marked, capacity_entry_existed, consumed
+        )
+
+    def rollback(
+        self,
+        ci: int,
+        e: Entry,
+        pool: Pool,
+        base: str,
+        sub: str | None,
+        counters_reserved: bool,
+        n_constraints: int,
+        marked: bool,
+        capacity_entry_existed: bool | None,
+        consumed: Mapping[str, Fraction],
+    ) -> None:
+        """rollbackDevice: undo in reverse order."""
+        key = e.key
+        if capacity_entry_existed is not None:
+            have = self.allocating_capacity.get(key)
+            if have is not None:
+                for name, amount in consumed.items():
+                    if name in have:
+                        have[name] -= amount
+                if not any(have.values()):
+                    del self.allocating_capacity[key]
+            if capacity_entry_existed and key not in self.allocating_capacity:
+                self.allocating_capacity[key] = {}
+        if marked:
+            self.allocating[key].discard(ci)
+        constraints = self.constraints[ci]
+        for k in range(n_constraints - 1, -1, -1):
+            constraints[k].remove(base, sub)
+        if counters_reserved:
+            self.release_counters(e, pool)
+
+    def reserve_counters(self, e: Entry, pool: Pool) -> bool:
+        """checkAvailableCounters: add the device's consumption; False (and nothing added) when over."""
+        available, overdrawn = self.a._available_counters(pool, self.state, self.cycle)
+        if overdrawn:
+            return False
+        consumed = self.consumed.get(pool.id[1])
+        if consumed is None:
+            consumed = self.consumed[pool.id[1]] = {}
+        if len(e.consumes) == 1:
+            # One counter set (the common case): check before adding, nothing to undo on failure.
+            set_name, counters = e.consumes[0]
+            limit, used = available.get(set_name), consumed.get(set_name)
+            if used is None:
+                used = consumed[set_name] = {}
+            if limit is not None:
+                for name, amount in counters:
+                    have = limit.get(name)
+                    if have is not None and have < used.get(name, 0) + amount:
+                        return False
+            for name, amount in counters:
+                used[name] = used.get(name, 0) + amount
+            return True
+        for set_name, counters in e.consumes:
+            have = consumed.get(set_name)
+            if have is None:
+                have = consumed[set_name] = {}
+            for name, amount in counters:
+                have[name] = have.get(name, 0) + amount
+        # Only this device's counters changed; every other one was within limits before, unless the pool is
+        # overdrawn by allocated devices (then upstream's check over all counters fails for any device).
+        ok = not overdrawn
+        if ok:
+            for set_name, counters in e.consumes:
+                limit, used = available.get(set_name), consumed[set_name]
+                if limit is None:
+                    continue  # a set of a same-named pool of another driver: upstream never checks it
+                for name, _ in counters:
+                    have = limit.get(name)
+                    if have is not None and have < used[name]:
+                        ok = False
+                        break
+                if not ok:
+                    break
+        if not ok:
+            self.release_counters(e, pool)
+        return ok
+
+    def release_counters(self, e: Entry, pool: Pool) -> None:
+        consumed = self.consumed[pool.id[1]]
+        for set_name, counters in e.consumes:
+            have = consumed[set_name]
+            for name, amount in counters:
+                have[name] -= amount
+
+    # -------------------------------------------------------------------------------- results
+
+    def build(self, ci: int, claim: ResourceClaim) -> AllocationResult:
+        f = self.f
+        results = []
+        for req, e, share_id, consumed in self.results[ci]:
+            device = e.device
+            results.append(
+                DeviceRequestAllocationResult(
+                    request=req.result_name,
+                    driver=e.id.driver,
+                    pool=e.id.pool,
+                    device=e.id.device,
+                    admin_access=True if req.admin else None,
+                    tolerations=req.tolerations,
+                    binding_conditions=device.binding_conditions if f.device_binding_and_status else (),
+                    binding_failure_conditions=device.binding_failure_conditions if f.device_binding_and_status else (),
+                    share_id=share_id,
+                    consumed_capacity=consumed,
+                )
+            )
+        node_selector = self.node_selector(ci, claim)
+        node_name = None
+        if node_selector is not None and len(node_selector) == 1 and not node_selector[0].match_expressions:
+            fields = node_selector[0].match_fields
+            if (
+                len(fields) == 1
+                and fields[0].key == "metadata.name"
+                and fields[0].operator == "In"
+                and len(fields[0].values) == 1
+            ):
+                node_name = fields[0].values[0]
+        return AllocationResult(
+            results=tuple(results), config=self.configs(ci, claim), node_selector=node_selector, node_name=node_name
+        )
+
+    def configs(self, ci: int, claim: ResourceClaim) -> tuple[AllocatedConfig, ...]:
+        """Class configs once per class (listing the requests using it), then the claim's configs."""
+        if not claim.spec.config and not any(
+            r.class_ is not None and r.class_.config for reqs in self.requests[ci] for r in reqs
+        ):
+            return ()
+        out: list[tuple[str, OpaqueConfig, list[str]]] = []
+        class_ranges: dict[str, tuple[int, int]] = {}
+        per_request = self.requests[ci]
+        for ri, reqs in enumerate(per_request):
+            req = reqs[self.selected.get((ci, ri), 0)] if reqs[0].parent is not None else reqs[0]
+            class_ = req.class_
+            if class_ is None:
+                continue
+            span = class_ranges.get(class_.name)
+            if span is not None:
+                for i in range(*span):
+                    out[i][2].append(req.result_name)
+                continue
+            start = len(out)
+            for config in class_.config:
+                out.append(("FromClass", config, [req.result_name]))
+            class_ranges[class_.name] = (start, len(out))
+        for config in claim.spec.config:
+            if not config.requests:
+                out.append(("FromClaim", config, list(config.requests)))
+                continue
+            # As upstream: the config is added once per request (or chosen subrequest) it names.
+            for ri, request in enumerate(claim.spec.requests):
+                if request.name in config.requests:
+                    out.append(("FromClaim", config, list(config.requests)))
+                    continue
+                reqs = per_request[ri]
+                if reqs[0].parent is None:
+                    continue
+                chosen = reqs[self.selected.get((ci, ri), 0)]
+                if chosen.result_name in config.requests:
+                    out.append(("FromClaim", config, list(config.requests)))
+        return tuple(
+            AllocatedConfig(source, OpaqueConfig(config.driver, config.parameters, tuple(requests)))
+            for source, config, requests in out
+        )
+
+    def node_selector(self, ci: int, claim: ResourceClaim) -> tuple[NodeSelectorTerm, ...] | None:
+        """createNodeSelector: the node's name when any device is node-local or binds to the node, else the
+        requirements of the slices' node selectors (one term), else None (available everywhere)."""
+        fields: list[Requirement] = []
+        expressions: list[Requirement] = []
+        for _, e, _, _ in self.results[ci]:
+            device, slice_ = e.device, e.slice
+            if slice_.per_device_node_selection:
+                node_name, selector = device.node_name, device.node_selector
+            else:
+                node_name, selector = slice_.node_name, slice_.node_selector
+            if node_name or device.binds_to_node:
+                return (NodeSelectorTerm((), (Requirement("metadata.name", "In", (self.node_name,)),)),)
+            if selector is not None:
+                if len(selector) == 1:
+                    _merge(selector[0].match_fields, fields)
+                    _merge(selector[0].match_expressions, expressions)
+                elif len(selector) > 1:
+                    raise AllocationError(
+                        f"create NodeSelector for claim {claim.name}: unsupported "
+                        f"ResourceSlice.NodeSelector with {len(selector)} terms"
+                    )
+        if fields or expressions:
+            return (NodeSelectorTerm(tuple(expressions), tuple(fields)),)
+        return None
+
+
+def _merge(source: tuple[Requirement, ...], into: list[Requirement]) -> None:
+    for r in source:
+        if not any(x.key == r.key and x.operator == r.operator and set(x.values) == set(r.values) for x in into):
+            into.append(r)
