@@ -14,6 +14,7 @@ from accelsched.api.loader import Inputs, load
 from accelsched.cluster.state import ClusterState
 from accelsched.cluster.volumes import VolumeState
 from accelsched.config import default_config, load_config
+from accelsched.dra.state import DRAState
 from accelsched.framework import gang
 from accelsched.framework.profile import SchedulerConfig
 from accelsched.framework.scheduler import Scheduler, ScheduleResult
@@ -32,6 +33,9 @@ class Session:
     def start(cls, inputs: Inputs, config: SchedulerConfig | None = None, seed: int = 0) -> Session:
         cluster = ClusterState(inputs.nodes, inputs.namespaces)
         cluster.volumes = VolumeState(inputs.storage, cluster)
+        dra = getattr(inputs, "dra", None)
+        if dra:  # no DRA objects: no state, and pods without claims never look for one
+            cluster.dra = DRAState(dra, cluster)
         scheduler = Scheduler(cluster, config or default_config(), seed)
         scheduler.groups = gang.implicit_groups(inputs.pods, inputs.pod_groups)
         scheduler.gang_gates = gang.pre_enqueue(inputs.pending, inputs.pod_groups, gang.bound_members(inputs.bound))

@@ -104,12 +104,13 @@ def test_the_written_pod_carries_the_scheduling_gated_condition() -> None:
 def test_scheduling_gates_runs_first_in_the_default_profile_at_pre_enqueue() -> None:
     assert DEFAULT_PLUGINS[0] == ("SchedulingGates", 0)
     profile = config().profiles["default-scheduler"]
-    assert [p.name for p in profile.at("preEnqueue")] == ["SchedulingGates"]
+    # DynamicResources implements PreEnqueue too (claims must exist), after SchedulingGates as in the MultiPoint order
+    assert [p.name for p in profile.at("preEnqueue")] == ["SchedulingGates", "DynamicResources"]
 
 
 def test_pre_enqueue_is_a_configurable_extension_point() -> None:
     cfg = config(plugins={"preEnqueue": {"disabled": [{"name": "SchedulingGates"}]}})
-    assert cfg.profiles["default-scheduler"].at("preEnqueue") == []
+    assert [p.name for p in cfg.profiles["default-scheduler"].at("preEnqueue")] == ["DynamicResources"]
     assert run([node("a")], [gated("waiting", "g")], config=cfg)["waiting"].node == "a"
     with pytest.raises(InputError, match="does not implement preEnqueue"):
         config(plugins={"preEnqueue": {"enabled": [{"name": "NodePorts"}]}})

@@ -230,6 +230,7 @@ class ClusterState:
         self.memo: dict[Hashable, object] = {}
         self.topology_index: object | None = None  # topology.alignment.TopologyIndex, built on first use
         self.volumes: object | None = None  # cluster.volumes.VolumeState: PVs, claims, per-node volumes
+        self.dra: Any = None  # dra.state.DRAState when the run has DRA objects (engine.Session.start)
         # NodePorts: host ports in use, as NodeInfo.UsedPorts (a set per node: of two pods declaring one port, the
         # first to leave frees it, as in kube-scheduler). Per (hostIP, protocol, port) the nodes holding it, and per
         # (protocol, port) how many host IPs hold it on each node (a 0.0.0.0 request conflicts with any of them).

@@ -159,7 +159,7 @@ class Coscheduler:
             if not result.scheduled and result.diagnosis is not None and result.diagnosis.log:
                 found, _ = preemptor.find_candidate(pod, sched, result.diagnosis, exclude, allowed)
                 if found is not None:
-                    mine = [(v, sched.evict(v), pod, found.node) for v in found.victims]
+                    mine = [(v, sched.evict(v, delete=True), pod, found.node) for v in found.victims]
                     result = sched.schedule_one(pod, hold=held, allowed=sched.only(found.node))
                     if result.scheduled:
                         evicted.extend(mine)

@@ -50,6 +50,15 @@ SUCCESS = Status()
 SKIP = Status(Code.SKIP)
 
 
+class PluginError(Exception):
+    """A Filter's Error status (fwk.Error): it aborts the pod's scheduling attempt as a whole, which fails with
+    ``running "<plugin>" filter plugin: <message>`` (RunFilterPlugins), never a per-node rejection."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message)
+        self.status = status
+
+
 def unschedulable(plugin: str, *reasons: str, resolvable: bool = True) -> Status:
     code = Code.UNSCHEDULABLE if resolvable else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     return Status(code, reasons, plugin)
@@ -112,6 +121,10 @@ class CycleState(dict[str, Any]):
         # (narrow_nodes); every other node is "node(s) didn't satisfy plugin(s) [...]", unresolvably.
         self.pre_filter_nodes: np.ndarray | None = None
         self.pre_filter_plugins: set[str] = set()
+        # The nodes no earlier Filter rejected, while filters run (None: every node). kube-scheduler runs a node's
+        # filters only until one rejects it, so a filter whose evaluation has effects (DynamicResources: an Error
+        # on a node aborts the cycle) evaluates only these.
+        self.feasible_nodes: np.ndarray | None = None
 
     def narrow_nodes(self, plugin: str, nodes: np.ndarray) -> None:
         """PreFilterResult.Merge: a PreFilter plugin's node set intersects those of the plugins before it."""

@@ -18,7 +18,15 @@ from accelsched.api.objects import SCHEDULING_GATED_MESSAGE, Pod
 from accelsched.cluster.state import ClusterState
 from accelsched.framework import gang
 from accelsched.framework.coscheduling import Coscheduler
-from accelsched.framework.interface import Code, CycleState, FilterResult, NodeScore, QueueingHintPlugin, Status
+from accelsched.framework.interface import (
+    Code,
+    CycleState,
+    FilterResult,
+    NodeScore,
+    PluginError,
+    QueueingHintPlugin,
+    Status,
+)
 from accelsched.framework.profile import Profile, SchedulerConfig
 from accelsched.framework.queue import QueueingHint, SchedulingQueue
 from accelsched.framework.types import (  # re-exported: the cycle's results are what callers of the scheduler use
@@ -114,9 +122,16 @@ class Scheduler:
             if isinstance(plugin, QueueingHintPlugin)
         }
         self.queue = SchedulingQueue(first.at("queueSort")[0].sort_key, self.hints)
+        for profile in config.profiles.values():  # plugins that read cluster state outside a cycle (PreEnqueue)
+            for point in profile.points.values():
+                for plugin in point:
+                    if hasattr(plugin, "bind_cluster"):
+                        plugin.bind_cluster(cluster)
         # Called with each pod right before its scheduling attempt (explanations hook in here).
         self.observer: Callable[[Pod], None] | None = None
         self.preempted: list[ScheduleResult] = []  # victims evicted since the queue last collected them
+        # DRA: what deleting an evicted pod did to its ResourceClaims (dra.state.release_pod), to undo on restore.
+        self._dra_undo: dict[str, list] = {}
 
     # ------------------------------------------------------------------------------------ bound pods
 
@@ -147,6 +162,8 @@ class Scheduler:
                 pod, None, {}, f"Pod was rejected: {exc}", {pod.node_name: ["UnexpectedAdmissionError"]}
             )
         self.cluster.assume(pod, node)
+        if self.cluster.dra is not None:
+            self.cluster.dra.admit(pod, node)
         return None
 
     # ------------------------------------------------------------------------------------ the queue
@@ -183,6 +200,10 @@ class Scheduler:
                 else:
                     plugins = frozenset(result.diagnosis.plugins) if result.diagnosis else frozenset()
                     self.queue.add_unschedulable(result.pod, plugins)
+            dra = self.cluster.dra
+            if dra is not None and dra.deallocated:  # a claim was deallocated: its devices may help anyone waiting
+                dra.deallocated = False
+                self.queue.requeue_unschedulable()
         return list(results.values())
 
     def pre_enqueue(self, pod: Pod) -> ScheduleResult | None:
@@ -233,7 +254,11 @@ class Scheduler:
             )
             return self._unschedulable(pod, profile, state, diagnosis, post_filter=post_filter and hold is None)
 
-        feasible, log = self.find_feasible(profile, state, pod)
+        try:
+            feasible, log = self.find_feasible(profile, state, pod)
+        except PluginError as exc:  # a Filter's Error: the attempt fails as a whole, no PostFilter
+            message = f'running "{exc.status.plugin}" filter plugin: {exc.status.message}'
+            return ScheduleResult(pod, message=message, diagnosis=Diagnosis(plugins={exc.status.plugin}))
         chosen = np.flatnonzero(feasible) if log else self.all_nodes
         if chosen.size == 0:
             result = self._unschedulable(
@@ -336,7 +361,10 @@ class Scheduler:
         rejected = self._pre_filter(profile, state, pod)
         if rejected is not None:
             return list(rejected.reasons)
-        feasible, log = self.find_feasible(profile, state, pod)
+        try:
+            feasible, log = self.find_feasible(profile, state, pod)
+        except PluginError as exc:
+            return [exc.status.message]
         if feasible[node]:
             return None
         return [
@@ -347,17 +375,25 @@ class Scheduler:
             if r.nodes[node]
         ]
 
-    def evict(self, pod: Pod) -> int:
-        """Take a bound pod off its node (devices and exclusive CPUs included); returns the node, for ``restore``."""
+    def evict(self, pod: Pod, delete: bool = False) -> int:
+        """Take a bound pod off its node (devices and exclusive CPUs included); returns the node, for ``restore``.
+
+        ``delete``: the pod is deleted for real, not just left out of a dry run, so its ResourceClaims let go of it
+        as the resourceclaim controller makes them (kube-scheduler's dry runs do not free DRA devices either)."""
         cluster = self.cluster
         node = cluster.pod_node[pod.key]
         cluster.devices[node].release(pod.devices)
         self._exclusive_cpus(pod, node, +1)
         cluster.forget(pod, evicted=True)
+        if delete and cluster.dra is not None:
+            self._dra_undo[pod.key] = cluster.dra.release_pod(pod)
         return node
 
     def restore(self, pod: Pod, node: int) -> None:
-        """Put an evicted pod back where it was, on the same devices and CPUs."""
+        """Put an evicted pod back where it was, on the same devices and CPUs (and claims)."""
+        undo = self._dra_undo.pop(pod.key, None)
+        if undo and self.cluster.dra is not None:
+            self.cluster.dra.restore_pod(undo)
         self.cluster.devices[node].claim(pod.devices, owner=pod.key)
         self._exclusive_cpus(pod, node, -1)
         self.cluster.assume(pod, node)
@@ -374,7 +410,8 @@ class Scheduler:
         where = self.node_names[node]
         for victim in victims:
             if victim.key in self.cluster.pod_node:
-                self.evict(victim)
+                self.evict(victim, delete=True)
+            self._dra_undo.pop(victim.key, None)  # for good
             victim.node_name = ""
             message = f"Preempted by {by.key} on node {where}"
             self.preempted.append(ScheduleResult(victim, message=message, preempted_by=by.key))
@@ -396,6 +433,7 @@ class Scheduler:
             (p.name, p) for p in profile.at("filter") if p.name not in state.skip_filter
         ]:
             if not isinstance(result, FilterResult):
+                state.feasible_nodes = feasible
                 result = result.filter(state, pod, self.cluster)
             if not result.rejections:
                 continue

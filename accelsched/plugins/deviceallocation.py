@@ -9,12 +9,14 @@ free IDs. Unreserve gives everything back, so a cycle that fails after Reserve l
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from accelsched.api.objects import DEVICES_ANNOTATION, Pod
 from accelsched.cluster.devices import first_free
 from accelsched.cluster.state import ClusterState
 from accelsched.devices.partition import DEVICE_CHOICE
+from accelsched.dra import extended
 from accelsched.errors import InputError
 from accelsched.framework.interface import SUCCESS, CycleState, Status, unschedulable
 from accelsched.topology import allocator
@@ -34,11 +36,13 @@ class DeviceAllocation:
         # gives back only that (never another pod's devices named in a stale annotation).
         pod.devices = {}
         annotations = pod.raw.setdefault("metadata", {}).setdefault("annotations", {})
+        requests = _device_plugin_requests(pod, cluster, node)
         try:
             devices = cluster.devices[node]
             if self.topology_aware and cluster.nodes[node].layout is not None:
-                placement = allocator.place(pod, cluster, node)
-                split = devices.partitioned(pod.requests)
+                placing = pod if requests is pod.requests else dataclasses.replace(pod, requests=requests)
+                placement = allocator.place(placing, cluster, node)
+                split = devices.partitioned(requests)
                 allocated = devices.allocate(split, owner=pod.key, policy=self.partition_policy) if split else {}
                 allocator.take(cluster, node, placement)
                 state[NAME] = placement
@@ -52,7 +56,7 @@ class DeviceAllocation:
                 chooser = state.get(DEVICE_CHOICE)
                 choice = chooser(node) if chooser is not None else None
                 policy = self.partition_policy if choice is None else choice
-                pod.devices = devices.allocate(pod.requests, first_free, owner=pod.key, policy=policy)
+                pod.devices = devices.allocate(requests, first_free, owner=pod.key, policy=policy)
                 cluster.touch(node)
         except ValueError as exc:
             return unschedulable(NAME, str(exc))
@@ -73,6 +77,17 @@ class DeviceAllocation:
         annotations = pod.raw.get("metadata", {}).get("annotations") or {}
         for key in (DEVICES_ANNOTATION, allocator.NUMA_ANNOTATION, allocator.NIC_ANNOTATION):
             annotations.pop(key, None)
+
+
+def _device_plugin_requests(pod: Pod, cluster: ClusterState, node: int) -> dict[str, int]:
+    """The pod's requests the node's device plugins serve: an extended resource a DeviceClass backs comes from DRA
+    devices on a node that advertises none of it (DynamicResources allocates those)."""
+    dra = cluster.dra
+    mapped = extended.mapped_resources(pod, dra.extended) if dra is not None else ()
+    if not mapped:
+        return pod.requests
+    drop = {r for r in mapped if (row := cluster.column(r)) is None or cluster.allocatable[row, node] <= 0}
+    return {r: v for r, v in pod.requests.items() if r not in drop} if drop else pod.requests
 
 
 def new(args: dict, handle: object) -> DeviceAllocation:

@@ -18,6 +18,8 @@ import numpy as np
 from accelsched.api import quantity
 from accelsched.api.objects import Pod
 from accelsched.cluster.state import ClusterState, nonzero_requests
+from accelsched.dra import extended
+from accelsched.dra.model import DeviceClass
 from accelsched.errors import InputError
 from accelsched.framework.interface import (
     MAX_NODE_SCORE,
@@ -134,6 +136,8 @@ def _requested_after(
     row = cluster.column(resource)
     if row is None:
         zero = np.zeros(len(feasible), dtype=np.int64)
+        if cluster.dra is not None:
+            return _dra_usage(pod, cluster, resource, feasible, zero, zero)
         return zero, zero, 0
     alloc = cluster.allocatable[row, feasible]
     if nonzero and resource in (quantity.CPU, quantity.MEMORY):
@@ -141,7 +145,35 @@ def _requested_after(
         req = nonzero_requests(pod.requests)[which]
         return alloc, cluster.nonzero_requested[which, feasible] + req, req
     req = pod.requests.get(resource, 0)
+    if cluster.dra is not None:
+        return _dra_usage(pod, cluster, resource, feasible, alloc, cluster.requested[row, feasible] + req)
     return alloc, cluster.requested[row, feasible] + req, req
+
+
+def _dra_backed(cluster: ClusterState, resource: str) -> DeviceClass | None:
+    """The DeviceClass that backs ``resource`` (DRAExtendedResource), for scoring it where no device plugin does."""
+    dra = cluster.dra
+    if dra is None or resource in (quantity.CPU, quantity.MEMORY, quantity.EPHEMERAL_STORAGE):
+        return None
+    return dra.extended.get(resource)
+
+
+def _dra_usage(
+    pod: Pod, cluster: ClusterState, resource: str, nodes: np.ndarray, alloc: np.ndarray, requested: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """calculateResourceAllocatableRequest for a resource a DeviceClass backs: on a node whose allocatable has none
+    of it, the class's devices there are its allocatable and the allocated ones its requested."""
+    req = pod.requests.get(resource, 0)
+    cls = _dra_backed(cluster, resource) if req else None  # an unrequested scalar resource is not scored at all
+    empty = np.flatnonzero(alloc == 0) if cls is not None else ()
+    if not len(empty):
+        return alloc, requested, req
+    alloc, requested = alloc.copy(), requested.copy()
+    for k in empty.tolist():
+        capacity, used = extended.device_totals(cluster.dra, cls, int(nodes[k]))
+        if capacity > 0:
+            alloc[k], requested[k] = capacity, used + req
+    return alloc, requested, req
 
 
 def _broken_linear(shape: tuple[tuple[int, int], ...], utilization: np.ndarray) -> np.ndarray:
@@ -219,6 +251,8 @@ class NodeResourcesFit(_ResourceScore):
 
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         checks = self.checks(pod, cluster)  # may add a zero row for a resource no node has: read free after it
+        if cluster.dra is not None and self.dra_rows(pod, cluster):
+            return self._filter_with_dra(pod, cluster, checks)
         free = cluster.free
 
         def fits(nodes: np.ndarray) -> np.ndarray:
@@ -247,12 +281,68 @@ class NodeResourcesFit(_ResourceScore):
             result.reject(reason, never, resolvable=False)
         return result
 
+    def dra_rows(self, pod: Pod, cluster: ClusterState) -> frozenset[int]:
+        """The rows of checked resources a DeviceClass backs (DRAExtendedResource): on a node whose allocatable
+        holds none of one, fitsRequest leaves it to DynamicResources (shouldDelegateResourceToDRA)."""
+        dra = cluster.dra
+        if dra is None:
+            return frozenset()
+        return cluster.memoized(
+            (FIT_NAME, "dra", id(dra), self.ignored, self.ignored_groups, cluster.epoch, pod.shape),
+            lambda: frozenset(
+                row
+                for row, _, _ in self.checks(pod, cluster)
+                if cluster.resources[row] in dra.extended
+                and extended.is_dra_extended_resource_name(cluster.resources[row])
+            ),
+        )
+
+    def _filter_with_dra(self, pod: Pod, cluster: ClusterState, checks: list[tuple[int, int, str]]) -> FilterResult:
+        """The filter for a pod with a resource DRA may serve: that resource is checked only where the node's
+        allocatable lists some of it (the device plugin's), elsewhere it passes."""
+        delegated = self.dra_rows(pod, cluster)
+        free, allocatable = cluster.free, cluster.allocatable
+
+        def fits(nodes: np.ndarray) -> np.ndarray:
+            ok = np.ones(len(nodes), dtype=bool)
+            for row, amount, _ in checks:
+                here = free[row, nodes] >= amount
+                ok &= here | (allocatable[row, nodes] <= 0) if row in delegated else here
+            return ok
+
+        def fits_one(node: int) -> bool:
+            return all(
+                free[row, node] >= amount or (row in delegated and allocatable[row, node] <= 0)
+                for row, amount, _ in checks
+            )
+
+        key = (FIT_NAME, "fits", self.ignored, self.ignored_groups, pod.shape, delegated)
+        if cluster.node_values(key, fits, fits_one).all():
+            return PASS
+        result = FilterResult()
+        for row, amount, reason in checks:
+            short = free[row] < amount
+            if row == cluster.res_index.get(quantity.PODS):
+                result.reject(reason, short)
+                continue
+            never = allocatable[row] < amount
+            if row in delegated:
+                served = allocatable[row] > 0
+                short, never = short & served, never & served
+            result.reject(reason, short & ~never)
+            result.reject(reason, never, resolvable=False)
+        return result
+
     def rejected_after_freeing(self, pod: Pod, cluster: ClusterState, freed: np.ndarray) -> FilterResult:
         """The filter as if ``freed`` (resource x node) were free too: nodes that would still lack room even
         with every lower-priority pod evicted, which DefaultPreemption then need not try."""
         result = FilterResult()
+        delegated = self.dra_rows(pod, cluster) if cluster.dra is not None else frozenset()
         for row, amount, reason in self.checks(pod, cluster):
-            result.reject(reason, cluster.free[row] + freed[row] < amount)
+            short = cluster.free[row] + freed[row] < amount
+            if row in delegated:
+                short &= cluster.allocatable[row] > 0
+            result.reject(reason, short)
         return result
 
     def checks(self, pod: Pod, cluster: ClusterState) -> list[tuple[int, int, str]]:
@@ -269,8 +359,11 @@ class NodeResourcesFit(_ResourceScore):
     def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation:
         n = cluster.nodes[node].name
         out = NodeExplanation()
+        delegated = self.dra_rows(pod, cluster) if cluster.dra is not None else frozenset()
         for row, amount in _rows(pod, cluster):
             free = int(cluster.free[row, node])
+            if row in delegated and cluster.allocatable[row, node] <= 0:
+                continue  # served by DRA devices here: DynamicResources explains it
             if amount > free:
                 res = cluster.resources[row]
                 alloc = int(cluster.allocatable[row, node])
@@ -362,10 +455,18 @@ def _node_usage(
     """Per scored resource on node i: (allocatable, requested including the pod); None where it does not count."""
     key = ("usage-plan", resources, nonzero, pod.shape, cluster.epoch)
     plan = cluster.memoized(key, lambda: _usage_plan(pod, cluster, resources, nonzero))
-    return [
+    usage = [
         (None, 0) if step is None else (int(cluster.allocatable[step[0], i]), int(step[1][step[2], i]) + step[3])
         for step in plan  # type: ignore[union-attr]
     ]
+    if cluster.dra is not None:
+        for k, (res, _) in enumerate(resources):
+            cls = _dra_backed(cluster, res) if pod.requests.get(res) and not usage[k][0] else None
+            if cls is not None:
+                capacity, used = extended.device_totals(cluster.dra, cls, i)
+                if capacity > 0:
+                    usage[k] = (capacity, used + pod.requests[res])
+    return usage
 
 
 def _usage_plan(
