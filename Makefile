@@ -62,6 +62,7 @@ lab-node: $(STAMP)
 # Regenerate the device plugin's gRPC stubs from accelsched/deviceplugin/proto/api.proto (the wire format's one source).
 proto: $(STAMP)
 	$(BIN)/python -m accelsched.deviceplugin.gen
+	$(BIN)/python -m accelsched.dra.driver.gen
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

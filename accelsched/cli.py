@@ -16,6 +16,7 @@ from accelsched.api import goyaml, limits
 from accelsched.api.loader import load
 from accelsched.api.objects import SCHEDULING_GATED_REASON
 from accelsched.api.reader import paused_gc
+from accelsched.dra.driver.command import dra_driver
 from accelsched.engine import Session, config_from
 from accelsched.errors import InputError
 from accelsched.explain import Explainer, Explanation, find_pod
@@ -139,7 +140,7 @@ def schedule(
     if output == "json":
         click.echo(json.dumps(report.to_json(results, session.cluster), indent=2))
     elif output == "yaml":
-        click.echo(goyaml.dump(report.to_objects(results), sort_keys=False), nl=False)
+        click.echo(goyaml.dump(report.to_objects(results, session.cluster), sort_keys=False), nl=False)
     else:
         report.print_tables(console(), results, session.cluster)
 
@@ -382,6 +383,7 @@ def run(
 
 
 main.add_command(simulate)  # accelsched simulate: policy comparison on GPU traces (accelsched/sim/command.py)
+main.add_command(dra_driver)  # accelsched dra-driver: the DRA kubelet plugin (accelsched/dra/driver/command.py)
 
 if __name__ == "__main__":
     main()
