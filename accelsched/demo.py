@@ -11,15 +11,18 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
 from accelsched import report
 from accelsched.api.loader import Inputs, build_inputs, read_documents
 from accelsched.api.objects import Pod
+from accelsched.cluster.state import ClusterState
 from accelsched.config import kube_scheduler_config
 from accelsched.devices import partition as partitioning
 from accelsched.engine import Session
@@ -117,6 +120,15 @@ LAB_STEPS = (
         ("examples/lab/10-preemption.yaml",),
         compare_preemption=True,
     ),
+    Step(
+        "Dynamic Resource Allocation: two accelerators beside a NIC on one PCIe root",
+        "node-p and node-q publish their accelerators and NICs as ResourceSlices (resource.k8s.io/v1), read from "
+        "/sys by accelsched's DRA driver, with the standard resource.kubernetes.io/pcieRoot attribute. Each training "
+        "pod's ResourceClaim asks for two accelerators and a NIC with one pcieRoot (matchAttribute). train-dra-a "
+        "gets node-p's pci0000:00 devices. train-dra-b fits nowhere: kube-scheduler only says \"cannot allocate all "
+        'claims"; accelsched says device by device why, and what would help.',
+        ("examples/lab/11-dra-nodes.yaml", "examples/lab/11-dra-slices.yaml", "examples/lab/11-dra-claims.yaml"),
+    ),
 )
 
 ISOLATION = {"whole": "whole device", "mig": "hardware (own memory and compute slices)", "timeslicing": "none (shared)"}
@@ -169,6 +181,7 @@ class StepOutcome:
     results: list[ScheduleResult]
     new_pods: set[str]
     verdicts: dict[str, list[NodeVerdict]]
+    notes: dict[str, list[str]] = field(default_factory=dict)  # per pod: the explainer's cluster-wide notes
     default: dict[str, DefaultChoice] = field(default_factory=dict)
     naive: dict[str, str | None] = field(default_factory=dict)  # pod -> node under per-pod scheduling
     blind: dict[str, list[str]] = field(default_factory=dict)  # preemptor -> victims when gangs are ignored
@@ -195,7 +208,14 @@ def play(steps: tuple[Step, ...] = LAB_STEPS, root: Path = ROOT, seed: int = 0) 
         explainer = Explainer(session.scheduler)
         results = session.rejected + session.schedule()
         new = {p.key for p in inputs.pods} - before
-        yield StepOutcome(step, session, results, new, explainer.verdicts, default, naive, blind)
+        notes = {key: n for key, n in explainer.notes.items() if key in new and n and _has_claims(session, key)}
+        yield StepOutcome(step, session, results, new, explainer.verdicts, notes, default, naive, blind)
+
+
+def _has_claims(session: Session, key: str) -> bool:
+    """Only the claims' notes are shown in the demo (the other notes predate DRA and the demo never showed them)."""
+    pod = next((p for p in session.inputs.pods if p.key == key), None)
+    return pod is not None and bool((pod.raw.get("spec") or {}).get("resourceClaims"))
 
 
 def per_pod_placements(inputs: Inputs, seed: int) -> dict[str, str | None]:
@@ -275,6 +295,8 @@ def _events(console: Console, outcome: StepOutcome) -> None:
             console.print(
                 f"  Normal   Scheduled         Successfully assigned {r.pod.key} to {r.node}{devices}", soft_wrap=True
             )
+            for line in claim_lines(outcome.session.cluster, r):
+                console.print(f"  {line}", soft_wrap=True, highlight=False)
             if r.preempted:
                 console.print(f"  (evicted {', '.join(v.key for v in r.preempted)} to make room)", soft_wrap=True)
             if r.pod.key in outcome.blind:
@@ -284,14 +306,59 @@ def _events(console: Console, outcome: StepOutcome) -> None:
             console.print(f"  Normal   Preempted         {r.message}", soft_wrap=True)
             continue
         console.print(f"  Warning  FailedScheduling  [red]{r.message}[/]", soft_wrap=True)
-        for v in outcome.verdicts.get(r.pod.key, []):
-            if v.feasible:
-                continue
-            console.print(f"    {v.node}: {v.first_filter}: {', '.join(v.reasons)}", soft_wrap=True)
+        for note in outcome.notes.get(r.pod.key, []):
+            console.print(f"    {escape(note)}", soft_wrap=True, highlight=False)
+        for nodes, v in grouped([v for v in outcome.verdicts.get(r.pod.key, []) if not v.feasible]):
+            console.print(f"    {nodes}: {v.first_filter}: {', '.join(v.reasons)}", soft_wrap=True)
             for d in v.details:
-                console.print(f"      - {d}", soft_wrap=True, highlight=False)
+                console.print(f"      - {escape(d)}", soft_wrap=True, highlight=False)
             for fix in v.remedies:
-                console.print(f"      [cyan]→ {fix}[/]", soft_wrap=True, highlight=False)
+                console.print(f"      [cyan]→ {escape(fix)}[/]", soft_wrap=True, highlight=False)
+
+
+def grouped(verdicts: list[NodeVerdict]) -> list[tuple[str, NodeVerdict]]:
+    """Rejected nodes with the very same explanation on one line (``node-a, node-b: ...``), in node order."""
+    groups: dict[tuple, list[NodeVerdict]] = {}
+    for v in verdicts:
+        key = (v.first_filter, tuple(v.reasons), tuple(v.details), tuple(v.remedies))
+        groups.setdefault(key, []).append(v)
+    return [(", ".join(v.node for v in group), group[0]) for group in groups.values()]
+
+
+def claim_lines(cluster: ClusterState, r: ScheduleResult) -> list[str]:
+    """A bound pod's DRA claims: ``claim net-accel (train-dra-a-net-accel-x): accel accel-0, accel-1; nic nic-0,
+    all with resource.kubernetes.io/pcieRoot pci0000:00`` when a matchAttribute constraint tied them."""
+    dra = getattr(cluster, "dra", None)
+    if dra is None or not (r.pod.raw.get("spec") or {}).get("resourceClaims"):
+        return []
+    lines = []
+    for entry in dra.pod_claim_results(r.pod):
+        by_request: dict[str, list[str]] = {}
+        for result in entry["results"]:
+            by_request.setdefault(result["request"], []).append(result["device"])
+        devices = "; ".join(f"{request} {', '.join(ids)}" for request, ids in by_request.items())
+        line = f"claim {entry['name']} ({entry['resourceClaimName']}): {devices or 'no devices'}"
+        key = f"{r.pod.namespace}/{entry['resourceClaimName']}"
+        claim = dra.claims.get(key)
+        shared = _shared_attributes(dra, claim, entry["results"]) if claim is not None else []
+        lines.append(line + "".join(f", all with {name} {value}" for name, value in shared))
+    return lines
+
+
+def _shared_attributes(dra: Any, claim: Any, results: list[dict[str, str]]) -> list[tuple[str, str]]:
+    """The value each matchAttribute constraint of the claim made its allocated devices share."""
+    devices = {(s.driver, s.pool.name, d.name): d for s in dra.slices.values() for d in s.devices}
+    out = []
+    for constraint in claim.spec.constraints:
+        name = constraint.match_attribute
+        values = {
+            str(devices[key].attributes.get(name))
+            for key in ((x["driver"], x["pool"], x["device"]) for x in results)
+            if key in devices and name in devices[key].attributes
+        }
+        if name and len(values) == 1:
+            out.append((name, values.pop()))
+    return out
 
 
 def preemption_line(r: ScheduleResult, blind: list[str]) -> str:
@@ -335,7 +402,8 @@ def run_demo(console: Console, last_step: int | None = None, seed: int = 0) -> N
     for n, outcome in enumerate(play(steps, seed=seed), start=1):
         console.print(Panel(outcome.step.story, title=f"Step {n}: {outcome.step.title}", title_align="left"))
         console.print("  applied: " + ", ".join(outcome.step.files))
-        console.print(report.pods_table(outcome.shown, title="Pods placed in this step", why=False))
+        dra = outcome.session.cluster.dra
+        console.print(report.pods_table(outcome.shown, title="Pods placed in this step", why=False, dra=dra))
         _events(console, outcome)
         typical = [r.pod.requests for r in outcome.shown]
         console.print(report.nodes_table(outcome.session.cluster, typical=typical))

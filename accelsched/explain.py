@@ -16,10 +16,13 @@ import numpy as np
 from accelsched.api import quantity
 from accelsched.api.objects import Pod
 from accelsched.cluster.state import ClusterState
-from accelsched.framework.interface import Code, CycleState
+from accelsched.dra import explain as dra_explain
+from accelsched.framework.interface import Code, CycleState, NodeExplanation
 from accelsched.framework.profile import Profile
 from accelsched.framework.scheduler import Scheduler, ScheduleResult
 from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
+
+DYNAMIC_RESOURCES = "DynamicResources"
 
 
 @dataclass
@@ -32,6 +35,7 @@ class NodeVerdict:
     remedies: list[str] = field(default_factory=list)
     score: int | None = None
     scores: dict[str, int] = field(default_factory=dict)
+    claims: list[dict[str, Any]] = field(default_factory=list)  # per DRA request: its device funnel on the node
 
     @property
     def first_filter(self) -> str | None:
@@ -48,6 +52,7 @@ class NodeVerdict:
             "remedies": self.remedies,
             "score": self.score,
             "scores": self.scores,
+            **({"claims": self.claims} if self.claims else {}),
         }
 
 
@@ -95,6 +100,7 @@ def explain_attempt(scheduler: Scheduler, profile: Profile, pod: Pod) -> list[No
         for i in np.flatnonzero(result.rejected(cluster.n)):
             reasons = [r.reason for r in result.rejections if r.nodes[i]]
             per_node[int(i)].append((plugin, reasons))
+    devices = dra_explain.ClusterView(pod, cluster) if dra_explain.has_claims(pod, cluster) else None
     for i, verdict in enumerate(verdicts):
         failing = per_node[i]
         if not failing:
@@ -103,7 +109,12 @@ def explain_attempt(scheduler: Scheduler, profile: Profile, pod: Pod) -> list[No
         verdict.reasons = failing[0][1]
         verdict.failing = [p.name for p, _ in failing]
         for plugin, _ in failing:
-            why = plugin.explain(state, pod, cluster, i)
+            if devices is not None and plugin.name == DYNAMIC_RESOURCES:  # device by device (dra/explain.py)
+                claims = devices.node(i)
+                verdict.claims = claims.to_json()
+                why = NodeExplanation(claims.details, claims.remedies)
+            else:
+                why = plugin.explain(state, pod, cluster, i)
             verdict.details.extend(why.details)
             if len(failing) == 1:
                 verdict.remedies.extend(f"{r} would make {verdict.node} feasible" for r in why.remedies)
@@ -161,11 +172,18 @@ class Explainer:
         profile = self.scheduler.profile_for(pod)
         if profile is not None and self.scheduler.cluster.n:
             self.verdicts[pod.key] = explain_attempt(self.scheduler, profile, pod)
-        self.notes[pod.key] = unadvertised_notes(pod, self.scheduler.cluster)
+        cluster = self.scheduler.cluster
+        notes = unadvertised_notes(pod, cluster)
+        if dra_explain.has_claims(pod, cluster):  # the pod's claims across the cluster come first
+            notes = [*dra_explain.ClusterView(pod, cluster).summary(), *notes]
+        self.notes[pod.key] = notes
 
     def explanation(self, pod: Pod, result: ScheduleResult | None) -> Explanation:
         """What was recorded for ``pod`` at its last attempt, with its result."""
         notes = self.notes.get(pod.key, [])
         if result is not None and result.gated is not None:  # PreEnqueue kept it out of the queue: say which gates
+            cluster = self.scheduler.cluster
+            if pod.key not in self.notes and dra_explain.has_claims(pod, cluster):  # e.g. which claim is missing
+                notes = dra_explain.ClusterView(pod, cluster).summary()
             notes = [f"{result.gated.plugin}: {result.gated.message}", *notes]
         return Explanation(pod, result, self.verdicts.get(pod.key, []), notes)

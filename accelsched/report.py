@@ -11,12 +11,15 @@ from accelsched.api import quantity
 from accelsched.api.objects import SCHEDULING_GATED_REASON
 from accelsched.cluster.state import ClusterState
 from accelsched.devices import partition as partitioning
+from accelsched.dra.model import DeviceID
 from accelsched.framework.scheduler import ScheduleResult
 
 
-def pod_json(r: ScheduleResult) -> dict[str, Any]:
-    """The contract's pod entry; ``preempted`` (the evicted pods, ``namespace/name``) only when it preempted."""
-    out = {
+def pod_json(r: ScheduleResult, dra: Any = None) -> dict[str, Any]:
+    """The contract's pod entry; ``preempted`` (the evicted pods, ``namespace/name``) only when it preempted, and
+    ``claims`` (design.md: per pod claim, the ResourceClaim and its allocated devices) only for a pod with claims,
+    from the cluster's DRA state ``dra`` (dra/state.py)."""
+    out: dict[str, Any] = {
         "namespace": r.pod.namespace,
         "name": r.pod.name,
         "node": r.node,
@@ -26,7 +29,13 @@ def pod_json(r: ScheduleResult) -> dict[str, Any]:
     }
     if r.preempted:
         out["preempted"] = [v.key for v in r.preempted]
+    if dra is not None and (_has_claims(r.pod) or dra.extended_claim_key(r.pod)):
+        out["claims"] = dra.pod_claim_results(r.pod)
     return out
+
+
+def _has_claims(pod: Any) -> bool:
+    return bool((pod.raw.get("spec") or {}).get("resourceClaims"))
 
 
 def node_json(cluster: ClusterState, i: int) -> dict[str, Any]:
@@ -42,11 +51,17 @@ def node_json(cluster: ClusterState, i: int) -> dict[str, Any]:
 
 def to_json(results: list[ScheduleResult], cluster: ClusterState) -> dict[str, Any]:
     """The design.md contract: pods in the order they were scheduled, then every node's capacity."""
-    return {"pods": [pod_json(r) for r in results], "nodes": [node_json(cluster, i) for i in range(cluster.n)]}
+    dra = getattr(cluster, "dra", None)
+    pods = [pod_json(r, dra) for r in results]
+    return {"pods": pods, "nodes": [node_json(cluster, i) for i in range(cluster.n)]}
 
 
-def to_objects(results: list[ScheduleResult]) -> dict[str, Any]:
-    """The pods as a ``kind: List`` with spec.nodeName, the devices annotation and PodScheduled condition set."""
+def to_objects(results: list[ScheduleResult], cluster: ClusterState | None = None) -> dict[str, Any]:
+    """The pods as a ``kind: List`` with spec.nodeName, the devices annotation and PodScheduled condition set; with
+    DRA, a pod's ``status.resourceClaimStatuses`` for claims made from its templates (the resourceclaim controller's),
+    then every ResourceClaim with ``status.allocation`` and ``status.reservedFor`` as the API holds them after
+    kube-scheduler's PreBind."""
+    dra = getattr(cluster, "dra", None)
     items = []
     for r in results:
         pod = dict(r.pod.raw)
@@ -65,12 +80,28 @@ def to_objects(results: list[ScheduleResult]) -> dict[str, Any]:
         kept = [c for c in status.get("conditions") or [] if c.get("type") != condition["type"]]
         status["conditions"] = [*kept, condition]
         status.setdefault("phase", "Pending")
+        if dra is not None and _has_claims(r.pod):
+            _claim_statuses(status, r.pod, dra)
         pod["status"] = status
         items.append(pod)
+    if dra is not None:
+        items.extend(dra.claims_out())
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
-def pods_table(results: list[ScheduleResult], title: str = "Pods", why: bool = True) -> Table:
+def _claim_statuses(status: dict[str, Any], pod: Any, dra: Any) -> None:
+    """status.resourceClaimStatuses: the claim made for each template claim (name, resourceClaimName)."""
+    made = [
+        {"name": name, "resourceClaimName": key.split("/", 1)[1]}
+        for name, key, from_template in dra.pod_claims(pod)
+        if from_template and key
+    ]
+    if made:
+        status["resourceClaimStatuses"] = made
+
+
+def pods_table(results: list[ScheduleResult], title: str = "Pods", why: bool = True, dra: Any = None) -> Table:
+    """One row per pod; ``dra`` (cluster.dra) adds each pod's allocated claim devices to its devices."""
     table = Table(title=title, title_justify="left", show_lines=False)
     table.add_column("pod")
     table.add_column("priority", justify="right")
@@ -79,7 +110,12 @@ def pods_table(results: list[ScheduleResult], title: str = "Pods", why: bool = T
     if why:
         table.add_column("why not", overflow="fold")
     for r in results:
-        devices = "; ".join(f"{res}: {compact_ids(ids)}" for res, ids in r.devices.items())
+        parts = [f"{res}: {compact_ids(ids)}" for res, ids in r.devices.items()]
+        if dra is not None and _has_claims(r.pod):
+            for entry in dra.pod_claim_results(r.pod):
+                if entry["results"]:
+                    parts.append(f"claim {entry['name']}: {compact_ids([x['device'] for x in entry['results']])}")
+        devices = "; ".join(parts)
         where = f"[green]{r.node}[/]" if r.node else "[yellow]Preempted[/]" if r.preempted_by else "[red]Pending[/]"
         cells = [r.pod.key, str(r.pod.priority), where, devices]
         table.add_row(*cells, *([r.message] if why else []))
@@ -110,9 +146,22 @@ def nodes_table(
             req, alloc = int(cluster.requested[row, i]), int(cluster.allocatable[row, i])
             cells.append(f"{quantity.format_quantity(res, req)}/{quantity.format_quantity(res, alloc)}")
         free = "; ".join(compact_ids(p.free_ids()) for p in cluster.devices[i].pools.values())
+        if getattr(cluster, "dra", None) is not None:
+            free = "; ".join(x for x in (free, dra_free_cell(cluster, node.name)) if x)
         extra = [partition_cell(cluster.devices[i].partition, typical or [])] if split else []
         table.add_row(node.name, ", ".join(flags) or "ready", *cells, free, *extra)
     return table
+
+
+def dra_free_cell(cluster: ClusterState, node: str) -> str:
+    """``DRA 2/5 free``: the node's DRA devices (its pools' devices it can use) not allocated to any claim."""
+    dra = cluster.dra
+    devices = dra.devices_for_node(node)
+    if not devices:
+        return ""
+    taken = dra.allocated
+    free = sum(1 for s, d in devices if not taken.is_allocated(DeviceID(s.driver, s.pool.name, d.name)))
+    return f"DRA {free}/{len(devices)} free"
 
 
 def partition_cell(part: Any, typical: list[dict[str, int]]) -> str:
@@ -154,7 +203,7 @@ def compact_ids(ids: list[str]) -> str:
 
 def print_tables(console: Console, results: list[ScheduleResult], cluster: ClusterState) -> None:
     typical = [r.pod.requests for r in results]
-    console.print(pods_table(results))
+    console.print(pods_table(results, dra=getattr(cluster, "dra", None)))
     console.print(nodes_table(cluster, typical=typical))
     line = fragmentation_line(cluster, typical)
     if line:

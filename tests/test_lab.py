@@ -139,3 +139,50 @@ def test_preemption_step_evicts_the_running_gang_whole(outcomes):
     assert set(cluster.pods_on[cluster.index["node-l"]]) == {"default/batch-0", "default/batch-1"}
     # Blind to gangs (kube-scheduler), one worker goes and its partner keeps two cards for nothing.
     assert step.blind == {"default/infer-urgent": ["default/sweep-0"]}
+
+
+def test_dra_step_puts_the_pair_beside_its_nic_and_explains_the_pending_pod_device_by_device(outcomes):
+    step = outcomes[10]
+    cluster = step.session.cluster
+    first, second = by_name(step, "train-dra-a"), by_name(step, "train-dra-b")
+    assert first.node == "node-p"
+    (claim,) = cluster.dra.pod_claim_results(first.pod)
+    devices = {(s.pool.name, d.name): d for s in cluster.dra.slices.values() for d in s.devices}
+    picked = [devices[(r["pool"], r["device"])] for r in claim["results"]]
+    assert sorted(r["request"] for r in claim["results"]) == ["accel", "accel", "nic"]
+    assert {d.attributes["resource.kubernetes.io/pcieRoot"] for d in picked} == {"pci0000:00"}
+    assert second.node is None and "14 cannot allocate all claims" in second.message
+    verdicts = {v.node: v for v in step.verdicts["default/train-dra-b"]}
+    held = verdicts["node-p"].details[1]
+    assert held.startswith("1 device of nic.accelsched.io; 1 match, 1 allocated to default/train-dra-a (claim ")
+    assert verdicts["node-p"].remedies == [
+        "1 more nic device with pcieRoot pci0000:80 would make node-p feasible",
+        "2 accel devices and 1 nic device with pcieRoot pci0000:00 freed would make node-p feasible",
+    ]
+    assert verdicts["node-q"].details[-1] == (
+        "constraint matchAttribute resource.kubernetes.io/pcieRoot (requests accel, nic): pcieRoot pci0000:00 has "
+        "1 of 2 accel free and 1 of 1 nic free; pcieRoot pci0000:80 has 3 of 2 accel free and 0 of 1 nic free"
+    )
+    assert verdicts["node-q"].remedies == ["1 more accel device with pcieRoot pci0000:00 would make node-q feasible"]
+    assert verdicts["node-a"].details == ["no ResourceSlice lists devices for this node"]
+    assert any("request nic (1 of nic.accelsched.io)" in n for n in step.notes["default/train-dra-b"])
+
+
+def test_dra_step_slices_are_what_the_driver_inventory_publishes_from_sysfs():
+    """examples/lab/11-dra-slices.yaml is generated (hack/gen-dra-lab.py): regenerate it and compare."""
+    import runpy
+
+    generator = runpy.run_path(str(Path(__file__).resolve().parent.parent / "hack" / "gen-dra-lab.py"))
+    committed = (Path(generator["OUT"])).read_text()
+    assert generator["render"]() == committed, "run: python hack/gen-dra-lab.py"
+    assert "resource.kubernetes.io/pcieRoot" in committed
+
+
+def test_demo_command_prints_the_device_level_explanation():
+    result = CliRunner().invoke(main, ["demo"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    dra = result.output[result.output.index(f"Step {len(LAB_STEPS)}: Dynamic Resource Allocation") :]
+    assert "claim net-accel (train-dra-a-net-accel-" in dra
+    assert "all with resource.kubernetes.io/pcieRoot pci0000:00" in dra
+    assert "→ 1 more accel device with pcieRoot pci0000:00 would make node-q feasible" in dra
+    assert "node-a, node-d, node-e" in dra  # nodes with the same explanation share a line
