@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 # The test suite also runs simulate on a real Ray cluster (tests/test_sim_ray.py): the `ray` extra, tests only.
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test unit integration lint bench clean controlplane proto conformance node node-e2e lab-node
+.PHONY: demo test unit integration lint bench clean controlplane controller-manager proto conformance node node-e2e \
+	lab-node
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -39,6 +40,11 @@ lint: $(STAMP)
 # (docs/live-testing.md); a no-op when already built.
 controlplane:
 	hack/build-controlplane.sh
+
+# kube-controller-manager v1.36.3 from the same module, cached under its own key: the DRA tests run its resourceclaim
+# controller alone (tests/live/test_live_dra.py). About a minute once the control plane's modules are built.
+controller-manager:
+	hack/build-controlplane.sh kube-controller-manager
 
 # A real node (docs/node.md): the kubelet v1.36.3 built from the pinned module (cached like the control plane), and
 # containerd, runc and the CNI plugins from Debian when missing (root). A no-op when all are there.

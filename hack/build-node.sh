@@ -54,20 +54,7 @@ if cached; then
 fi
 
 # The kubelet's module file must agree with go.mod on every module both require: same pins, one source of truth.
-python3 - "$src" <<'EOF'
-import json, subprocess, sys
-def reqs(path):
-    out = subprocess.run(["go", "mod", "edit", "-json", path], cwd=sys.argv[1], capture_output=True, check=True)
-    doc = json.loads(out.stdout)
-    return {r["Path"]: r["Version"] for r in doc.get("Require") or []}, doc.get("Replace") or []
-base, base_repl = reqs("go.mod")
-kube, kube_repl = reqs("kubelet.mod")
-bad = [f"{p}: go.mod {v}, kubelet.mod {kube.get(p)}" for p, v in base.items() if kube.get(p) != v]
-if base_repl != kube_repl:
-    bad.append("the replace blocks differ")
-if bad:
-    sys.exit("build-node: hack/controlplane/kubelet.mod disagrees with go.mod:\n  " + "\n  ".join(bad))
-EOF
+python3 "$here/check-modfile.py" "$src" kubelet.mod
 
 mkdir -p "$bin"
 exec 9>"$root/$key/build.lock"

@@ -19,6 +19,7 @@ What it keeps, and why:
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -101,13 +102,18 @@ def _spec_fingerprint(spec: Any) -> str:
 # ---------------------------------------------------------------------------------------------- API form
 
 
+_SERIALS = itertools.count(1)
+
+
 def _quantity(amount: Fraction) -> str:
     if amount.denominator == 1:
         return str(amount.numerator)
-    milli = amount * 1000
-    if milli.denominator == 1:
-        return f"{milli.numerator}m"
-    return f"{float(amount)}"
+    # Exact where the API's decimal suffixes can say it; finer than a nano rounds up, as resource.Quantity does.
+    for suffix, scale in (("m", 1000), ("u", 10**6), ("n", 10**9)):
+        scaled = amount * scale
+        if scaled.denominator == 1:
+            return f"{scaled.numerator}{suffix}"
+    return f"{-(-amount.numerator * 10**9 // amount.denominator)}n"
 
 
 def node_selector_dict(terms: Iterable[Any]) -> dict[str, Any]:
@@ -187,6 +193,8 @@ class DRAState:
     def __init__(self, inputs: DRAInputs, cluster: ClusterState) -> None:
         self.inputs = inputs
         self.cluster = cluster
+        # Distinct for every DRAState of the process (never reused like id()): the plugin keys cached verdicts by it.
+        self.serial = next(_SERIALS)
         self.classes: dict[str, DeviceClass] = inputs.classes
         self.slices = inputs.slices
         self.claims: dict[str, ResourceClaim] = inputs.claims

@@ -54,6 +54,7 @@ class Snapshot:
     pod_groups: list[JSON] = field(default_factory=list)
     topologies: list[JSON] = field(default_factory=list)
     storage: dict[str, list[JSON]] = field(default_factory=dict)  # kind -> PVs, claims, classes, CSI objects
+    dra: dict[str, list[JSON]] = field(default_factory=dict)  # kind -> DeviceClasses, ResourceSlices, claims, templates
 
 
 @dataclass
@@ -133,6 +134,9 @@ def convert(snapshot: Snapshot, scheduler_names: Iterable[str] | None = None) ->
     docs += [Document(d, SOURCE, "Namespace") for d in snapshot.namespaces]
     docs += [Document(d, SOURCE, "NodeResourceTopology") for d in snapshot.topologies]
     docs += [Document(d, SOURCE, kind) for kind, items in snapshot.storage.items() for d in items]
+    # DRA objects through the loader's parsers too (dra/objects.py); the claims of templates are the resourceclaim
+    # controller's to make in a cluster, and the loader makes them only for the pods it is given (none here).
+    docs += [Document(d, SOURCE, kind) for kind, items in snapshot.dra.items() for d in items]
     inputs = _build_cluster(docs, errors)
     node_names = {n.name for n in inputs.nodes}
     names = None if scheduler_names is None else set(scheduler_names)

@@ -44,6 +44,7 @@ from accelsched.framework.profile import SchedulerConfig
 from accelsched.framework.queue import SchedulingQueue
 from accelsched.framework.scheduler import ScheduleResult
 from accelsched.live import convert as live_convert
+from accelsched.live import dra as live_dra
 from accelsched.live import kube as k
 from accelsched.live import metrics as queue_metrics
 from accelsched.live import podgroups
@@ -58,7 +59,7 @@ from accelsched.live.events import (
     preempted_message,
     scheduled_message,
 )
-from accelsched.live.informer import Informer
+from accelsched.live.informer import Informer, object_key
 from accelsched.live.kube import JSON, ApiError, Kube
 from accelsched.live.leaderelection import ElectionConfig, LeaderElector
 from accelsched.live.metrics import Metrics
@@ -83,6 +84,7 @@ class Decision:
     started: float  # when its scheduling attempt began (for the attempt duration)
     annotations: dict[str, str] = field(default_factory=dict)
     volumes: tuple[Any, float] | None = None  # VolumeBinding's plan and bind timeout, for PreBind (live.volumes)
+    claims: tuple[live_dra.ClaimWrite, ...] = ()  # DynamicResources' PreBind writes (live.dra)
 
 
 @dataclass
@@ -139,10 +141,33 @@ class LiveScheduler:
             kind: Informer(kube, resource, self._on_other, self.lock, **common)
             for kind, resource in live_volumes.RESOURCES.items()
         }
+        # resource.k8s.io/v1 (GA in 1.34; optional so that an older API server is still served): claims are followed
+        # in place (_on_claim), classes, slices and templates rebuild the session.
+        self.dra = {
+            kind: Informer(
+                kube, resource, self._on_claim if kind == "ResourceClaim" else self._on_other, self.lock,
+                optional=True, **common,
+            )
+            for kind, resource in live_dra.RESOURCES.items()
+        }  # fmt: skip
         self.informers = [self.nodes, self.pods, self.namespaces, self.pod_groups, self.topologies]
         self.informers.append(self.workload_pod_groups)
         self.informers += self.storage.values()
+        self.informers += self.dra.values()
         self._volume_plans: dict[str, tuple[Any, float]] = {}  # pod uid -> VolumeBinding's plan, until decided
+        # DynamicResources' PreBind in live mode (each session's cluster.dra.writer, set at _rebuild): the writes
+        # are recorded here and done by the bind worker before the Binding; until the cache shows them, the claims
+        # are assumed.
+        self.claim_writer = live_dra.DeferredClaimWriter()
+        self._claim_api = live_dra.ClaimWriter(kube)
+        self.assumed_claims = live_dra.AssumedClaims()
+        self._changed_claims: dict[str, None] = {}  # claims changed since the last round (_apply_claim_changes)
+        self._claims_named: dict[str, None] = {}  # pending pods whose resourceClaimStatuses changed (the same)
+        # DRA events (a claim, a pod's claim names) counted, so that a pod with claims tried while one arrived goes
+        # to backoff rather than waiting for the next (kube-scheduler's moveRequestCycle); the count at round start.
+        self._claim_events = 0
+        self._round_claim_events = 0
+        self.claims_applied = 0
 
         self.elector = LeaderElector(kube, election, on_stopped=self._lost_lease) if election else None
         self.lost_lease = False
@@ -267,6 +292,28 @@ class LiveScheduler:
         self._event = queue_metrics.resource_event(kind, obj)
         self._cluster_event(f"{obj.get('kind') or 'object'} {kind.lower()}")
 
+    def _on_claim(self, kind: str, obj: JSON, old: JSON | None) -> None:
+        """A ResourceClaim changed: the session follows it in place next round (allocations and reservations
+        change on every pod with claims), and the unschedulable pods with claims it may help are woken
+        (DynamicResources' queueing hint: a claim of theirs created or its status changed, or any deallocated)."""
+        key = object_key(obj)
+        self.assumed_claims.observed(key, None if kind == "DELETED" else obj)
+        self._changed_claims[key] = None  # every update: a deletionTimestamp or a finalizer is metadata too
+        self._claim_events += 1
+        self._event = queue_metrics.resource_event(kind, obj)
+        if kind == "DELETED":  # DynamicResources registers claim Add and Update only (its deallocation came first)
+            return
+        woken = {
+            pod_key: pod
+            for pod_key, pod in self.unschedulable.items()
+            if live_dra.has_claims(pod) and live_dra.claim_event_wakes(pod, old, obj)
+        }
+        self._count_moves(woken, self._event)
+        for pod_key in woken:
+            self.backing_off[pod_key] = self.unschedulable.pop(pod_key)
+        if woken:
+            self.wake.set()
+
     def _cluster_event(self, reason: str) -> None:
         """Something the session cannot follow in place happened (a node, a topology, a storage object, a gang's
         PodGroup): rebuild, and wake the unschedulable pods."""
@@ -349,6 +396,14 @@ class LiveScheduler:
             for pool in (self.new_pending, self.unschedulable, self.backing_off):
                 if key in pool:
                     pool[key] = obj
+            if live_dra.generated_claims_changed(old, obj):
+                # The resourceclaim controller named the claims it made for the pod: DynamicResources' hint.
+                self._claims_named[key] = None
+                self._claim_events += 1
+                if key in self.unschedulable:
+                    self._count_moves({key: obj}, self._event)
+                    self.backing_off[key] = self.unschedulable.pop(key)
+                self.wake.set()
             if _nominated(old) not in ("", _nominated(obj)):
                 self._wake_unschedulable()  # the room its nomination held is free for others again
             return
@@ -417,7 +472,7 @@ class LiveScheduler:
     def _apply_pod_changes(self) -> bool:
         """Bring the session up to date with the pods changed since the last round, in place (what
         kube-scheduler's cache does on each pod event). False when one cannot be (the session must be rebuilt)."""
-        if not self._apply_node_changes():
+        if not self._apply_node_changes() or not self._apply_claim_changes():
             return False
         with self.lock:
             if not self._changed_pods or self.session is None:
@@ -431,6 +486,29 @@ class LiveScheduler:
                     self._invalidate("a pod with volumes reserved by us was undone")
                 return False
         self.pods_applied += len(changes)
+        return True
+
+    def _apply_claim_changes(self) -> bool:
+        """Claims changed since the last round, taken into the session's DRA state in place, each as the cache
+        shows it with our writes in flight applied (AssumedClaims). False when one cannot be (rebuild)."""
+        with self.lock:
+            if self.session is not None and self._claims_named:
+                live_dra.forget_pods(self.session.cluster, self._claims_named)
+                self._claims_named.clear()
+            if not self._changed_claims or self.session is None:
+                return True
+            keys = list(self._changed_claims)
+            self._changed_claims.clear()
+            store = self.dra["ResourceClaim"].store
+            docs = {
+                key: self.assumed_claims.overlay(key, store[key]) if key in store else None for key in keys
+            }  # fmt: skip
+        applied, error = live_dra.apply_claims(self.session.cluster, docs, live_convert.SOURCE)
+        if error:
+            with self.lock:
+                self._invalidate(error)
+            return False
+        self.claims_applied += applied
         return True
 
     def _apply_node_changes(self) -> bool:
@@ -526,6 +604,7 @@ class LiveScheduler:
                 self.unschedulable.clear()
                 self._last_flush = now
             due = dict(self.new_pending)
+            self._round_claim_events = self._claim_events
             for key, obj in self.backing_off.items():
                 if self.backoff.ready_at(str((obj.get("metadata") or {}).get("uid"))) <= now:
                     due[key] = obj
@@ -559,11 +638,13 @@ class LiveScheduler:
                 snapshot, reason, self.dirty = self._snapshot(), self.rebuild_reason, False
                 self._changed_pods.clear()  # the snapshot has them
                 self._changed_nodes.clear()
+                self._changed_claims.clear()
         if not rebuild and not self._apply_pod_changes():
             with self.lock:
                 snapshot, reason, self.dirty = self._snapshot(), self.rebuild_reason, False
                 self._changed_pods.clear()
                 self._changed_nodes.clear()
+                self._changed_claims.clear()
             rebuild = True
         if rebuild:
             self._rebuild(snapshot, reason)
@@ -604,6 +685,10 @@ class LiveScheduler:
             + [{**o, "apiVersion": gang.WORKLOAD_API} for o in self.workload_pod_groups.store.values()],
             topologies=list(self.topologies.store.values()),
             storage={kind: list(informer.store.values()) for kind, informer in self.storage.items()},
+            dra={
+                kind: [self.assumed_claims.overlay(key, obj) for key, obj in informer.store.items()]
+                for kind, informer in self.dra.items()
+            },
         )
 
     def _rebuild(self, snapshot: live_convert.Snapshot, reason: str = "") -> None:
@@ -616,6 +701,8 @@ class LiveScheduler:
         session = Session.start(converted.inputs, self.config, self.seed)
         session.scheduler.groups = converted.groups
         session.scheduler.score_all_nodes = self.score_all_nodes
+        if session.cluster.dra is not None:  # DynamicResources' PreBind writes the claims from the bind worker
+            session.cluster.dra.writer = self.claim_writer
         for rejected in session.rejected:
             log.warning("bound pod does not fit its node", extra={"pod": rejected.pod.key, "error": rejected.message})
         self.session = session
@@ -749,6 +836,7 @@ class LiveScheduler:
             self._attempt_started.get(pod.key, time.monotonic()),
             {a: annotations[a] for a in BIND_ANNOTATIONS if a in annotations},
             self._volume_plans.pop(pod.uid, None),
+            self.claim_writer.take(pod.uid),
         )
         self._decided.append(decision)
         return None
@@ -771,6 +859,7 @@ class LiveScheduler:
             for d in bind:
                 self.assumed[d.pod.key] = d
                 self.in_flight.add(d.pod.uid)
+                self.assumed_claims.assume(d.pod, d.claims)
         for unit in units.values():
             # A pod given devices is also ordered by its node: the kubelet hands a node's devices out in the order
             # the Bindings arrive, so they must arrive in the order they were decided (live.writer).
@@ -784,6 +873,17 @@ class LiveScheduler:
             if r.scheduled or r.pod.key in victims:
                 continue
             obj = self.pods.store.get(r.pod.key)
+            with self.lock:  # a DRA event arrived while it was tried: it may have missed it, so it backs off
+                missed = self._claim_events != self._round_claim_events and obj is not None and live_dra.has_claims(obj)
+            pool = self.backing_off if missed else self.unschedulable
+            if r.gated is not None:
+                # Rejected at PreEnqueue (DynamicResources: a claim not created yet): never tried, so nothing is
+                # written, as kube-scheduler keeps such a pod in unschedulablePods; an event brings it back.
+                with self.lock:
+                    if obj is not None and (obj.get("metadata") or {}).get("uid") == r.pod.uid:
+                        pool[r.pod.key] = obj
+                        self.wake.set()
+                continue
             started = self._attempt_started.get(r.pod.key, ended)
             name = r.pod.scheduler_name
             self.metrics.schedule_attempts.labels("unschedulable", name).inc()
@@ -792,8 +892,10 @@ class LiveScheduler:
             with self.lock:
                 self.backoff.failed(r.pod.uid, time.monotonic())
                 if obj is not None and (obj.get("metadata") or {}).get("uid") == r.pod.uid:
-                    self.unschedulable[r.pod.key] = obj
-                    self.metrics.queue.failed(r.pod.uid, queue_metrics.UNSCHEDULABLE, r.message)
+                    pool[r.pod.key] = obj
+                    self.metrics.queue.failed(
+                        r.pod.uid, queue_metrics.BACKOFF if missed else queue_metrics.UNSCHEDULABLE, r.message
+                    )
                     if plugins & set(self.session.scheduler.hints):
                         self.hinted[r.pod.key] = (r.pod, plugins)
             if obj is not None:
@@ -827,6 +929,10 @@ class LiveScheduler:
                 self._pod_changed(victim.key, victim.raw, wake=False)
             for d in later:
                 self._pod_changed(d.pod.key, d.pod.raw, wake=False)
+            # Allocations of decisions not bound, and victims' claims released in memory (the resourceclaim
+            # controller releases them in the API once the victims are gone): both undone by a rebuild.
+            if any(d.claims for d in later) or any(live_dra.has_claims(v.raw) for v, _by in victims.values()):
+                self._invalidate("decisions or victims with claims undone")
             for d in later:
                 obj = self.pods.store.get(d.pod.key)
                 if obj is None:
@@ -937,16 +1043,25 @@ class LiveScheduler:
             error = live_volumes.bind_pod_volumes(self.kube, pod, d.node, d.volumes[0], d.volumes[1], self.stopped)
             if error:
                 return BindOutcome(d, ApiError(0, error), "error")
+        written: list[JSON] = []
+        if d.claims:  # DynamicResources' PreBind: allocations and reservations written to the claims (live.dra)
+            written, error = live_dra.write_claims(self._claim_api, d.claims, pod)
+            if error:
+                live_dra.unreserve_claims(self._claim_api, written, pod)  # its Unreserve
+                return BindOutcome(d, ApiError(0, error), "error")
         try:
             # The devices chosen at Reserve travel on the Binding (for the device plugin and later accounting).
             self.kube.bind(pod.namespace, pod.name, d.node, pod.uid, d.annotations)
         except ApiError as exc:
-            if exc.status == 0 or exc.status >= 500:
-                return self._confirm(d, exc)
-            reason = {404: "gone", 409: "conflict"}.get(exc.status, "error")
-            if exc.status == 409 and "uid" in exc.message.lower():
-                reason = "gone"  # precondition failed: a different pod now has this name
-            return BindOutcome(d, exc, reason)
+            outcome = self._confirm(d, exc) if exc.status == 0 or exc.status >= 500 else None
+            if outcome is None:
+                reason = {404: "gone", 409: "conflict"}.get(exc.status, "error")
+                if exc.status == 409 and "uid" in exc.message.lower():
+                    reason = "gone"  # precondition failed: a different pod now has this name
+                outcome = BindOutcome(d, exc, reason)
+            if outcome.reason:  # not bound: DynamicResources' Unreserve takes the pod off its claims
+                live_dra.unreserve_claims(self._claim_api, written, pod)
+            return outcome
         obj = self.pods.store.get(pod.key) or pod.raw
         self.recorder.event(obj, SCHEDULED, scheduled_message(pod.namespace, pod.name, d.node))
         if _nominated(obj) not in ("", d.node):
@@ -1016,6 +1131,9 @@ class LiveScheduler:
                     if self.assumed.get(pod.key) is o.decision:
                         del self.assumed[pod.key]
                     self._pod_changed(pod.key, pod.raw, wake=False)  # its reservation undone, in place
+                    if o.decision.claims:  # its claims' allocations, held in the DRA state, go with a rebuild
+                        self.assumed_claims.forget(pod.uid)
+                        self._invalidate("claim writes undone")
                     obj = self.pods.store.get(pod.key)
                     if o.reason in ("gone", "conflict") or obj is None or (obj.get("spec") or {}).get("nodeName"):
                         self.metrics.queue.forget(pod.uid)  # gone, or bound by another: out of our queue

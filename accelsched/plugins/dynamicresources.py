@@ -282,7 +282,7 @@ class DynamicResources:
         n: int,
         mappings: list[dict[str, str]] | None = None,
     ) -> None:
-        key = (id(dra), tuple(fingerprint(c) for c in claims))
+        key = (dra.serial, tuple(fingerprint(c) for c in claims))
         verdicts = self._verdicts.get(key)
         if verdicts is None:
             if len(self._verdicts) > 256:

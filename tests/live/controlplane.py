@@ -1,9 +1,10 @@
 """A real etcd + kube-apiserver on loopback for the live-mode integration tests, and the helpers tests use on it.
 
-The binaries come from ``hack/build-controlplane.sh`` (upstream kube-apiserver and etcd built from Go modules);
-nothing here imitates the API server. What a real cluster would have and these tests need is set up the way the
-missing components would do it: a kubelet's Node status (``make_node``), the serviceaccount controller's
-``default`` ServiceAccount (``ensure_namespace``).
+The binaries come from ``hack/build-controlplane.sh`` (upstream kube-apiserver and etcd built from Go modules,
+and on request kube-controller-manager with chosen controllers only: the DRA tests run its resourceclaim
+controller); nothing here imitates the API server. What a real cluster would have and these tests need is set up
+the way the missing components would do it: a kubelet's Node status (``make_node``), the serviceaccount
+controller's ``default`` ServiceAccount (``ensure_namespace``).
 """
 
 from __future__ import annotations
@@ -44,14 +45,16 @@ class ControlPlaneError(RuntimeError):
     """The control plane could not be built or started; the message carries the log tail that says why."""
 
 
-def build_controlplane(log_path: Path | None = None) -> Path:
-    """Run the idempotent build script and return the bin dir holding ``etcd`` and ``kube-apiserver``.
+def build_controlplane(log_path: Path | None = None, component: str | None = None) -> Path:
+    """Run the idempotent build script and return the bin dir holding ``etcd`` and ``kube-apiserver`` (or, with
+    ``component="kube-controller-manager"``, the bin dir of that one, cached under a key of its own).
 
     A first build takes minutes (docs/live-testing.md); later calls return at once from the cache.
     """
     log = log_path.open("wb") if log_path else subprocess.DEVNULL
     try:
-        proc = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, stderr=log, check=False)
+        args = ["bash", str(BUILD_SCRIPT), *([component] if component else [])]
+        proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=log, check=False)
     finally:
         if log_path:
             log.close()
@@ -110,6 +113,7 @@ class ControlPlane:
         self.apiserver_port = 0
         self._etcd: subprocess.Popen[bytes] | None = None
         self._apiserver: subprocess.Popen[bytes] | None = None
+        self._controller_manager: subprocess.Popen[bytes] | None = None
 
     # -- paths -------------------------------------------------------------------------------------------------
 
@@ -134,6 +138,10 @@ class ControlPlane:
     @property
     def apiserver_log(self) -> Path:
         return self.workdir / "kube-apiserver.log"
+
+    @property
+    def controller_manager_log(self) -> Path:
+        return self.workdir / "kube-controller-manager.log"
 
     @property
     def etcd_endpoint(self) -> str:
@@ -204,8 +212,41 @@ class ControlPlane:
         _kill(self._apiserver, signal.SIGKILL)
         self._apiserver = None
 
+    def start_controller_manager(self, controllers: Sequence[str], timeout: float = 120.0) -> None:
+        """Run the real kube-controller-manager with only ``controllers`` (e.g. ``resourceclaim-controller``), as
+        the admin, without leader election or a serving port; return once its controllers are started (its log
+        says so). The binary is built on first use (``build-controlplane.sh kube-controller-manager``)."""
+        if self._controller_manager is not None and self._controller_manager.poll() is None:
+            raise ControlPlaneError("kube-controller-manager is already running")
+        bin_dir = build_controlplane(self.workdir / "build-controller-manager.log", "kube-controller-manager")
+        args = [
+            str(bin_dir / "kube-controller-manager"),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--controllers={','.join(controllers)}",
+            "--leader-elect=false",
+            "--secure-port=0",
+            "--use-service-account-credentials=false",
+            f"--feature-gates={WORKLOAD_FEATURE_GATES}",
+            "--v=2",
+        ]
+        start = self.controller_manager_log.stat().st_size if self.controller_manager_log.exists() else 0
+        self._controller_manager = self._spawn(args, self.controller_manager_log)
+
+        def started() -> bool:  # each controller logs "Caches are synced" once its informers have listed
+            with self.controller_manager_log.open("rb") as log:
+                log.seek(start)
+                return log.read().count(b"Caches are synced") >= len(controllers)
+
+        proc, log = self._controller_manager, self.controller_manager_log
+        self._wait_ready(proc, log, started, timeout, "kube-controller-manager")
+
+    def stop_controller_manager(self) -> None:
+        _kill(self._controller_manager, signal.SIGTERM)
+        self._controller_manager = None
+
     def stop(self) -> None:
         """Stop everything; safe to call twice and after a failed start."""
+        self.stop_controller_manager()
         _kill(self._apiserver, signal.SIGTERM)
         self._apiserver = None
         _kill(self._etcd, signal.SIGTERM)
