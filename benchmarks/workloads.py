@@ -15,7 +15,8 @@ from typing import Any
 import yaml
 
 from accelsched.api.objects import HOSTNAME_LABEL, Node, Pod, parse_node, parse_pod
-from accelsched.framework.scheduler import ScheduleResult
+from accelsched.framework.scheduler import Scheduler, ScheduleResult
+from benchmarks import dra
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 NODE_CAPACITY = {"pods": "110", "cpu": "4", "memory": "32Gi"}
@@ -104,6 +105,11 @@ class Built:
     expect_unschedulable: int = 0
     verify: Callable[[list[ScheduleResult], list[ScheduleResult]], list[str]] | None = None
     groups: dict[str, Any] = field(default_factory=dict)  # gangs by namespace/name (framework.gang.PodGroup)
+    # DRA workloads (benchmarks/dra.py): the DRAInputs the cluster state gets, a hook given the scheduler before the
+    # init pods run, and a measured run of their own (steady state: create, schedule, delete, over and over).
+    dra: Any = None
+    started: Callable[[Scheduler], None] | None = None
+    run_measured: Callable[[Scheduler, list[Pod]], list[ScheduleResult]] | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,9 @@ class Workload:
     build: Callable[[Sizes], Built]
     description: str
     deviations: tuple[str, ...] = field(default_factory=tuple)
+    # Other scheduler_perf variants of the same shape and their thresholds (QueueingHintsEnabled), reported beside.
+    other_thresholds: tuple[tuple[str, float], ...] = ()
+    group: str = ""  # a name ``--workload`` selects a set by ("DRA")
 
     @property
     def name(self) -> str:
@@ -602,11 +611,141 @@ WORKLOADS += (
     ),
 )
 
+# scheduler_perf's DRA workloads (benchmarks/dra.py): test/integration/scheduler_perf/dra/, 500 DRA nodes of 10
+# devices where upstream has them. Those without a threshold upstream are compared against
+# SchedulingWithResourceClaimTemplate's.
+DRA_TEMPLATE_THRESHOLD = 40
+_QH = "QueueingHintsEnabled"
+_NO_THRESHOLD = "no threshold upstream: compared against SchedulingWithResourceClaimTemplate/5000pods_500nodes's"
+_BORROWED = (
+    "upstream has only a 'fast' shape (2 nodes, 10 pods): run at SchedulingWithResourceClaimTemplate/"
+    "5000pods_500nodes's shape, 2500 init + 2500 measured pods on 500 DRA nodes"
+)
+_STEADY = "steady state: upstream runs for 10s; here a fixed number of pods, the timed run includes deleting them"
+WORKLOADS += (
+    Workload(
+        "SchedulingWithResourceClaimTemplate",
+        "5000pods_500nodes",
+        DRA_TEMPLATE_THRESHOLD,
+        Sizes(500, 2500, 2500),
+        Sizes(50, 250, 250),
+        dra.build_scheduling_with_template,
+        "500 DRA nodes x 10 devices (test-driver.cdi.k8s.io); every pod has a claim from test-claim-template: one"
+        " device of test-class; the pods fill the cluster",
+        other_thresholds=((f"5000pods_500nodes_{_QH}", 56),),
+        group="DRA",
+    ),
+    *(
+        Workload(
+            "SteadyStateClusterResourceClaimTemplate",
+            f"{fill}_500nodes",
+            threshold,
+            Sizes(500, 0, 2000),
+            Sizes(50, 0, 200),
+            builder,
+            f"500 DRA nodes x 10 devices, {claims} claims allocated up front (allocResourceClaims); pods with a"
+            " template claim created 10 at a time, scheduled, then deleted with their claims",
+            (_STEADY,),
+            ((f"{fill}_500nodes_{_QH}", qh),),
+            "DRA",
+        )
+        for fill, claims, threshold, qh, builder in (
+            ("empty", 0, 64, 64, dra.build_steady_empty),
+            ("half", 2500, 70, 60, dra.build_steady_half),
+            ("full", 4990, 60, 60, dra.build_steady_full),
+        )
+    ),
+    Workload(
+        "ExtendedResource_25Classes",
+        "5000pods_500nodes",
+        DRA_TEMPLATE_THRESHOLD,
+        Sizes(500, 2500, 2500),
+        Sizes(50, 250, 250),
+        dra.build_extended_resource,
+        "25 DeviceClasses with extendedResourceName example.com/gpu-k over 500 DRA nodes x 10 devices; pod i requests"
+        " example.com/gpu-(i mod 25): 1 (no claim of its own)",
+        (_NO_THRESHOLD,),
+        group="DRA",
+    ),
+    Workload(
+        "ImplicitExtendedResource_25Classes",
+        "5000pods_500nodes",
+        DRA_TEMPLATE_THRESHOLD,
+        Sizes(500, 2500, 2500),
+        Sizes(50, 250, 250),
+        dra.build_implicit_extended_resource,
+        "25 DeviceClasses over 500 DRA nodes x 10 devices; pod i requests"
+        " deviceclass.resource.kubernetes.io/test-class-(i mod 25): 1",
+        (_NO_THRESHOLD,),
+        group="DRA",
+    ),
+    Workload(
+        "Partitionable",
+        "2000pods_100nodes",
+        DRA_TEMPLATE_THRESHOLD,
+        Sizes(100, 0, 20),
+        Sizes(5, 0, 200),
+        dra.build_partitionable,
+        "100 DRA nodes; 2000 pools (counter set + 6 partitionable devices) on every node, 2000 claims pre-allocated;"
+        " steady state of 2000 pods, claims for 2 devices of one slice (matchAttribute)",
+        (
+            _NO_THRESHOLD,
+            _STEADY,
+            "only the first 20 pods of the 2000-pod round are measured (the allocator searches all 12,000 devices on"
+            " each of the 100 nodes for every pod: minutes); --quick: 5 nodes, 100 pools, two rounds",
+        ),
+        group="DRA",
+    ),
+    Workload(
+        "FirstAvailable",
+        "5000pods_500nodes",
+        DRA_TEMPLATE_THRESHOLD,
+        Sizes(500, 2500, 2500),
+        Sizes(50, 250, 250),
+        dra.build_first_available,
+        "claims with firstAvailable [no-devices-class, test-class] (prioritizedlist) on 500 DRA nodes x 10 devices",
+        (_NO_THRESHOLD, _BORROWED),
+        group="DRA",
+    ),
+    Workload(
+        "DeviceTaintToleration",
+        "5000pods_500nodes",
+        DRA_TEMPLATE_THRESHOLD,
+        Sizes(500, 2500, 2500),
+        Sizes(50, 250, 250),
+        dra.build_device_taints,
+        "every device tainted example.com/taint:NoSchedule; claims tolerate it (operator Exists)",
+        (
+            _NO_THRESHOLD,
+            _BORROWED,
+            "the taint is written on each device where upstream's DeviceTaintRule taint-all-devices adds it",
+        ),
+        group="DRA",
+    ),
+    Workload(
+        "ConsumableCapacity",
+        "2000pods_100nodes",
+        DRA_TEMPLATE_THRESHOLD,
+        Sizes(100, 0, 200),
+        Sizes(5, 0, 200),
+        dra.build_consumable_capacity,
+        "100 DRA nodes x 20 plain devices, 2000 slices of one shareable 80Gi device on every node; steady state of"
+        " 2000 pods, claims asking 40Gi twice",
+        (
+            _NO_THRESHOLD,
+            _STEADY,
+            "only the first 200 pods of the 2000-pod round are measured (each pod's allocation is searched on every"
+            " node over all 2000 shared devices); --quick: 5 nodes, 100 slices, two rounds",
+        ),
+        group="DRA",
+    ),
+)
+
 BY_NAME = {w.name: w for w in WORKLOADS}
 
 
 def select(patterns: list[str] | None) -> list[Workload]:
-    """Workloads by exact name, or by case-insensitive substring (``NodeAffinity``, ``basic``)."""
+    """Workloads by exact name, by case-insensitive substring (``NodeAffinity``, ``basic``) or group (``DRA``)."""
     if not patterns:
         return list(WORKLOADS)
     chosen: list[Workload] = []
@@ -615,7 +754,9 @@ def select(patterns: list[str] | None) -> list[Workload]:
             if not part:
                 continue
             exact = BY_NAME.get(part)
-            matches = [exact] if exact else [w for w in WORKLOADS if part.lower() in w.name.lower()]
+            matches = [exact] if exact else [
+                w for w in WORKLOADS if part.lower() in w.name.lower() or part.lower() == w.group.lower()
+            ]
             if not matches:
                 known = ", ".join(BY_NAME)
                 raise SystemExit(f"benchmarks: no workload matches {part!r} (known: {known})")
