@@ -76,7 +76,9 @@ def to_objects(results: list[ScheduleResult], cluster: ClusterState | None = Non
             }
         elif not r.scheduled:
             gated = r.gated is not None and r.pod.scheduling_gates  # the condition the API server set at creation
-            condition.update(reason=SCHEDULING_GATED_REASON if gated else "Unschedulable", message=r.message)
+            condition.update(
+                reason=SCHEDULING_GATED_REASON if gated else r.reason or "Unschedulable", message=r.message
+            )
         kept = [c for c in status.get("conditions") or [] if c.get("type") != condition["type"]]
         status["conditions"] = [*kept, condition]
         status.setdefault("phase", "Pending")

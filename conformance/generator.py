@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance import configs
+from conformance import configs, dra
 from conformance.objects import (
     ACCELERATOR,
     GPU,
@@ -49,6 +49,7 @@ class Builder:
     bound: list[JSON] = field(default_factory=list)
     pending: list[JSON] = field(default_factory=list)
     config: str = "default"
+    namespace_labels: dict[str, str] = field(default_factory=dict)  # more labels on the main namespace
 
     def pick(self, seq: Any) -> Any:
         return self.rng.choice(list(seq))
@@ -111,7 +112,7 @@ class Builder:
         return True
 
     def scenario(self, seed: int) -> Scenario:
-        objects = [*priority_classes(), namespace(MAIN_NAMESPACE, {"team": "main"}),
+        objects = [*priority_classes(), namespace(MAIN_NAMESPACE, {"team": "main", **self.namespace_labels}),
                    namespace(OTHER_NAMESPACE, {"team": "other"}), *self.objects, *self.nodes, *self.bound]
         return Scenario(self.klass, self.config, objects, self.pending, seed)
 
@@ -537,6 +538,11 @@ CLASSES: dict[str, tuple[Callable[[Builder], None], int]] = {
     "preemption": (cls_preemption, 3),
     "volumes": (cls_volumes, 2),
 }
+# The classes drawn when none are named (the DRA ones are drawn as a group of their own, --dra N).
+CLASSIC = list(CLASSES)
+CLASSES.update(dra.CLASSES)
+# Named groups of classes for --classes: ``dra`` is every DRA class, ``all`` every class.
+GROUPS = {dra.GROUP: list(dra.CLASSES), "all": list(CLASSES)}
 # Config groups and their weights; a scenario in the ``profiles`` group sends each pod to a random profile.
 CONFIG_WEIGHTS = {"default": 14, "weighted": 2, "ratio": 2, "profiles": 2}
 
@@ -548,7 +554,7 @@ def runtime_class() -> JSON:
 
 def generate(count: int, seed: int = 0, classes: list[str] | None = None) -> list[Scenario]:
     """``count`` scenarios, classes drawn by weight (only ``classes`` when given), each from its own seed."""
-    names = classes or list(CLASSES)
+    names = [n for c in (classes or CLASSIC) for n in GROUPS.get(c, [c])]
     unknown = [c for c in names if c not in CLASSES]
     if unknown:
         raise ValueError(f"unknown scenario classes {unknown} (known: {', '.join(CLASSES)})")

@@ -69,6 +69,10 @@ def start(
         raise AccelschedError(str(exc)) from None
     cluster = ClusterState(inputs.nodes, inputs.namespaces)
     cluster.volumes = VolumeState(inputs.storage, cluster)  # PVs, claims, classes: the volume plugins
+    if getattr(inputs, "dra", None):  # as engine.Session.start: DRA state only when there are DRA objects
+        from accelsched.dra.state import DRAState
+
+        cluster.dra = DRAState(inputs.dra, cluster)
     scheduler = FollowingScheduler(cluster, parsed, seed, follow=follow)
     scheduler.groups = gang.implicit_groups(inputs.pods, inputs.pod_groups)
     rejected = [r for pod in inputs.bound if (r := scheduler.admit_bound(pod)) is not None]
@@ -108,8 +112,25 @@ def run(
                 out.message = out.reason = ""
                 out.nominated = result.node or _nominated(scheduler, result)
             out.best = scheduler.best.get(pod_key, [])
+            if out.node:
+                out.claims = pod_claims(scheduler.cluster, pod)
         outcomes.append(out)
     return outcomes
+
+
+def pod_claims(cluster: ClusterState, pod: Any) -> list[JSON]:
+    """A bound pod's claims as PodOutcome.claims: per pod claim (and the extended-resource claim, if any) the
+    devices accelsched allocated; the claim's own name is left out (the generated ones differ from the real)."""
+    state = getattr(cluster, "dra", None)
+    if state is None:
+        return []
+    out = [{"name": c["name"], "results": list(c["results"])} for c in state.pod_claim_results(pod)]
+    extended = getattr(state, "extended_claim_results", None)  # the plugin's "<extended-resources>" claim
+    if extended is not None:
+        results = extended(pod)
+        if results:
+            out.append({"name": "<extended-resources>", "results": list(results)})
+    return out
 
 
 def _reason(result: Any) -> str:

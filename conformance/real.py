@@ -26,7 +26,7 @@ import yaml
 
 from accelsched.live import kube as k
 from accelsched.live.kube import ApiError, Kube, api_client
-from conformance import configs
+from conformance import configs, dra
 from conformance.outcome import PodOutcome
 from conformance.scenario import JSON, KIND_ORDER, Scenario, key, namespaces_of, rename, renaming
 
@@ -54,10 +54,17 @@ RESOURCES = {
     "CSIDriver": k.Resource("/apis/storage.k8s.io/v1", "csidrivers", namespaced=False),
     "CSIStorageCapacity": k.Resource("/apis/storage.k8s.io/v1", "csistoragecapacities"),
     "RuntimeClass": k.Resource("/apis/node.k8s.io/v1", "runtimeclasses", namespaced=False),
+    "DeviceClass": k.Resource("/apis/resource.k8s.io/v1", "deviceclasses", namespaced=False),
+    "ResourceSlice": k.Resource("/apis/resource.k8s.io/v1", "resourceslices", namespaced=False),
+    "ResourceClaim": k.Resource("/apis/resource.k8s.io/v1", "resourceclaims"),
+    "ResourceClaimTemplate": k.Resource("/apis/resource.k8s.io/v1", "resourceclaimtemplates"),
 }
 SHARED_KINDS = ("PriorityClass", "CSIDriver", "RuntimeClass")  # the same in every scenario: created once, never deleted
 STORAGE_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode", "CSIStorageCapacity")
 STORAGE_SETTLE_SECONDS = 0.2
+DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
+# The probe proves the node and pod informers; kube-scheduler's DRA informers (slices, classes, claims) are others.
+DRA_SETTLE_SECONDS = 0.15
 # Status is dropped on create: patched after (a bound pod's phase and startTime, claims' and volumes' phases).
 STATUS_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "Pod")
 
@@ -260,12 +267,16 @@ class RealCluster:
             if any(o["kind"] in STORAGE_KINDS for o in objects):
                 # The probe proves the node and pod caches only; the storage informers get a moment more.
                 settle = max(settle, STORAGE_SETTLE_SECONDS)
+            if any(o["kind"] in DRA_KINDS for o in objects):
+                settle = max(settle, DRA_SETTLE_SECONDS)
             if settle:
                 time.sleep(settle)
             bound = [key(o) for o in objects if o["kind"] == "Pod"]
             outcomes = []
             for pod in pending:
                 outcome = self._decide(pod, bound, created, back, timeout)
+                # A DRA error message names claims, requests, pools by their unique names: back to canonical.
+                outcome.message = outcome.message.replace(f"{tag}-", "")
                 outcomes.append(outcome)
                 if outcome.node:  # a later pod may preempt it: it is a bound pod from now on
                     bound.append(key(pod))
@@ -289,7 +300,10 @@ class RealCluster:
             list(self.pool.map(lambda o: self._create(o, created), batch))
         if by_kind:
             raise OracleError(f"kinds the oracle cannot create: {sorted(by_kind)}")
-        del kube
+        # An allocated claim's status (reservedFor names its bound pods by uid): written once the pods exist.
+        uids = {key(o): o["metadata"].get("uid", "") for o in created if o["kind"] == "Pod"}
+        claims = [o for o in created if o["kind"] == "ResourceClaim" and o.get("status")]
+        list(self.pool.map(lambda o: dra.write_claim_status(kube, RESOURCES["ResourceClaim"], o, uids), claims))
 
     def _create(self, obj: JSON, created: list[JSON]) -> None:
         assert self.kube is not None
@@ -297,7 +311,7 @@ class RealCluster:
         resource = RESOURCES[kind]
         ns = (obj.get("metadata") or {}).get("namespace")
         try:
-            self.kube.create(resource, obj, ns)
+            made = self.kube.create(resource, obj, ns)
         except ApiError as exc:
             if exc.status == 409 and kind in SHARED_KINDS:
                 self.shared.add((kind, obj["metadata"]["name"]))
@@ -306,6 +320,7 @@ class RealCluster:
         if kind in SHARED_KINDS:
             self.shared.add((kind, obj["metadata"]["name"]))
             return
+        obj.setdefault("metadata", {})["uid"] = (made.get("metadata") or {}).get("uid", "")
         created.append(obj)
         if kind in STATUS_KINDS and obj.get("status"):
             self.kube.patch(resource, obj["metadata"]["name"], {"status": obj["status"]}, ns, sub="status",
@@ -337,6 +352,9 @@ class RealCluster:
         assert self.kube is not None and self.watch is not None
         name = key(pod)
         self._create(pod, created)
+        if (pod.get("spec") or {}).get("resourceClaims"):
+            # No kube-controller-manager runs: play its resourceclaim controller for the pod's templates.
+            created.extend(dra.make_template_claims(self.kube, RESOURCES, pod))
         seen = self.watch.wait(name, decided, timeout if not _claims(pod) else 0.5)
         if seen is None and _claims(pod):
             # A pod whose claims need binding waits in PreBind for a PV controller or provisioner (none runs
@@ -363,6 +381,8 @@ class RealCluster:
             message=str(cond.get("message") or "") if not node else "",
             reason=str(cond.get("reason") or "") if not node else "",
         )
+        if node and _has_dra(seen):
+            out.claims = dra.read_allocations(self.kube, RESOURCES["ResourceClaim"], seen, back)
         if nominated and not node:
             # Victims are marked (DisruptionTarget) and deleted asynchronously: wait until the pods are quiet.
             self.watch.quiet(0.15, 3.0)
@@ -374,6 +394,12 @@ class RealCluster:
                 if _claims(pod) and self._complete_static_bindings(pod):
                     self.watch.wait(name, lambda p: bool((p.get("spec") or {}).get("nodeName")), 5.0)
                 out.node = back.get(nominated, nominated)
+                if _has_dra(seen) or _extended_requests(seen):  # DRA's PreBind writes the allocations, then binds
+                    done = self.watch.wait(name, lambda p: bool((p.get("spec") or {}).get("nodeName")), timeout)
+                    if done is None:
+                        raise OracleError(f"pod {name} nominated to {nominated} but never bound (PreBind failed?)")
+                    if _has_dra(done):  # an extended resource claim shows in the status only once PreBind patched it
+                        out.claims = dra.read_allocations(self.kube, RESOURCES["ResourceClaim"], done, back)
                 return out
             out.nominated = back.get(nominated, nominated)
             out.victims = [_canonical_key(v, back) for v in victims]
@@ -383,9 +409,13 @@ class RealCluster:
                 with contextlib.suppress(ApiError):
                     self.kube.request("DELETE", k.PODS.path(ns, vname), {"gracePeriodSeconds": 0})
                 bound.remove(v)
+                # The resourceclaim controller's part: the victim's reservations go, unreserved claims are freed.
+                dra.release_claims(self.kube, RESOURCES["ResourceClaim"], snap.get(v))
             again = self.watch.wait(name, lambda p: bool((p.get("spec") or {}).get("nodeName")), timeout)
             got = ((again or {}).get("spec") or {}).get("nodeName") or ""
             out.node = back.get(got, got)
+            if got and again is not None and _has_dra(again):
+                out.claims = dra.read_allocations(self.kube, RESOURCES["ResourceClaim"], again, back)
         return out
 
     def _volume_node(self, pod: JSON, created: list[JSON]) -> str:
@@ -443,10 +473,15 @@ class RealCluster:
         def delete(obj: JSON) -> None:
             meta = obj["metadata"]
             resource = RESOURCES[obj["kind"]]
+            if obj["kind"] == "ResourceClaim":  # kube-scheduler's delete-protection finalizer would keep it
+                with contextlib.suppress(ApiError):
+                    kube.patch(resource, meta["name"], {"metadata": {"finalizers": None}}, meta.get("namespace"),
+                               content_type="application/merge-patch+json")
             with contextlib.suppress(ApiError):
                 kube.request("DELETE", resource.path(meta.get("namespace"), meta["name"]), {"gracePeriodSeconds": 0})
 
-        order = ("Pod", "PersistentVolumeClaim", "CSIStorageCapacity", "PersistentVolume", "Node", "CSINode",
+        order = ("Pod", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceClass",
+                 "PersistentVolumeClaim", "CSIStorageCapacity", "PersistentVolume", "Node", "CSINode",
                  "StorageClass", "Namespace")
         for kind in order:
             batch = [o for o in created if o["kind"] == kind]
@@ -461,6 +496,17 @@ class RealCluster:
 def _claims(pod: JSON) -> list[str]:
     return [v["persistentVolumeClaim"]["claimName"] for v in (pod.get("spec") or {}).get("volumes") or []
             if v.get("persistentVolumeClaim")]
+
+
+def _has_dra(pod: JSON) -> bool:
+    status = pod.get("status") or {}
+    return bool((pod.get("spec") or {}).get("resourceClaims") or status.get("extendedResourceClaimStatus"))
+
+
+def _extended_requests(pod: JSON) -> bool:
+    """Whether the pod requests an extended resource, which a DeviceClass may serve through DRA."""
+    return any("/" in name for c in (pod.get("spec") or {}).get("containers") or []
+               for name in ((c.get("resources") or {}).get("requests") or {}))
 
 
 def _canonical_key(name: str, back: dict[str, str]) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance import offline
+from conformance import dra, offline
 from conformance.outcome import PodOutcome, differences
 from conformance.real import OracleError, RealCluster
 from conformance.scenario import Scenario
@@ -43,7 +43,10 @@ def compare(scenario: Scenario, real: list[PodOutcome]) -> tuple[list[PodOutcome
         return [], [f"accelsched-error: {exc}"]
     except Exception as exc:  # a crash in accelsched is a finding, not the end of the run
         return [], [f"accelsched-crash: {type(exc).__name__}: {exc}"]
-    return ours, differences(real, ours)
+    diffs = differences(real, ours)
+    # DRA: every allocation must be valid for its claim, the real one too (else the check or the harness is wrong).
+    diffs += dra.check_allocations(scenario, real, "real") + dra.check_allocations(scenario, ours, "accelsched")
+    return ours, diffs
 
 
 def judge(cluster: RealCluster, scenario: Scenario) -> Verdict:
@@ -83,8 +86,8 @@ class Tally:
         return (f"conformance: agree {agree}/{len(decided)} (pending {counts['pending']}, bound {counts['bound']}, "
                 f"preempting {counts['preempting']})")
 
-    def rate(self) -> float:
-        decided = self.decided
+    def rate(self, which: Callable[[Verdict], bool] | None = None) -> float:
+        decided = [v for v in self.decided if which is None or which(v)]
         return sum(v.agree for v in decided) / len(decided) if decided else 1.0
 
     def to_json(self) -> dict[str, Any]:

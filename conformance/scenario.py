@@ -20,8 +20,9 @@ JSON = dict[str, Any]
 MAIN_NAMESPACE = "ns-main"
 # Kinds whose object names are cluster-scoped and get a unique prefix per real run (PriorityClasses are shared:
 # they are the same in every scenario and created once).
-RENAMED_CLUSTER_KINDS = ("Node", "PersistentVolume", "StorageClass", "CSINode", "Namespace")
-NAMESPACED_KINDS = ("Pod", "PersistentVolumeClaim", "CSIStorageCapacity")
+RENAMED_CLUSTER_KINDS = ("Node", "PersistentVolume", "StorageClass", "CSINode", "Namespace", "DeviceClass",
+                         "ResourceSlice")
+NAMESPACED_KINDS = ("Pod", "PersistentVolumeClaim", "CSIStorageCapacity", "ResourceClaim", "ResourceClaimTemplate")
 # The order objects are created in on the real cluster (and listed in a case file).
 KIND_ORDER = (
     "PriorityClass",
@@ -33,6 +34,10 @@ KIND_ORDER = (
     "PersistentVolumeClaim",
     "CSIStorageCapacity",
     "CSINode",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
     "Node",
     "Pod",
 )
@@ -84,6 +89,11 @@ def renaming(scenario: Scenario, prefix: str) -> dict[str, str]:
         if obj["kind"] in RENAMED_CLUSTER_KINDS:
             name = obj["metadata"]["name"]
             names[name] = f"{prefix}-{name}"
+        if obj["kind"] == "ResourceSlice":
+            # DRA pools are cluster-wide (driver, pool name): a unique pool name per run keeps another scenario's
+            # slices out (a lagging delete, a network-attached pool); one prefix for all keeps their sort order.
+            pool = obj["spec"]["pool"]["name"]
+            names.setdefault(pool, f"{prefix}-{pool}")
     for obj in [*scenario.objects, *scenario.pending]:
         ns = (obj.get("metadata") or {}).get("namespace")
         if ns:

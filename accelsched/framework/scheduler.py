@@ -31,6 +31,7 @@ from accelsched.framework.profile import Profile, SchedulerConfig
 from accelsched.framework.queue import QueueingHint, SchedulingQueue
 from accelsched.framework.types import (  # re-exported: the cycle's results are what callers of the scheduler use
     NO_NODES_AVAILABLE,
+    SCHEDULER_ERROR,
     Diagnosis,
     FilterLog,
     Held,
@@ -258,7 +259,9 @@ class Scheduler:
             feasible, log = self.find_feasible(profile, state, pod)
         except PluginError as exc:  # a Filter's Error: the attempt fails as a whole, no PostFilter
             message = f'running "{exc.status.plugin}" filter plugin: {exc.status.message}'
-            return ScheduleResult(pod, message=message, diagnosis=Diagnosis(plugins={exc.status.plugin}))
+            return ScheduleResult(
+                pod, message=message, diagnosis=Diagnosis(plugins={exc.status.plugin}), reason=SCHEDULER_ERROR
+            )
         chosen = np.flatnonzero(feasible) if log else self.all_nodes
         if chosen.size == 0:
             result = self._unschedulable(
@@ -588,7 +591,9 @@ class Scheduler:
         self.cluster.forget(pod)
         pod.node_name = ""
         message = f"running {status.plugin} on node {self.cluster.nodes[node].name}: {status.message}"
-        return ScheduleResult(pod, message=message, diagnosis=Diagnosis(plugins={status.plugin}))
+        return ScheduleResult(
+            pod, message=message, diagnosis=Diagnosis(plugins={status.plugin}), reason=SCHEDULER_ERROR
+        )
 
     def _unschedulable(
         self, pod: Pod, profile: Profile, state: CycleState, diagnosis: Diagnosis, post_filter: bool = True

@@ -18,6 +18,7 @@ from accelsched.framework.interface import CycleState, FilterResult, Status
 from accelsched.framework.profile import Profile
 
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+SCHEDULER_ERROR = "SchedulerError"  # v1.PodReasonSchedulerError
 
 FilterLog = list[tuple[str, FilterResult, np.ndarray]]  # (plugin, its result, the nodes it was first to reject)
 
@@ -104,6 +105,10 @@ class ScheduleResult:
     preempted_by: str = ""  # set on an evicted pod: the preemptor's namespace/name
     nominated: int | None = field(default=None, repr=False)  # the node DefaultPreemption made room on
     gated: Status | None = None  # a PreEnqueue plugin's rejection: the pod never entered the queue (PORTS)
+    # The PodScheduled condition's reason when it is not Unschedulable: kube-scheduler's handleSchedulingFailure
+    # writes SchedulerError when the attempt failed with an Error status (a Filter's error, a PreBind or Bind
+    # failure) rather than a fit error.
+    reason: str = ""
 
     @property
     def scheduled(self) -> bool:

@@ -94,12 +94,13 @@ def pod_scheduled_condition(pod: JSON) -> JSON | None:
     return None
 
 
-def unschedulable_patch(message: str, now: float | None = None) -> JSON:
-    """The status patch kube-scheduler's handleSchedulingFailure makes: PodScheduled False, Unschedulable."""
+def unschedulable_patch(message: str, now: float | None = None, reason: str = "") -> JSON:
+    """The status patch kube-scheduler's handleSchedulingFailure makes: PodScheduled False, Unschedulable (or
+    SchedulerError when the attempt failed with an error)."""
     condition = {
         "type": "PodScheduled",
         "status": "False",
-        "reason": UNSCHEDULABLE,
+        "reason": reason or UNSCHEDULABLE,
         "message": message,
         "lastProbeTime": None,
         "lastTransitionTime": micro_time(time.time() if now is None else now)[:19] + "Z",
@@ -182,14 +183,20 @@ class Recorder:
             with self._lock:
                 self._series[key] = Series(namespace, name, 1, now)
 
-    def unschedulable(self, pod: JSON, message: str) -> None:
+    def unschedulable(self, pod: JSON, message: str, reason: str = "") -> None:
         """Set PodScheduled=False with the message, unless the pod already says exactly that."""
         current = pod_scheduled_condition(pod)
-        if current and current.get("status") == "False" and current.get("message") == message:
+        if (
+            current
+            and current.get("status") == "False"
+            and current.get("message") == message
+            and current.get("reason") == (reason or UNSCHEDULABLE)
+        ):
             return
         meta = pod.get("metadata") or {}
+        patch = unschedulable_patch(message, reason=reason)
         try:
-            self.kube.patch(PODS, meta["name"], unschedulable_patch(message), meta.get("namespace"), sub="status")
+            self.kube.patch(PODS, meta["name"], patch, meta.get("namespace"), sub="status")
         except ApiError as exc:
             if exc.status != 404:
                 log.warning("cannot update pod condition", extra={"pod": _key(pod), "error": exc.message})

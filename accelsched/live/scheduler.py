@@ -899,7 +899,7 @@ class LiveScheduler:
                     if plugins & set(self.session.scheduler.hints):
                         self.hinted[r.pod.key] = (r.pod, plugins)
             if obj is not None:
-                self.writes.submit(_write_key(obj), self._record_failure, obj, r.message)
+                self.writes.submit(_write_key(obj), self._record_failure, obj, r.message, r.reason)
                 if _nominated(obj):  # it gave up its nominated node: PostFilter found no room (kube-scheduler's
                     # NominatedNodeName "" in ModeOverride)
                     self.writes.submit(_write_key(obj), self._nominate, obj, None)
@@ -996,9 +996,9 @@ class LiveScheduler:
                     self.backing_off[key] = self.unschedulable.pop(key)
                     self.wake.set()
 
-    def _record_failure(self, obj: JSON, message: str) -> None:
+    def _record_failure(self, obj: JSON, message: str, reason: str = "") -> None:
         self.recorder.event(obj, FAILED_SCHEDULING, message)
-        self.recorder.unschedulable(obj, message)
+        self.recorder.unschedulable(obj, message, reason)
 
     # ------------------------------------------------------------------------------------ binding
 
