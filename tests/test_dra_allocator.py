@@ -1206,6 +1206,36 @@ def test_distinct_attribute_remembers_one_value_per_request():
     assert allocate([cls()], _numa_devices(1, 2, 1), [c]) is None
 
 
+def test_distinct_attribute_first_devices_of_two_requests_may_match():
+    # Found by tests/test_dra_properties.py, the answer checked against upstream's allocator
+    # (hack/dra-allocator-oracle): r0's second device overwrites the value remembered for r0 (model "a" -> "b"),
+    # so r1's fallback may take another model "a" device.
+    distinct = DeviceConstraint(distinct_attribute=f"{DRIVER_A}/model")
+    a, b = dev("device-0", attrs={"model": "a"}), dev("device-1", attrs={"model": "b"})
+    s = [slc("s0", NODE1, "pool-0", DRIVER_A, a, b), slc("s1", NODE1, "pool-1", DRIVER_A, a)]
+    c = claim(
+        "c",
+        first_available("r0", sub("first", CLASS_A, 2), sub("fallback")),
+        first_available("r1", sub("first", CLASS_A, 0, allocation_mode=ALLOCATION_MODE_ALL), sub("fallback")),
+        constraints=(distinct,),
+    )
+    assert [(r.request, r.pool, r.device) for r in allocate([cls()], s, [c])[0].results] == [
+        ("r0/first", "pool-0", "device-0"),
+        ("r0/first", "pool-0", "device-1"),
+        ("r1/fallback", "pool-1", "device-0"),
+    ]
+
+
+def test_all_devices_leave_out_devices_short_of_the_requested_capacity():
+    # Found by tests/test_dra_properties.py, checked against upstream's allocator: "all" devices are those whose
+    # capacity covers the request's (CmpRequestOverCapacity, allocator_incubating.go), so a smaller device, here
+    # one with a taint the request does not tolerate, is not part of it and does not make the request fail.
+    small = dev("device-1", memory=2, taints=(NO_SCHEDULE,))
+    s = [slc("slice-1", NODE1, "pool-1", DRIVER_A, dev("device-0", memory=4), small)]
+    out = allocate([cls()], s, [claim("c", all_req("r0", capacity_requests={f"{DRIVER_A}/memory": Fraction(3)}))])
+    assert [(r.device, r.consumed_capacity) for r in out[0].results] == [("device-0", {})]
+
+
 def test_claim_config_listed_once_per_named_request():
     # The claim-config loop appends a config once per request it names (allocator_incubating.go), so a config
     # naming two requests appears twice in the result.
