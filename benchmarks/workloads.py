@@ -683,7 +683,7 @@ WORKLOADS += (
         "Partitionable",
         "2000pods_100nodes",
         DRA_TEMPLATE_THRESHOLD,
-        Sizes(100, 0, 20),
+        Sizes(100, 0, 2000),
         Sizes(5, 0, 200),
         dra.build_partitionable,
         "100 DRA nodes; 2000 pools (counter set + 6 partitionable devices) on every node, 2000 claims pre-allocated;"
@@ -691,8 +691,8 @@ WORKLOADS += (
         (
             _NO_THRESHOLD,
             _STEADY,
-            "only the first 20 pods of the 2000-pod round are measured (the allocator searches all 12,000 devices on"
-            " each of the 100 nodes for every pod: minutes); --quick: 5 nodes, 100 pools, two rounds",
+            "the whole 2000-pod round is measured, the first pod's pool gathering and CEL over 12,000 devices"
+            " included; --quick: 5 nodes, 100 pools, two rounds",
         ),
         group="DRA",
     ),
@@ -726,7 +726,7 @@ WORKLOADS += (
         "ConsumableCapacity",
         "2000pods_100nodes",
         DRA_TEMPLATE_THRESHOLD,
-        Sizes(100, 0, 200),
+        Sizes(100, 0, 2000),
         Sizes(5, 0, 200),
         dra.build_consumable_capacity,
         "100 DRA nodes x 20 plain devices, 2000 slices of one shareable 80Gi device on every node; steady state of"
@@ -734,8 +734,7 @@ WORKLOADS += (
         (
             _NO_THRESHOLD,
             _STEADY,
-            "only the first 200 pods of the 2000-pod round are measured (each pod's allocation is searched on every"
-            " node over all 2000 shared devices); --quick: 5 nodes, 100 slices, two rounds",
+            "the whole 2000-pod round is measured; --quick: 5 nodes, 100 slices, two rounds",
         ),
         group="DRA",
     ),

@@ -364,12 +364,12 @@ def test_a_shared_device_without_the_capacity_asked_is_counted_apart():
     s = gpu_slice("node-a", [gpu("gpu-0", allowMultipleAllocations=True)])
     device = DeviceID("gpu.example.com", "node-a", "gpu-0")
     holders = {device: [dx.Holder("default/other", ("default/x",))]}
-    used = {device: {"gpu.example.com/memory": Fraction(60 * 2**30)}}
-    c = claim("share", [exactly("gpu", capacity={"requests": {"gpu.example.com/memory": "40Gi"}})])
+    used = {device: {"memory": Fraction(60 * 2**30)}}
+    c = claim("share", [exactly("gpu", capacity={"requests": {"memory": "40Gi"}})])
     out = explain("node-a", [c], [device_class()], located(s), holders, capacity_used=used)
     assert out.details == ["1 device of gpu.example.com; 1 match; 1 has too little capacity left; request gpu needs 1"]
     assert out.remedies == ["1 more matching device free"]
-    small = claim("share", [exactly("gpu", capacity={"requests": {"gpu.example.com/memory": "20Gi"}})])
+    small = claim("share", [exactly("gpu", capacity={"requests": {"memory": "20Gi"}})])
     assert explain("node-a", [small], [device_class()], located(s), holders, capacity_used=used).funnels[0].fits
 
 

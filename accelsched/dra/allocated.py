@@ -41,14 +41,18 @@ class AllocatedState:
     ``devices``: dedicated allocations; ``shared``: ``(DeviceID, share_id)`` pairs; ``capacity``: consumed capacity
     per device (qualified capacity name -> amount) summed over its shares. Internally keyed by ``device_key``.
     ``revision`` changes on every ``add`` or ``remove`` so an Allocator's caches derived from the state (available
-    counters) know when to recompute.
+    counters) know when to recompute; ``changes`` lists the pool name of every result added or removed, in order, and
+    ``pool_changed`` where in it each pool name last appears, so caches of single pools (the allocator's pools of
+    which no device can be taken) update only what changed.
     """
 
     __slots__ = (
         "_ids",
         "capacity_by_key",
+        "changes",
         "consumable_capacity",
         "dedicated",
+        "pool_changed",
         "revision",
         "serial",
         "shared_count",
@@ -65,6 +69,8 @@ class AllocatedState:
         self.consumable_capacity = consumable_capacity
         self.serial = next(_serials)
         self.revision = 0
+        self.changes: list[str] = []
+        self.pool_changed: dict[str, int] = {}  # pool name -> len(changes) after its latest change
 
     @classmethod
     def from_claims(cls, claims: Iterable[ResourceClaim], consumable_capacity: bool = True) -> AllocatedState:
@@ -99,6 +105,7 @@ class AllocatedState:
     def add(self, allocation: AllocationResult) -> None:
         """Count an allocation as in use (allocateddevices.go addDevices)."""
         self.revision += 1
+        self._changed(allocation)
         for result in allocation.results:
             if result.admin_access:
                 continue  # "Is not considered as allocated."
@@ -118,6 +125,7 @@ class AllocatedState:
     def remove(self, allocation: AllocationResult) -> None:
         """Release an allocation (allocateddevices.go removeDevices)."""
         self.revision += 1
+        self._changed(allocation)
         for result in allocation.results:
             if result.admin_access:
                 continue
@@ -140,6 +148,11 @@ class AllocatedState:
                         del self.capacity_by_key[key]
                 continue
             self.dedicated.discard(key)
+
+    def _changed(self, allocation: AllocationResult) -> None:
+        for result in allocation.results:
+            self.changes.append(result.pool)
+            self.pool_changed[result.pool] = len(self.changes)
 
     def _key(self, device_id: DeviceID) -> str:
         key = device_key(device_id)

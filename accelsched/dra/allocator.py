@@ -18,7 +18,11 @@ so where upstream's choice is deterministic the same devices are picked:
 Performance: an Allocator is built once per cluster snapshot. Pools are gathered once per node (cached per node
 name and labels), device entries built once per slice, and each device remembers its selector verdict per request
 signature, so CEL runs once per (selectors, device) for the whole run, never per pod. ``allocate`` for a one-device
-claim on a node is then a short loop over the node's devices.
+claim on a node is then a short loop over the node's devices. Pools are pruned without changing any answer: a pool
+of which no device can be taken by what is in use (``live_pools``, kept across allocations and updated from the
+AllocatedState's changes) and, once a matchAttribute constraint has its value, a pool without a device of that
+value (``pools_with``) are skipped, unless a selector fails on one of their devices (its error must surface);
+tests/test_dra_allocator_pruning.py compares them with the plain loop step by step.
 
 Counters, as upstream: available and consumed counters are keyed by pool *name* only, so two drivers using the
 same pool name (for example both naming their pool after the node) share one entry: the first of them whose
@@ -30,6 +34,7 @@ order cannot matter).
 
 from __future__ import annotations
 
+import bisect
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -114,6 +119,7 @@ class _Request:
         "capacities",
         "class_",
         "count",
+        "dead_key",
         "has_admin",
         "name",
         "parent",
@@ -139,6 +145,9 @@ class _Request:
         class_selectors = class_.selectors if class_ is not None else ()
         self.sig = (class_.name if class_ is not None else "", tuple(class_selectors), tuple(spec.selectors))
         self.vkey = 0
+        # What decides whether a device of a pool can be taken at all (see _Search.live_pools): set with
+        # vkey; None (never memoized) for adminAccess, which takes devices in use.
+        self.dead_key: tuple | None = None
 
 
 class _Constraint:
@@ -283,6 +292,13 @@ class Allocator:
         self._cycle_avail: dict[str, tuple[dict[str, dict], bool]] = {}
         # Stats.NumAllocateOneInvocations: how much searching the allocator did (upstream's tests pin it).
         self.num_allocate_one = 0
+        # (id(pools list), _Request.dead_key) -> its _LivePools (see _Search.live_pools).
+        self._live: dict[tuple[int, tuple], _LivePools] = {}
+        self._memo_pool: dict[int, bool] = {}  # id(Pool) -> whether a pool may be found dead (live_pools)
+        self._pool_values: dict[tuple[int, str], set] = {}  # (id(Pool), attribute) -> its devices' values
+        self._pool_clean: dict[tuple[int, int], bool] = {}  # (id(Pool), vkey) -> no device's selectors fail
+        # (id(pools list), attribute, vkey) -> (the list, pool indices per value, unclean ones, merged per value)
+        self._pools_with: dict[tuple, tuple] = {}
 
     # -------------------------------------------------------------------------------- node views
 
@@ -478,7 +494,57 @@ class Allocator:
         # A device's verdict depends on the selector expressions only, not on the class's name: classes with the same
         # selectors (25 classes backing 25 extended resources) share it.
         req.vkey = self._verdict_keys.setdefault(req.sig[1:], len(self._verdict_keys))
+        if not req.admin:
+            req.dead_key = (req.vkey, req.tolerations, tuple(sorted(req.capacities.items())))
         return req
+
+
+class _LivePools:
+    """_Search.live_pools' answer for one pools list and request signature, and what it was computed from."""
+
+    __slots__ = ("by_name", "indices", "members", "pools", "seen", "serial")
+
+    def __init__(self, pools: list[Pool], serial: int, seen: int) -> None:
+        self.pools = pools  # kept: the key holds its id
+        self.serial = serial  # the AllocatedState's
+        self.seen = seen  # how much of its changes is reflected
+        self.indices: list[int] = []  # sorted
+        self.members: set[int] = set()  # the same, for lookups
+        self.by_name: dict[str, list[int]] = {}
+
+
+def _negative_amounts(e: Entry) -> bool:
+    """Whether taking a share of ``e`` or its counters could consume a negative amount (the API accepts negative
+    quantities): then taking more elsewhere may make room, and live_pools never calls its pool dead."""
+    if any(amount < 0 for _, counters in e.consumes for _, amount in counters):  # type: ignore[operator]
+        return True
+    for cap in e.device.capacity.values():
+        policy = cap.request_policy
+        amounts = [cap.value]
+        if policy is not None:
+            amounts += [policy.default] if policy.default is not None else []
+            amounts += list(policy.valid_values)
+            if policy.valid_range is not None:
+                amounts.append(policy.valid_range.min)
+        if any(x < 0 for x in amounts):
+            return True
+    return False
+
+
+def _counters_fit(e: Entry, available: Mapping[str, Mapping[str, object]]) -> bool:
+    """reserve_counters with nothing consumed yet in the search."""
+    used: dict[tuple[str, str], object] = {}
+    for set_name, counters in e.consumes:
+        for name, amount in counters:
+            used[(set_name, name)] = used.get((set_name, name), 0) + amount  # type: ignore[operator]
+    for (set_name, name), amount in used.items():
+        limit = available.get(set_name)
+        if limit is None:
+            continue
+        have = limit.get(name)
+        if have is not None and have < amount:  # type: ignore[operator]
+            return False
+    return True
 
 
 class _Search:
@@ -538,6 +604,15 @@ class _Search:
                     _Constraint(c.requests, c.match_attribute or c.distinct_attribute or "", not c.match_attribute)
                 )
             self.constraints.append(constraints)
+        # No request asks a negative capacity: what the search takes only ever takes more (see live_pools).
+        self.monotone = not any(
+            amount < 0
+            for reqs in self.requests
+            for rs in reqs
+            for r in rs
+            if isinstance(r, _Request)
+            for amount in r.capacities.values()
+        )
 
     # -------------------------------------------------------------------------------- request data
 
@@ -661,9 +736,30 @@ class _Search:
         vkey = req.vkey
         no_binding = not self.f.device_binding_and_status
         pools = self.pools
-        for pi in range(start_pool, len(pools)):
+        dead_key = req.dead_key
+        # matchAttribute values fixed by devices taken before this one (they stay so throughout this loop).
+        base, sub = (req.parent, req.name) if req.parent is not None else (req.name, None)
+        needed = [
+            (c.attribute, c.value)
+            for c in self.constraints[ci]
+            if not c.distinct and c.count > 0 and c.applies(base, sub)
+        ]
+        if dead_key is None or not self.monotone:
+            order: Iterable[int] = range(start_pool, len(pools))
+        else:
+            live = self.live_pools(req)
+            if needed:
+                # Only pools with the value fixed (or where a selector fails, which must surface) can serve.
+                with_value = self.pools_with(req, *needed[0])
+                alive = live.members
+                order = [pi for pi in with_value[bisect.bisect_left(with_value, start_pool) :] if pi in alive]
+            else:
+                order = live.indices[bisect.bisect_left(live.indices, start_pool) :]
+        for pi in order:
             pool = pools[pi]
             if pool.incomplete or pool.invalid:
+                continue
+            if needed and self.pool_mismatches(req, pool, needed):
                 continue
             entries = pool.entries
             for ei in range(start_entry if pi == start_pool else 0, len(entries)):
@@ -694,6 +790,135 @@ class _Search:
                     return True
                 self.untake(ci, req, e, pool, undo)
         return False
+
+    def pools_with(self, req: _Request, attribute: str, value: object) -> list[int]:
+        """The indices of the node's pools where some device has ``value`` for ``attribute``, or where some
+        device's selectors fail for ``req`` (never skipped: the loop raises the error), in order."""
+        a, pools = self.a, self.pools
+        key = (id(pools), attribute, req.vkey)
+        index = a._pools_with.get(key)
+        if index is None or index[0] is not pools:
+            if len(a._pools_with) > 4096:
+                a._pools_with.clear()
+            by_value: dict[object, list[int]] = {}
+            unclean: list[int] = []
+            for pi, pool in enumerate(pools):
+                if not self.clean(req, pool):
+                    unclean.append(pi)
+                for v in {_attribute_key(e.device.attributes.get(attribute)) for e in pool.entries}:
+                    by_value.setdefault(v, []).append(pi)
+            index = a._pools_with[key] = (pools, by_value, unclean, {})
+        _, by_value, unclean, merged = index
+        found = merged.get(value)
+        if found is None:
+            found = merged[value] = sorted(set(by_value.get(value, ())) | set(unclean))
+        return found
+
+    def clean(self, req: _Request, pool: Pool) -> bool:
+        """No device of ``pool`` has a selector error for ``req`` (verdicts are cached per device anyway)."""
+        a = self.a
+        clean = a._pool_clean.get((id(pool), req.vkey))
+        if clean is None:
+            clean = a._pool_clean[(id(pool), req.vkey)] = all(_verdict(e, req) in (True, False) for e in pool.entries)
+        return clean
+
+    def pool_mismatches(self, req: _Request, pool: Pool, needed: list[tuple[str, object]]) -> bool:
+        """Whether no device of ``pool`` has a value a matchAttribute constraint already fixed (then take() fails
+        for each of them) and none raises a CEL error for ``req`` (which the loop over them would raise first):
+        skipping the pool is what that loop would do, without a take() per device."""
+        a = self.a
+        for attribute, value in needed:
+            values = a._pool_values.get((id(pool), attribute))
+            if values is None:
+                values = a._pool_values[(id(pool), attribute)] = {
+                    _attribute_key(e.device.attributes.get(attribute)) for e in pool.entries
+                }
+            if value not in values:
+                return self.clean(req, pool)
+        return False
+
+    def live_pools(self, req: _Request) -> _LivePools:
+        """The node's pools that may hold a device ``req`` can take (indices, in order): the others are dead,
+        each device of them in use, not selected, without the capacity, beyond the pool's counters or tainted, by
+        what the AllocatedState holds. Whatever this search takes elsewhere only takes more, so a dead pool is
+        skipped exactly as the loop over its devices would skip them. Kept per pools list and request signature,
+        and brought up to date from AllocatedState.changes: only pools whose devices were allocated or released
+        are looked at again (most of 2,000 network-attached pools are full in a steady state). Pools with
+        per-device node selection (the node decides) and pool names several drivers' counter sets share (the
+        cycle decides) are never dead."""
+        a, state, pools = self.a, self.state, self.pools
+        key = (id(pools), req.dead_key)
+        live = a._live.get(key)
+        if live is None or live.pools is not pools or live.serial != state.serial:
+            if len(a._live) > 4096:
+                a._live.clear()
+            live = a._live[key] = _LivePools(pools, state.serial, len(state.changes))
+            for pi, pool in enumerate(pools):
+                live.by_name.setdefault(pool.id[1], []).append(pi)
+                if not self.dead(req, pool):
+                    live.indices.append(pi)
+            live.members.update(live.indices)
+            return live
+        new = len(state.changes) - live.seen
+        if new:
+            if new <= len(live.by_name):
+                names: Iterable[str] = set(state.changes[live.seen :])
+            else:  # a pools list not looked at for long (a node's own): its pools' latest changes instead
+                changed = state.pool_changed
+                names = [name for name in live.by_name if changed.get(name, 0) > live.seen]
+            live.seen = len(state.changes)
+            indices = live.indices
+            for name in names:
+                for pi in live.by_name.get(name, ()):
+                    at = bisect.bisect_left(indices, pi)
+                    present = at < len(indices) and indices[at] == pi
+                    if self.dead(req, pools[pi]):
+                        if present:
+                            del indices[at]
+                            live.members.discard(pi)
+                    elif not present:
+                        indices.insert(at, pi)
+                        live.members.add(pi)
+        return live
+
+    def dead(self, req: _Request, pool: Pool) -> bool:
+        """No device of ``pool`` can be taken for ``req`` given the AllocatedState alone (see live_pools)."""
+        if pool.incomplete or pool.invalid:
+            return True  # the loop skips them
+        a, f, state = self.a, self.f, self.state
+        memo = a._memo_pool.get(id(pool))
+        if memo is None:
+            memo = a._memo_pool[id(pool)] = pool.id[1] not in a.index.shared_counter_pool_names and not any(
+                e.per_device or _negative_amounts(e) for e in pool.entries
+            )
+        if not memo:
+            return False
+        dedicated = state.dedicated
+        available: Mapping[str, Mapping[str, object]] | None = None
+        overdrawn = False
+        for e in pool.entries:
+            if e.key in dedicated or (e.binding and not f.device_binding_and_status):
+                continue
+            verdict = _verdict(e, req)
+            if verdict is False:
+                continue
+            if verdict is not True:
+                return False  # a CEL error: the loop raises it
+            if f.consumable_capacity and not capacity_math.request_fits_capacity(
+                req.capacities, e.device.capacity, state.capacity_by_key.get(e.key), None
+            ):
+                continue
+            if e.consumes and not f.partitionable_devices:
+                continue
+            if f.device_taints and e.taints and _taint_prevents(e.taints, req.tolerations):
+                continue
+            if e.consumes and not (f.consumable_capacity and e.multi and e.key in state.capacity_by_key):
+                if available is None:
+                    available, overdrawn = a._available_counters(pool, state, ())
+                if overdrawn or not _counters_fit(e, available):
+                    continue  # reserve_counters fails for every device consuming counters of an overdrawn pool
+            return False
+        return True
 
     def take(self, ci: int, req: _Request, e: Entry, pool: Pool, must: bool) -> tuple | None:
         """allocateDevice: availability, counters, taints, constraints; records the result. None: not usable.

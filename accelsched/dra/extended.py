@@ -12,6 +12,7 @@ special in-memory claim ``<extended-resources>`` with one request ``container-<i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import uuid
 from collections.abc import Mapping
@@ -264,7 +265,19 @@ def _container_requests(container: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _whole(value: Any) -> int | None:
-    """Quantity.AsInt64: the amount when it is a whole number (None otherwise, as ``ok`` false)."""
+    """Quantity.AsInt64: the amount when it is a whole number (None otherwise, as ``ok`` false). Pods repeat the
+    same few texts ("1", "2"): each is parsed once."""
+    if type(value) is str or type(value) is int:
+        return _whole_text(value)
+    return _parse_whole(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _whole_text(value: str | int) -> int | None:
+    return _parse_whole(value)
+
+
+def _parse_whole(value: Any) -> int | None:
     try:
         amount = quantity.parse_fraction(value)
     except (ValueError, TypeError):

@@ -3,8 +3,10 @@
 They mirror the API types (staging/src/k8s.io/api/resource/v1/types.go) field for field where the scheduler or the
 allocator reads a field, so code ported in meaning from the upstream allocator reads the same. Names are the Go
 names in snake case. Quantities are exact ``Fraction`` values (a Kubernetes quantity is an exact decimal), attribute
-and capacity names are stored fully qualified (an unqualified name takes the slice's driver as its domain, as the
-API defines), and every object keeps its raw dict (``raw``) so it can be written back as the API would hold it.
+names are stored fully qualified (an unqualified name takes the slice's driver as its domain, as the API defines),
+capacity names as written (the allocator matches capacity requests to device capacities by the name as written,
+consumable_capacity.go; CEL alone qualifies them), and every object keeps its raw dict (``raw``) so it can be
+written back as the API would hold it.
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ class DeviceTaint:
 class Device:
     name: str
     attributes: Mapping[str, Attribute] = field(default_factory=dict)  # fully qualified name -> value
-    capacity: Mapping[str, DeviceCapacity] = field(default_factory=dict)  # fully qualified name -> capacity
+    capacity: Mapping[str, DeviceCapacity] = field(default_factory=dict)  # name as written -> capacity
     consumes_counters: tuple[DeviceCounterConsumption, ...] = ()
     # Per-device node selection (slice.spec.perDeviceNodeSelection): exactly one of these three is set then.
     node_name: str | None = None
@@ -190,7 +192,7 @@ class DeviceSubRequest:
     count: int = 1
     admin_access: bool | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
-    capacity_requests: Mapping[str, Fraction] = field(default_factory=dict)  # capacity.requests, qualified names
+    capacity_requests: Mapping[str, Fraction] = field(default_factory=dict)  # capacity.requests, names as written
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,12 @@ toleration operator Equal). Each error is the API server's field error (``Invali
 value``, ``Too many: 33: must have at most 32 items``) on the first field it would report, as one InputError naming
 the file, the object and the field path.
 
-Attribute and capacity names are stored fully qualified: an unqualified name takes the slice's driver as its domain.
-Capacity requests of a claim have no driver to qualify them with, so they are stored as written (an unqualified one
-means the domain of whichever device's driver serves it). CEL selectors are compiled once per distinct expression
-(dra/cel.py caches them), and a slice's devices are read in one pass, so thousands of slices cost linear time.
+Attribute names are stored fully qualified: an unqualified name takes the slice's driver as its domain. Capacity
+names are stored as written, on devices and in claims' capacity requests and consumed capacity alike: the allocator
+compares them as written (consumable_capacity.go: a request for ``memory`` matches a device capacity ``memory``, one
+for ``gpu.example.com/memory`` does not), and only CEL qualifies them (dra/cel.py's device_value). CEL selectors
+are compiled once per distinct expression (dra/cel.py caches them), and a slice's devices are read in one pass, so
+thousands of slices cost linear time.
 
 ``resource.k8s.io/v1beta2`` reads as v1 (the same shape), and so does ``v1beta1`` once its flattened request fields
 and ``basic`` device wrapper are unwrapped; errors name the v1 paths (``exactly.``, no ``basic.``), as the API server
@@ -355,12 +357,19 @@ def _counters(where: Where, value: Any, path: str) -> dict[str, Fraction]:
     return out
 
 
+_NODE_SELECTORS: dict[tuple[NodeSelectorTerm, ...], tuple[NodeSelectorTerm, ...]] = {}
+
+
 def _node_selector(where: Where, value: Any, path: str) -> tuple[NodeSelectorTerm, ...]:
     selector = _mapping(where, value, path)
     terms = parse_node_selector_terms(where, selector.get("nodeSelectorTerms"), f"{path}.nodeSelectorTerms")
     if not terms:
         raise where.error(f"{path}.nodeSelectorTerms", required("must have at least one node selector term"))
-    return terms
+    # Interned: the slices of one driver repeat one selector, so matching it can be cached per object (pools.py).
+    terms = tuple(terms)
+    if len(_NODE_SELECTORS) >= _CACHE_MAX:
+        _NODE_SELECTORS.clear()
+    return _NODE_SELECTORS.setdefault(terms, terms)
 
 
 def _node_name(where: Where, value: Any, path: str) -> str:
@@ -670,14 +679,15 @@ def _device(where: Where, dev: Mapping[str, Any], path: str, driver: str, per_de
     multiple = bool(multiple)
     capacity = {}
     for key, cap in raw_caps.items():
-        qualified = _qualified(where, key, driver, path, "capacity")
+        _qualified(where, key, driver, path, "capacity")  # validated; stored as written (see the module docstring)
+        written = str(key)
         simple = type(cap) is dict and len(cap) == 1 and type(cap.get("value")) in (str, int)
         plain = _CAPACITIES.get((type(cap["value"]), cap["value"])) if simple else None
         if plain is None:
             plain = _capacity(where, cap, f"{path}.capacity[{key}]", multiple)
             if simple and len(_CAPACITIES) < _CACHE_MAX:
                 _CAPACITIES[(type(cap["value"]), cap["value"])] = plain
-        capacity[qualified] = plain
+        capacity[written] = plain
 
     taints = []
     for i, item in enumerate(

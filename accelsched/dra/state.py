@@ -13,12 +13,14 @@ What it keeps, and why:
   (``pending``, SignalClaimPendingAllocation), so the next pod in the same run sees those devices taken.
 - ``version``: per node, a counter bumped whenever something that node's allocation can depend on changes (a device
   of a pool the node sees was allocated or released). The DynamicResources Filter caches its per-node verdicts per
-  claim spec and recomputes a node only when its version moved: after a bind, one node.
+  claim spec and recomputes a node only when its version moved: after a bind, one node. Nodes that see the same
+  pools of network-attached devices share one answer (``view_key``): the allocator runs once per view.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -97,6 +99,24 @@ def _spec_fingerprint(spec: Any) -> str:
             _FINGERPRINTS.clear()
         hit = _FINGERPRINTS[id(spec)] = (spec, repr(spec))
     return hit[1]
+
+
+def _with_classes(spec: Any, aliases: dict[str, str]) -> Any:
+    """``spec`` with each request's device class replaced by its alias (DRAState.allocation_key)."""
+
+    def sub(r: Any) -> Any:
+        name = aliases.get(r.device_class_name)
+        return r if name is None else dataclasses.replace(r, device_class_name=name)
+
+    requests = tuple(
+        dataclasses.replace(
+            r,
+            exactly=sub(r.exactly) if r.exactly is not None else None,
+            first_available=tuple(sub(f) for f in r.first_available),
+        )
+        for r in spec.requests
+    )
+    return dataclasses.replace(spec, requests=requests)
 
 
 # ---------------------------------------------------------------------------------------------- API form
@@ -208,6 +228,12 @@ class DRAState:
         self._allocator: Any = None
         self._pool_nodes: dict[tuple[str, str], np.ndarray] | None = None
         self._sees_devices: np.ndarray | None = None
+        self._view_keys: dict[tuple, tuple[Any, int]] = {}  # (node, signatures) -> (its pools list, view_key)
+        self._views: dict[tuple[int, ...], tuple[int, Any]] = {}  # ids of a shared view's pools -> (key, pools)
+        self._pool_local: dict[int, tuple[bool, Any]] = {}  # id(Pool) -> (whether node-dependent, the pool)
+        self._class_aliases: dict[str, str] | None = None
+        self._serves: dict[tuple[int, frozenset], bool] = {}  # (id(Pool), request signatures) -> serves none
+        self._allocation_keys: dict[int, tuple[Any, str]] = {}  # id(spec) -> (spec, kept alive; allocation_key)
         self.extended = self._extended_classes()
         # Per pod (key) the claims it uses, resolved once: (pod's claim name, claim key or None, must own).
         self._pod_claims: dict[str, list[tuple[str, str | None, bool]]] = {}
@@ -247,6 +273,44 @@ class DRAState:
             explicit[name] = cls
         out.update(explicit)
         return out
+
+    @property
+    def class_aliases(self) -> dict[str, str]:
+        """Per DeviceClass that allocates exactly as an earlier one (by name) does, that one: the allocator reads a
+        class's selectors and config only (its name appears in error messages alone), so claims that differ in
+        such classes alone get the same devices (25 classes over one driver, backing 25 extended resources)."""
+        if self._class_aliases is None:
+            first: dict[str, str] = {}
+            aliases: dict[str, str] = {}
+            for name in sorted(self.classes):
+                cls = self.classes[name]
+                content = repr((cls.selectors, cls.config))
+                chosen = first.setdefault(content, name)
+                if chosen != name:
+                    aliases[name] = chosen
+            self._class_aliases = aliases
+        return self._class_aliases
+
+    def allocation_key(self, claim: ResourceClaim) -> str:
+        """What the allocator's results for ``claim`` depend on in the claim: its spec, with each device class
+        standing for all classes that allocate alike (class_aliases). Errors name the class: verdicts that are
+        errors are kept with the claims' own fingerprints too (the DynamicResources plugin)."""
+        aliases = self.class_aliases
+        if not aliases:
+            return fingerprint(claim)
+        spec = claim.spec
+        hit = self._allocation_keys.get(id(spec))
+        if hit is None or hit[0] is not spec:
+            uses = any(
+                sub.device_class_name in aliases
+                for r in spec.requests
+                for sub in ((r.exactly,) if r.exactly is not None else r.first_available)
+            )
+            if len(self._allocation_keys) > 65536:
+                self._allocation_keys.clear()
+            key = repr(_with_classes(spec, aliases)) if uses else _spec_fingerprint(spec)
+            hit = self._allocation_keys[id(spec)] = (spec, key)
+        return hit[1]
 
     def pod_claims(self, pod: Pod) -> list[tuple[str, str | None, bool]]:
         """(pod's claim name, ``namespace/claim`` or None when not created yet, whether the pod must own it)."""
@@ -308,6 +372,67 @@ class DRAState:
                 idx = pools.get(key)
                 if idx is not None:
                     self.version[idx] += 1
+
+    def view_key(self, node: int, signatures: frozenset | None = None) -> int:
+        """What the allocator's answer on ``node`` depends on besides the claims and what is in use: the pools it sees.
+        Nodes seeing the very same pools (Pool objects, built once per set of slices) of network-attached devices
+        get the same allocation, node selector included, so the Filter allocates once per view, not once per node.
+        A pool with a node-local device (a slice or device naming a node, per-device node selection, bindsToNode:
+        the result or the choice names the node) makes the view the node's own, unless no device of it can serve
+        any request (``signatures``: the requests' (class selectors, request selectors), see request_signatures),
+        which leaves the search unchanged: then it is left out. Views are small ints: shared ones count up from 0,
+        a node's own is ``-1 - node``."""
+        n = self.cluster.nodes[node]
+        pools = self.allocator.pools_for_node(n.name, n.labels)
+        cached = self._view_keys.get((node, signatures))
+        if cached is not None and cached[0] is pools:
+            return cached[1]
+        local = self._pool_local
+        ids = []
+        key = None
+        for p in pools:
+            if id(p) not in local:
+                local[id(p)] = (_node_dependent(p), p)  # the pool kept: its id stays its own
+            if not local[id(p)][0]:
+                ids.append(id(p))
+            elif signatures is None or not self._serves_none(p, signatures):
+                key = -1 - node
+                break
+        if key is None:
+            # The pools are kept with their ids, so no id is reused by another object while the key lives.
+            key = self._views.setdefault(tuple(ids), (len(self._views), pools))[0]
+        if len(self._view_keys) > 65536:
+            self._view_keys.clear()
+        self._view_keys[(node, signatures)] = (pools, key)
+        return key
+
+    def request_signatures(self, claims: Iterable[ResourceClaim]) -> frozenset | None:
+        """The (class selectors, request selectors) of every request and subrequest of ``claims``; None when a
+        class is missing (then no pool is left out of a view)."""
+        out = set()
+        for claim in claims:
+            for r in claim.spec.requests:
+                for sub in (r.exactly,) if r.exactly is not None else r.first_available:
+                    cls = self.classes.get(sub.device_class_name)
+                    if cls is None:
+                        return None
+                    out.add((tuple(cls.selectors), tuple(sub.selectors)))
+        return frozenset(out)
+
+    def _serves_none(self, pool: Any, signatures: frozenset) -> bool:
+        """Whether no device of ``pool`` is selected by any of the requests: every selector list evaluates to false
+        for every device (a CEL error counts as serving: it must surface). Complete, valid pools only."""
+        key = (id(pool), signatures)
+        hit = self._serves.get(key)
+        if hit is None:
+            hit = self._serves[key] = (
+                not pool.incomplete
+                and not pool.invalid
+                and not any(
+                    _selected(e.device, e.slice.driver, selectors) for e in pool.entries for selectors in signatures
+                )
+            )
+        return hit
 
     def devices_for_node(self, node: str) -> Any:
         i = self.cluster.index[node]
@@ -613,6 +738,21 @@ class DRAState:
                 pods += sorted(p for p in self.pending[key].pods if p not in pods)
             out.append((key, pods))
         return out
+
+
+def _selected(device: Any, driver: str, signature: tuple[tuple[str, ...], tuple[str, ...]]) -> bool:
+    """The class selectors, then the request's, as the allocator evaluates them; True on a CEL error."""
+    from accelsched.dra.cel import CELError, compile_selector
+
+    try:
+        return all(compile_selector(e).matches(device, driver) for selectors in signature for e in selectors)
+    except CELError:
+        return True
+
+
+def _node_dependent(pool: Any) -> bool:
+    """Whether allocating from ``pool`` can depend on which node asks (see DRAState.view_key)."""
+    return any(e.per_device or e.slice.node_name or e.device.binds_to_node for e in pool.entries)
 
 
 def pending_key(claim: ResourceClaim) -> str:

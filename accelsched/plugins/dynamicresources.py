@@ -80,7 +80,8 @@ class _Verdicts:
         self.version = np.full(n, -1, dtype=np.int64)
         self.code = np.zeros(n, dtype=np.int8)
         self.results: list[list[AllocationResult] | None] = [None] * n
-        self.messages: dict[int, tuple[str, tuple[str, ...]]] = {}  # node -> (error, the claim keys it names)
+        self.messages: dict[int, tuple[str, tuple]] = {}  # node -> (error, the _Group.tag it was found for)
+        self.score = np.full(n, -1, dtype=np.int64)  # Score's raw firstAvailable points of the results; -1: not yet
 
 
 @dataclass
@@ -116,10 +117,10 @@ class _Group:
     claims: list[ResourceClaim]
     verdicts: _Verdicts
     mappings: list[dict[str, str]] = field(default_factory=list)  # the extended resource claim's request mappings
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return tuple(c.key for c in self.claims)
+    # Which claims an error verdict was found for (their keys and spec fingerprints): verdicts are shared by claims
+    # that allocate alike (DRAState.allocation_key), but an error's text names the claim and the class.
+    tag: tuple = ()
+    signatures: frozenset | None = None  # DRAState.request_signatures of the claims, for the nodes' view keys
 
 
 @dataclass
@@ -165,6 +166,19 @@ def _owned(pod: Pod, claim: ResourceClaim) -> bool:
 def _reserved_for(pod: Pod, claim: ResourceClaim) -> bool:
     """IsReservedForPod: by UID (offline pods without one: by name)."""
     return any(is_consumer(r, pod) for r in claim.reserved_for)
+
+
+def _first_available_points(claim: ResourceClaim, allocation: AllocationResult) -> int:
+    """computeScore for one claim: 8 - i for each firstAvailable request allocated from its i-th subrequest."""
+    chosen = {r.request for r in allocation.results if "/" in r.request}
+    if not chosen:
+        return 0
+    total = 0
+    for request in claim.spec.requests:
+        for i, sub in enumerate(request.first_available):
+            if f"{request.name}/{sub.name}" in chosen:
+                total += FIRST_AVAILABLE_MAX - i
+    return total
 
 
 def _needs_device(claims: list[ResourceClaim]) -> bool:
@@ -282,13 +296,14 @@ class DynamicResources:
         n: int,
         mappings: list[dict[str, str]] | None = None,
     ) -> None:
-        key = (dra.serial, tuple(fingerprint(c) for c in claims))
+        key = (dra.serial, tuple(dra.allocation_key(c) for c in claims))
         verdicts = self._verdicts.get(key)
         if verdicts is None:
             if len(self._verdicts) > 256:
                 self._verdicts.clear()
             verdicts = self._verdicts[key] = _Verdicts(n)
-        data.groups[code] = _Group(claims, verdicts, mappings or [])
+        tag = (tuple(c.key for c in claims), tuple(fingerprint(c) for c in claims))
+        data.groups[code] = _Group(claims, verdicts, mappings or [], tag, dra.request_signatures(claims))
 
     def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
         """Preemption's shortcut (verdicts from NodeResourcesFit alone) holds only for pods without claims (and
@@ -302,9 +317,9 @@ class DynamicResources:
     def _evaluate(self, dra: DRAState, group: _Group, nodes: np.ndarray) -> None:
         """Bring the verdicts of ``nodes`` up to date with the nodes' DRA versions."""
         v = group.verdicts
-        keys = group.keys
+        tag = group.tag
         stale = nodes[v.version[nodes] != dra.version[nodes]]
-        errors = [i for i in nodes[v.code[nodes] >= _ON_NODE].tolist() if v.messages[i][1] != keys]
+        errors = [i for i in nodes[v.code[nodes] >= _ON_NODE].tolist() if v.messages[i][1] != tag]
         if errors:
             stale = np.union1d(stale, np.array(errors, dtype=np.int64))
         if not stale.size:
@@ -312,29 +327,40 @@ class DynamicResources:
         claims = group.claims
         needs = _needs_device(claims)
         sees = dra.sees_devices
-        from accelsched.dra.allocator import AllocationError
-        from accelsched.dra.cel import CELError
-
+        # Per view (DRAState.view_key: nodes seeing the same network-attached pools) the answer found this time.
+        answers: dict[int, tuple[int, list[AllocationResult] | None, str | None]] = {}
         for node in stale.tolist():
             v.version[node] = dra.version[node]
             v.messages.pop(node, None)
+            v.score[node] = -1
             if needs and not sees[node]:
                 v.code[node], v.results[node] = _CANNOT, None
                 continue
-            try:
-                results = dra.allocate(node, claims)
-            except AllocationError as exc:
-                v.code[node], v.results[node] = (_ON_NODE if exc.on_node else _ERROR), None
-                v.messages[node] = (str(exc), keys)
-                continue
-            except CELError as exc:
-                v.code[node], v.results[node] = _ERROR, None
-                v.messages[node] = (str(exc), keys)
-                continue
-            if results is None or len(results) != len(claims):
-                v.code[node], v.results[node] = _CANNOT, None
-            else:
-                v.code[node], v.results[node] = _OK, results
+            view = dra.view_key(node, group.signatures)
+            answer = answers.get(view)
+            if answer is None:
+                answer = answers[view] = self._allocate(dra, node, claims)
+            v.code[node], v.results[node], message = answer
+            if message is not None:
+                v.messages[node] = (message, tag)
+
+    @staticmethod
+    def _allocate(
+        dra: DRAState, node: int, claims: list[ResourceClaim]
+    ) -> tuple[int, list[AllocationResult] | None, str | None]:
+        """The allocator's answer on one node: (verdict code, results when _OK, the error when there is one)."""
+        from accelsched.dra.allocator import AllocationError
+        from accelsched.dra.cel import CELError
+
+        try:
+            results = dra.allocate(node, claims)
+        except AllocationError as exc:
+            return (_ON_NODE if exc.on_node else _ERROR), None, str(exc)
+        except CELError as exc:
+            return _ERROR, None, str(exc)
+        if results is None or len(results) != len(claims):
+            return _CANNOT, None, None
+        return _OK, results, None
 
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         data: _Cycle | None = state.get(NAME)
@@ -446,26 +472,37 @@ class DynamicResources:
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, cluster: ClusterState, feasible: np.ndarray) -> np.ndarray | int:
+        """computeScore, columnar: claims allocated already (or shared in a gang) score the same on every node; the
+        points of the allocator's results are kept with each cached verdict, so a node is scored once per verdict."""
         data: _Cycle | None = state.get(NAME)
         if data is None or data.empty:
             return 0
-        raw = np.zeros(feasible.size, dtype=np.int64)
-        for k, node in enumerate(feasible.tolist()):
-            group = data.group(node)
-            results = group.verdicts.results[node] if group is not None else []
-            allocations: dict[int, AllocationResult | None] = dict(zip(data.to_allocate, results or [], strict=False))
-            allocations.update(data.reused)
-            total = 0
-            for index, claim in enumerate(data.claims):
-                allocation = claim.allocation or allocations.get(index)
-                if allocation is None:
-                    continue
-                chosen = {r.request for r in allocation.results if "/" in r.request}
-                for request in claim.spec.requests:
-                    for i, sub in enumerate(request.first_available):
-                        if f"{request.name}/{sub.name}" in chosen:
-                            total += FIRST_AVAILABLE_MAX - i
-            raw[k] = total
+        base = 0
+        for index, claim in enumerate(data.claims):
+            allocation = claim.allocation or data.reused.get(index)
+            if allocation is not None:
+                base += _first_available_points(claim, allocation)
+        raw = np.full(feasible.size, base, dtype=np.int64)
+        codes = data.extended.groups.code[feasible] if data.extended is not None else None
+        for code, group in data.groups.items():
+            where = np.flatnonzero(codes == code) if codes is not None else np.arange(feasible.size)
+            if not where.size:
+                continue
+            nodes = feasible[where]
+            v = group.verdicts
+            points = v.score[nodes]
+            if (points < 0).any():
+                done: dict[int, int] = {}  # id(results) -> points: nodes of one view share their results
+                for node in nodes[points < 0].tolist():
+                    results = v.results[node] or []
+                    total = done.get(id(results))
+                    if total is None:
+                        total = done[id(results)] = sum(
+                            _first_available_points(c, a) for c, a in zip(group.claims, results, strict=False)
+                        )
+                    v.score[node] = total
+                points = v.score[nodes]
+            raw[where] += points
         return default_normalize(raw) if raw.size else raw
 
     # ------------------------------------------------------------------------------------ Reserve / PreBind
