@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from accelsched.engine import schedule
 
 NODES = """
@@ -223,9 +225,9 @@ def test_filter_recomputes_only_nodes_whose_devices_changed(tmp_path, monkeypatc
     calls: list[int] = []
     original = DRAState.allocate
 
-    def counting(self, node, claims):
+    def counting(self, node, claims, deadline=None):
         calls.append(node)
-        return original(self, node, claims)
+        return original(self, node, claims, deadline)
 
     monkeypatch.setattr(DRAState, "allocate", counting)
     _, out = run(tmp_path, pod("p1"), pod("p2"))
@@ -278,9 +280,9 @@ def test_nodes_seeing_the_same_network_attached_pools_share_one_allocation(tmp_p
     calls: list[int] = []
     original = DRAState.allocate
 
-    def counting(self, node, claims):
+    def counting(self, node, claims, deadline=None):
         calls.append(node)
-        return original(self, node, claims)
+        return original(self, node, claims, deadline)
 
     monkeypatch.setattr(DRAState, "allocate", counting)
     fpga = "resourceClaimTemplateName: one-fpga"
@@ -396,9 +398,9 @@ def test_claims_whose_classes_select_alike_share_verdicts(tmp_path, monkeypatch)
     calls: list[int] = []
     original = DRAState.allocate
 
-    def counting(self, node, claims):
+    def counting(self, node, claims, deadline=None):
         calls.append(node)
-        return original(self, node, claims)
+        return original(self, node, claims, deadline)
 
     monkeypatch.setattr(DRAState, "allocate", counting)
     same = 'device.driver == "gpu.example.com"'
@@ -463,9 +465,9 @@ def test_node_local_devices_no_request_can_use_leave_the_view_shared(tmp_path, m
     calls: list[int] = []
     original = DRAState.allocate
 
-    def counting(self, node, claims):
+    def counting(self, node, claims, deadline=None):
         calls.append(node)
-        return original(self, node, claims)
+        return original(self, node, claims, deadline)
 
     monkeypatch.setattr(DRAState, "allocate", counting)
     racks = [doc for i in range(3) for doc in (rack_node(f"rack-{i}"), local_gpus(f"rack-{i}"))]
@@ -480,3 +482,57 @@ def test_node_local_devices_no_request_can_use_leave_the_view_shared(tmp_path, m
     # a GPU request can use the node's own GPU: each rack node is its own view for it, and without signatures
     assert dra.view_key(index["rack-0"], gpu) == -1 - index["rack-0"]
     assert dra.view_key(index["rack-0"]) == -1 - index["rack-0"]
+
+
+def test_filter_timeout_bounds_each_nodes_search_and_is_an_error(monkeypatch) -> None:
+    """filterTimeout as upstream: a node's allocation that runs past it stops with "node <name>: timed out trying
+    to allocate devices", an error (the attempt fails as a whole), not a fit error. Five requests that need five
+    distinct values of an attribute 12 devices have 4 of: a search of ~5,000 steps that fits nowhere. The clock
+    jumps ten seconds per reading (it is read every 1,024 steps), so the test does not wait."""
+    import itertools
+
+    from accelsched.dra import allocator as allocator_module
+    from accelsched.dra.allocated import AllocatedState
+    from accelsched.dra.model import (
+        ClaimSpec,
+        Device,
+        DeviceClass,
+        DeviceConstraint,
+        DeviceRequest,
+        DeviceSubRequest,
+        ResourceClaim,
+        ResourcePool,
+        ResourceSlice,
+    )
+
+    devices = tuple(Device(f"dev-{i}", {"d.example.com/x": i % 4}) for i in range(12))
+    pool = ResourcePool("n0", 1, 1)
+    slices = [ResourceSlice("s", "d.example.com", pool, node_name="n0", devices=devices)]
+    classes = {"c": DeviceClass("c", ('device.driver == "d.example.com"',))}
+    spec = ClaimSpec(
+        requests=tuple(DeviceRequest(f"r{k}", exactly=DeviceSubRequest(f"r{k}", "c")) for k in range(5)),
+        constraints=(DeviceConstraint(distinct_attribute="d.example.com/x"),),
+    )
+    claim = ResourceClaim("ns", "pair", spec)
+    alloc = allocator_module.Allocator(classes, slices)
+    assert alloc.allocate("n0", {}, [claim], AllocatedState()) is None  # unbounded: the whole search, no fit
+    ticks = itertools.count(0.0, 10.0)
+    monkeypatch.setattr(allocator_module.time, "monotonic", lambda: next(ticks))
+    fresh = allocator_module.Allocator(classes, slices)  # nothing learnt from the search above
+    with pytest.raises(allocator_module.AllocationError, match=r"^node n0: timed out trying to allocate devices$"):
+        fresh.allocate("n0", {}, [claim], AllocatedState(), deadline=5.0)
+
+
+def test_dynamic_resources_args_are_validated_as_kube_scheduler_does() -> None:
+    from accelsched.errors import InputError
+    from accelsched.plugins import dynamicresources
+
+    assert dynamicresources.new({}, None).filter_timeout == 10.0
+    assert dynamicresources.new({"filterTimeout": "0s"}, None).filter_timeout == 0.0
+    assert dynamicresources.new({"filterTimeout": "1m30s", "bindingTimeout": "5s"}, None).filter_timeout == 90.0
+    with pytest.raises(InputError, match="filterTimeout: Invalid value: '-1s': must be zero or positive"):
+        dynamicresources.new({"filterTimeout": "-1s"}, None)
+    with pytest.raises(InputError, match="bindingTimeout: Invalid value: '500ms': must be at least 1 second"):
+        dynamicresources.new({"bindingTimeout": "500ms"}, None)
+    with pytest.raises(InputError, match="is not a duration"):
+        dynamicresources.new({"filterTimeout": "10"}, None)

@@ -35,6 +35,7 @@ order cannot matter).
 from __future__ import annotations
 
 import bisect
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -91,6 +92,10 @@ class Features:
     device_taints: bool = True
     partitionable_devices: bool = True
     prioritized_list: bool = True
+
+
+class _DeadlineExceeded(Exception):
+    """The search ran past its deadline (upstream: context.DeadlineExceeded from the Filter's timeout)."""
 
 
 class AllocationError(Exception):
@@ -397,16 +402,27 @@ class Allocator:
     # -------------------------------------------------------------------------------- allocate
 
     def allocate(
-        self, node_name: str, node_labels: Mapping[str, str], claims: Sequence[ResourceClaim], allocated: AllocatedState
+        self,
+        node_name: str,
+        node_labels: Mapping[str, str],
+        claims: Sequence[ResourceClaim],
+        allocated: AllocatedState,
+        deadline: float | None = None,
     ) -> list[AllocationResult] | None:
-        """Allocate every claim on the node, or None when they do not all fit; AllocationError for errors."""
+        """Allocate every claim on the node, or None when they do not all fit; AllocationError for errors.
+
+        ``deadline`` (time.monotonic) bounds the search as the Filter's context does upstream (filterTimeout): past
+        it the search stops with "node <name>: timed out trying to allocate devices", an error, as upstream."""
         pools = self.pools_for_node(node_name, node_labels)
         search = _Search(self, node_name, node_labels, claims, pools, allocated)
         search.cycle = tuple(map(id, claims))
+        search.deadline = deadline
         try:
             done = search.one(0, 0, 0, 0, False, 0, 0)
         except _MaxSizeExceeded:
             done = False
+        except _DeadlineExceeded:
+            raise AllocationError(f"node {node_name}: timed out trying to allocate devices") from None
         if not done:
             if any(p.invalid for p in pools):
                 raise AllocationError("invalid resource pools were encountered", on_node=True)
@@ -570,6 +586,7 @@ class _Search:
         self.allocating_capacity: dict[str, dict[str, Fraction]] = {}
         self.consumed: dict[str, dict[str, dict]] = {}  # by pool name, as upstream's consumedCounters
         self.cycle: tuple = ()
+        self.deadline: float | None = None  # time.monotonic() past which the search gives up
         self.results: list[list[tuple]] = [[] for _ in claims]
         # Per claim: per request, the _Request list (one, or one per subrequest), and node dependent data.
         self.requests: list[list[list[_Request]]] = []
@@ -680,6 +697,8 @@ class _Search:
     def one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start_pool: int, start_entry: int) -> bool:
         """allocateOne: allocate device #di of request ri (subrequest si) of claim ci and everything after it."""
         self.a.num_allocate_one += 1
+        if self.deadline is not None and not self.a.num_allocate_one & 1023 and time.monotonic() > self.deadline:
+            raise _DeadlineExceeded
         if ci >= len(self.claims):
             return True
         per_request = self.requests[ci]

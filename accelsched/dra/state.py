@@ -440,10 +440,12 @@ class DRAState:
 
     # ------------------------------------------------------------------------------------ allocation
 
-    def allocate(self, node: int, claims: list[ResourceClaim]) -> list[AllocationResult] | None:
+    def allocate(
+        self, node: int, claims: list[ResourceClaim], deadline: float | None = None
+    ) -> list[AllocationResult] | None:
         """The allocator on one node against what is in use now (raises the allocator's AllocationError)."""
         n = self.cluster.nodes[node]
-        return self.allocator.allocate(n.name, n.labels, claims, self.allocated)
+        return self.allocator.allocate(n.name, n.labels, claims, self.allocated, deadline)
 
     def reserve(
         self, pod: Pod, claims: list[ResourceClaim], allocations: list[AllocationResult], group: str | None = None

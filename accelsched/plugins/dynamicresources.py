@@ -20,6 +20,7 @@ every FailedScheduling message: a pod without claims gets ``no new claims to dea
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,10 +28,10 @@ import numpy as np
 
 from accelsched.api.objects import Pod
 from accelsched.cluster.state import ClusterState
+from accelsched.config.fields import Fields
 from accelsched.dra import extended
 from accelsched.dra.model import AllocationResult, ResourceClaim
 from accelsched.dra.state import DRAState, fingerprint, is_consumer, pending_key, pod_resource_claims
-from accelsched.errors import InputError
 from accelsched.framework import gang
 from accelsched.framework.interface import (
     MAX_NODE_SCORE,
@@ -58,7 +59,9 @@ FIRST_AVAILABLE_MAX = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
 # CycleState.Read's fwk.ErrNotFound: what PostFilter answers when PreFilter never ran (an earlier PreFilter plugin
 # rejected the pod as unresolvable), as an Error that stops the PostFilter plugins after it.
 STATE_NOT_FOUND = "not found"
-ARGS = ("filterTimeout", "bindingTimeout")  # DynamicResourcesArgs
+ARGS = ("filterTimeout", "bindingTimeout")
+FILTER_TIMEOUT_DEFAULT = 10.0  # DynamicResourcesFilterTimeoutDefault
+BINDING_TIMEOUT_DEFAULT = 600.0  # DynamicResourcesBindingTimeoutDefault  # DynamicResourcesArgs
 
 _OK, _CANNOT, _ON_NODE, _ERROR = 0, 1, 2, 3
 
@@ -189,8 +192,9 @@ def _needs_device(claims: list[ResourceClaim]) -> bool:
 class DynamicResources:
     name = NAME
 
-    def __init__(self) -> None:
+    def __init__(self, filter_timeout: float = FILTER_TIMEOUT_DEFAULT) -> None:
         self._verdicts: dict[tuple[int, tuple[str, ...]], _Verdicts] = {}
+        self.filter_timeout = filter_timeout  # seconds; 0: a node's allocation is not bounded
 
     # ------------------------------------------------------------------------------------ PreEnqueue
 
@@ -339,21 +343,23 @@ class DynamicResources:
             view = dra.view_key(node, group.signatures)
             answer = answers.get(view)
             if answer is None:
-                answer = answers[view] = self._allocate(dra, node, claims)
+                answer = answers[view] = self._allocate(dra, node, claims, self.filter_timeout)
             v.code[node], v.results[node], message = answer
             if message is not None:
                 v.messages[node] = (message, tag)
 
     @staticmethod
     def _allocate(
-        dra: DRAState, node: int, claims: list[ResourceClaim]
+        dra: DRAState, node: int, claims: list[ResourceClaim], timeout: float = 0.0
     ) -> tuple[int, list[AllocationResult] | None, str | None]:
-        """The allocator's answer on one node: (verdict code, results when _OK, the error when there is one)."""
+        """The allocator's answer on one node: (verdict code, results when _OK, the error when there is one).
+        ``timeout``: filterTimeout in seconds, each node's search bounded by it as upstream (0: unbounded)."""
         from accelsched.dra.allocator import AllocationError
         from accelsched.dra.cel import CELError
 
+        deadline = time.monotonic() + timeout if timeout > 0 else None
         try:
-            results = dra.allocate(node, claims)
+            results = dra.allocate(node, claims, deadline)
         except AllocationError as exc:
             return (_ON_NODE if exc.on_node else _ERROR), None, str(exc)
         except CELError as exc:
@@ -585,15 +591,16 @@ class DynamicResources:
 
 
 def new(args: dict, handle: object) -> DynamicResources:
-    """DynamicResourcesArgs (filterTimeout, bindingTimeout) are accepted: nothing here waits on a driver."""
-    where = f"pluginConfig {NAME}"
-    unknown = set(args) - set(ARGS)
-    if unknown:
-        raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}", obj=where, field="args")
-    for key in ARGS:
-        if key in args and not isinstance(args[key], str):
-            raise InputError(f"must be a duration such as 10s, got {args[key]!r}", obj=where, field=f"args.{key}")
-    return DynamicResources()
+    """DynamicResourcesArgs as ValidateDynamicResourcesArgs checks them (DRASchedulerFilterTimeout and the binding
+    conditions gates are on in 1.36). filterTimeout (default 10s, 0 turns it off) bounds each node's allocation;
+    bindingTimeout is accepted: offline nothing waits on a driver's binding conditions."""
+    fields = Fields("", args, f"profiles[].pluginConfig[{NAME}].args", set(ARGS))
+    filter_timeout = fields.duration("filterTimeout", FILTER_TIMEOUT_DEFAULT)
+    if filter_timeout < 0:
+        raise fields.error("filterTimeout", f"Invalid value: {args['filterTimeout']!r}: must be zero or positive")
+    if fields.duration("bindingTimeout", BINDING_TIMEOUT_DEFAULT) < 1:
+        raise fields.error("bindingTimeout", f"Invalid value: {args['bindingTimeout']!r}: must be at least 1 second")
+    return DynamicResources(filter_timeout)
 
 
 __all__ = ["MAX_NODE_SCORE", "NAME", "DynamicResources", "new"]
