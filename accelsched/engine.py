@@ -39,7 +39,15 @@ class Session:
         scheduler = Scheduler(cluster, config or default_config(), seed)
         scheduler.groups = gang.implicit_groups(inputs.pods, inputs.pod_groups)
         scheduler.gang_gates = gang.pre_enqueue(inputs.pending, inputs.pod_groups, gang.bound_members(inputs.bound))
-        rejected = [r for pod in inputs.bound if (r := scheduler.admit_bound(pod)) is not None]
+        # Pods that name their devices (the devices annotation: our bind's) are admitted first: one that does not
+        # is given free devices, and must not take one another pod names, whatever order the pods come in.
+        bound = inputs.bound
+        refused = {}
+        for pod in sorted(bound, key=lambda p: not p.devices):
+            if (result := scheduler.admit_bound(pod)) is not None:
+                refused[id(pod)] = result
+        cluster.keep_bind_order(bound)
+        rejected = [refused[id(pod)] for pod in bound if id(pod) in refused]  # both in the order of the inputs
         return cls(inputs, cluster, scheduler, rejected)
 
     def schedule(self, pods: list | None = None) -> list[ScheduleResult]:

@@ -10,6 +10,8 @@ arrays, where every pod is accounted, the free devices per node, and what a prob
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -308,6 +310,45 @@ def test_the_incremental_session_equals_a_fresh_build_after_any_events(steps: li
 def test_the_incremental_session_equals_a_fresh_build_after_many_event_sequences(steps: list[tuple]) -> None:
     """The same property, searched harder (about a minute here): run with the integration tests."""
     check_sequence(steps)
+
+
+def test_a_pod_bound_by_others_on_a_node_with_an_assumed_pod_is_counted_once_in_a_rebuild_too() -> None:
+    """Found by the search above: p0 is assumed on n2 with ai-accelerator-0 (its annotation, shown by the rebuild),
+    then p5, queued before it, is bound to n2 by another scheduler without naming devices. In place p5 took a free
+    device; a rebuild admitted the pods in cache order, gave p5 ai-accelerator-0, and refused the assumed p0 (not
+    counted at all). The pods that name their devices are admitted first now, on both sides."""
+    node = ("node", "n0", 2, "z1", False)
+    check_sequence(
+        [
+            ("node-delete", "n0"),
+            *[node] * 4,
+            ("pending", "p5", 1, "a", False),
+            ("pending", "p0", 1, "a", False),
+            ("assume", "p0"),
+            node,
+            ("bind-other", "p5", "n2"),
+        ]
+    )
+
+
+def test_a_bound_pod_naming_a_device_that_a_pod_bound_by_others_was_given_takes_it() -> None:
+    """A pod bound elsewhere naming its devices (another accelsched's bind) arrives after a pod bound without an
+    annotation was given the first free device: that one moves to a free device, as in a rebuild."""
+    world = World()
+    live = world.live
+    world.apply(("bound", "p0", 1, "a", "n0"))
+    live.sync_session()
+    cluster = live.session.cluster
+    assert cluster.pods_on[cluster.index["n0"]]["default/p0"].devices == {ACCEL: ["ai-accelerator-0"]}
+    obj = pod_obj("p1", 1, "b", 99, node="n0", ours=False)
+    obj["metadata"]["annotations"] = {objects.DEVICES_ANNOTATION: json.dumps({ACCEL: ["ai-accelerator-0"]})}
+    watch(live, live.pods, "ADDED", obj)
+    assert not live.sync_session()  # in place
+    on_n0 = cluster.pods_on[cluster.index["n0"]]
+    assert on_n0["default/p1"].devices == {ACCEL: ["ai-accelerator-0"]}
+    assert on_n0["default/p0"].devices == {ACCEL: ["ai-accelerator-1"]}
+    assert cluster.devices[cluster.index["n0"]].pools[ACCEL].free_ids() == [f"ai-accelerator-{i}" for i in range(2, 8)]
+    assert_same(live)
 
 
 def test_pod_churn_is_applied_in_place_without_a_rebuild() -> None:

@@ -601,6 +601,14 @@ class ClusterState:
         self.changes.append(node)
         self.node_version[node] += 1
 
+    def keep_bind_order(self, pods: Iterable[Pod]) -> None:
+        """Number the binds of these accounted pods in this order (preemption's last tie-break), whatever order
+        they were admitted in (a rebuild admits the pods that name their devices first)."""
+        for pod in pods:
+            if self.pod_node.get(pod.key) is not None:
+                self.bound_seq[pod.key] = self._next_seq
+                self._next_seq += 1
+
     def update_node(self, node: Node) -> bool:
         """Take a changed Node (labels, taints, cordon, allocatable amounts) in place at its index; False when the
         change is one this cannot follow (then the state is rebuilt): a new resource, another device inventory

@@ -36,6 +36,7 @@ from typing import Any
 
 from accelsched.api import objects
 from accelsched.api.objects import DEVICES_ANNOTATION, Pod
+from accelsched.cluster.devices import first_free
 from accelsched.cluster.volumes import claim_volumes
 from accelsched.config import default_config, load_config
 from accelsched.engine import Session
@@ -555,9 +556,37 @@ class LiveScheduler:
         if pod.terminal:
             return True
         rejected = scheduler.admit_bound(pod)
+        if (
+            rejected is not None
+            and pod.devices
+            and (rejected.explicit_reasons or {}).get(pod.node_name) == ["UnexpectedAdmissionError"]
+        ):
+            rejected = self._admit_named_devices(pod)
         if rejected is not None:
             log.warning("bound pod does not fit its node", extra={"pod": key, "error": rejected.message})
         return True
+
+    def _admit_named_devices(self, pod: Pod) -> ScheduleResult | None:
+        """A bound pod naming devices that pods bound by others hold: those pods' devices were only guessed (the
+        first free ones; nothing says which the kubelet gave them), so they let go of them, the pod is admitted,
+        and they take free ones again, as a rebuild admits the pods naming their devices first."""
+        assert self.session is not None
+        cluster = self.session.cluster
+        node = cluster.index[str(pod.node_name)]
+        pools = cluster.devices[node].pools
+        guessed = [p for p in cluster.pods_on[node].values() if _devices_guessed(p) and set(p.devices) & set(pools)]
+        for other in guessed:
+            for res, ids in other.devices.items():
+                if res in pools:
+                    pools[res].release(ids)
+        rejected = self.session.scheduler.admit_bound(pod)
+        for other in guessed:
+            for res, ids in other.devices.items():
+                if res in pools:
+                    pool = pools[res]
+                    other.devices[res] = pool.take(first_free(pool, len(ids)))
+        cluster.touch(node)
+        return rejected
 
     # ------------------------------------------------------------------------------------ the loop
 
@@ -1196,6 +1225,13 @@ def _same_placement(current: Pod, obj: JSON, node: str) -> bool:
         return False
     held = current.raw.get("spec") or {}
     return _labels(current.raw) == _labels(obj) and {**held, "nodeName": node} == spec
+
+
+def _devices_guessed(pod: Pod) -> bool:
+    """Bound by another scheduler without the devices annotation: its devices are the first free ones, a guess."""
+    return bool((pod.raw.get("spec") or {}).get("nodeName")) and DEVICES_ANNOTATION not in (
+        (pod.raw.get("metadata") or {}).get("annotations") or {}
+    )
 
 
 def _nominated(obj: JSON) -> str:
