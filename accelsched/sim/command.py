@@ -23,7 +23,7 @@ from accelsched.sim.executor import make_executor
 from accelsched.sim.fragmentation import trace_typical_pods
 from accelsched.sim.policies import PLUGIN_KEYS, POLICIES
 from accelsched.sim.replay import TIE_BREAKS, Experiment, check_inflatable, inflate
-from accelsched.sim.trace import load_nodes, load_pods, trace_paths
+from accelsched.sim.trace import MILLI, load_nodes, load_pods, trace_paths
 from accelsched.terminal import bad_input_exits, console
 
 DEFAULT_POLICIES = ("fgd", "bestfit", "dotprod", "packing", "clustering", "random")
@@ -88,21 +88,25 @@ def worker_count(jobs: int | None, tasks: int) -> int | None:
     return None if jobs is None else max(1, min(jobs, tasks, os.cpu_count() or 1))
 
 
-def _profile_experiment(nodes, pods, path: str, seed: int, inflation: float, tie_break: str) -> Experiment:
-    """A whole KubeSchedulerConfiguration profile, pod by pod through the framework's Scheduler (slower)."""
+def _profile_experiment(
+    nodes, pods, path: str, seed: int, inflation: float, tie_break: str, devices: str = "device-plugin"
+) -> Experiment:
+    """A whole KubeSchedulerConfiguration profile, pod by pod through the framework's Scheduler (slower); the GPUs
+    as extended resources or (``devices="dra"``) as DRA devices and claims."""
     start, cpu_start = time.perf_counter(), time.process_time()
     config = load_config(path)
     typical = trace_typical_pods(pods, nodes.models)
     order = inflate(pods, nodes.gpu_milli_capacity, inflation, seed)
     workload = pods.take(order)
-    engine = generic.GenericEngine(nodes, config, seed, tie_break)
+    sharing = bool(((workload.num_gpu == 1) & (workload.gpu_milli < MILLI)).any())
+    engine = generic.GenericEngine(nodes, config, seed, tie_break, devices, sharing)
     # The trace's pods name no scheduler: they go to the config's first profile.
     profile = next(iter(config.profiles))
     n = workload.n
     allocated, frag = np.zeros(n, np.int64), np.zeros(n)
     failed = np.zeros(n, dtype=bool)
     for i in range(n):
-        pod = generic.trace_pod(workload, i, f"{workload.names[i]}-{i}")
+        pod = engine.pod(workload, i, f"{workload.names[i]}-{i}")
         pod.scheduler_name = profile
         failed[i] = engine.schedule(pod, int(workload.gpu_request[i])) is None
         allocated[i] = engine.allocated
@@ -185,6 +189,15 @@ def _profile_experiment(nodes, pods, path: str, seed: int, inflation: float, tie
     "(a random node order fixed by the seed); name: the smallest trace name; random: a seeded random one per pod "
     "(stock kube-scheduler).",
 )
+@click.option(
+    "--devices",
+    type=click.Choice(generic.DEVICE_MODELS),
+    default="device-plugin",
+    show_default=True,
+    help="How a KubeSchedulerConfiguration profile (--policy FILE) sees the GPUs: device-plugin: extended "
+    "resources and the milli partition; dra: ResourceSlices of the gpu.accelsched.io driver, one ResourceClaim "
+    "per GPU pod (docs/simulate.md).",
+)
 @click.option("--jobs", type=int, default=None, help="Worker processes, at least 1 [default: one per CPU].")
 @click.option(
     "--executor",
@@ -212,6 +225,7 @@ def simulate(
     mode: str,
     compress: float,
     tie_break: str,
+    devices: str,
     jobs: int | None,
     executor: str,
     out_dir: str | None,
@@ -231,6 +245,16 @@ def simulate(
                 raise InputError(f"must be at most {most:g}, got {value}", field=name)
         if jobs is not None and jobs < 1:
             raise InputError(f"must be at least 1, got {jobs}", field="--jobs")
+        if devices == "dra":
+            # The built-in policies' scores and the fast path read the device-plugin model's GPU ledger.
+            builtin = [p for p in chosen if p in POLICIES]
+            if builtin or mode == "timeline":
+                what = f"policy {builtin[0]!r}" if builtin else "--mode timeline"
+                raise InputError(
+                    f"dra runs KubeSchedulerConfiguration profiles (--policy FILE) in the inflation mode; {what} "
+                    "runs on the device-plugin model only",
+                    field="--devices",
+                )
         sweep = make_executor(executor, worker_count(jobs, len(chosen) * len(seed_list)))
         if sweep.remote and mode == "timeline":
             raise InputError("runs the inflation mode's experiments; --mode timeline runs here", field="--executor")
@@ -260,6 +284,7 @@ def simulate(
                 out,
                 command,
                 output,
+                devices,
             )
 
     run()
@@ -277,7 +302,7 @@ def _progress(con: Console) -> Progress:
 
 
 def _inflation(
-    con, nodes, pods, node_path, pod_path, chosen, seeds, inflation, tie_break, sweep, out, command, output
+    con, nodes, pods, node_path, pod_path, chosen, seeds, inflation, tie_break, sweep, out, command, output, devices
 ) -> None:
     fast = [p for p in chosen if p in POLICIES]
     profiles = [p for p in chosen if p not in POLICIES]
@@ -297,7 +322,7 @@ def _inflation(
             )
         for path in profiles:
             for seed in seeds:
-                experiments.append(_profile_experiment(nodes, pods, path, seed, inflation, tie_break))
+                experiments.append(_profile_experiment(nodes, pods, path, seed, inflation, tie_break, devices))
                 progress.advance(task)
     wall = time.perf_counter() - started
     summaries = report.summarize(experiments)

@@ -4,7 +4,8 @@ Nodes become Nodes with the ``milli`` partition annotation (GPU-milli shares, as
 GPU model as the ``accelsched.io/gpu-model`` label, and no pod-count limit (the trace has none); pods request
 ``accelsched.io/gpu-milli`` (a share of one GPU) or whole ``nvidia.com/gpu``, and a ``gpu_spec`` becomes required
 node affinity on the model label. Any KubeSchedulerConfiguration profile can then be replayed, and the fast path
-is tested against this one.
+is tested against this one. ``devices="dra"`` models the same GPUs with DRA instead (sim/dra.py): ResourceSlices,
+a DeviceClass, and one ResourceClaim per GPU pod in place of the annotation and the extended resources.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from accelsched.devices.partition import GPU_RESOURCE, MILLI_RESOURCE, PARTITION
 from accelsched.framework.profile import SchedulerConfig
 from accelsched.framework.scheduler import Scheduler
 from accelsched.plugins.gpushare import MODEL_LABEL, gpu_free_row
+from accelsched.sim import dra as sim_dra
 from accelsched.sim import fragmentation as frag
 from accelsched.sim.policies import POLICIES
 from accelsched.sim.replay import sim_node_names
@@ -25,14 +27,16 @@ from accelsched.sim.trace import MAX_GPUS_PER_NODE, MILLI, Nodes, Pods
 
 SCHEDULER_NAME = "accelsched-sim"
 POD_LIMIT = "100000"
+DEVICE_MODELS = ("device-plugin", "dra")  # simulate --devices: extended resources (the default), or DRA
 
 
-def trace_nodes(nodes: Nodes, names: list[str] | None = None) -> list[Node]:
-    """The trace's nodes as Node objects, named ``names`` (default: the trace's names) in the trace's order."""
+def trace_nodes(nodes: Nodes, names: list[str] | None = None, partitions: bool = True) -> list[Node]:
+    """The trace's nodes as Node objects, named ``names`` (default: the trace's names) in the trace's order.
+    ``partitions``: their GPUs as the milli partition annotation (off with DRA: the slices publish them)."""
     out = []
     for i, name in enumerate(names or nodes.names):
         meta: dict = {"name": name, "labels": {MODEL_LABEL: nodes.models[int(nodes.model[i])]}}
-        if nodes.gpus[i]:
+        if nodes.gpus[i] and partitions:
             meta["annotations"] = {PARTITION_ANNOTATION: f"mode: milli\ndevices: {int(nodes.gpus[i])}"}
         doc = {
             "apiVersion": "v1",
@@ -50,26 +54,33 @@ def trace_nodes(nodes: Nodes, names: list[str] | None = None) -> list[Node]:
     return out
 
 
-def trace_pod(pods: Pods, i: int, name: str) -> Pod:
+def trace_pod(pods: Pods, i: int, name: str, claim_template: str | None = None) -> Pod:
+    """Pod ``i`` of the trace. Its GPUs as extended resources, or (``claim_template``) one ResourceClaim made from
+    that template, which then also carries the gpu_spec."""
     requests = {"cpu": f"{int(pods.cpu[i])}m", "memory": f"{int(pods.memory[i])}Mi"}
     num, milli = int(pods.num_gpu[i]), int(pods.gpu_milli[i])
-    if num == 1 and milli < MILLI:
+    resources: dict = {"requests": requests}
+    spec: dict = {
+        "schedulerName": SCHEDULER_NAME,
+        "containers": [{"name": "main", "image": "trace", "resources": resources}],
+    }
+    models = pods.specs[int(pods.spec[i])]
+    if claim_template is not None and num:
+        spec["resourceClaims"], resources["claims"] = sim_dra.pod_claim_fields(claim_template)
+        models = frozenset()
+    elif num == 1 and milli < MILLI:
         requests[MILLI_RESOURCE] = str(milli)
     elif num:
         requests[GPU_RESOURCE] = str(num)
-    spec: dict = {
-        "schedulerName": SCHEDULER_NAME,
-        "containers": [{"name": "main", "image": "trace", "resources": {"requests": requests}}],
-    }
-    models = pods.specs[int(pods.spec[i])]
     if models:
         term = {"matchExpressions": [{"key": MODEL_LABEL, "operator": "In", "values": sorted(models)}]}
         spec["affinity"] = {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
         }
-    return parse_pod(
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
-    )
+    meta = {"name": name, "namespace": "default"}
+    if claim_template is not None:  # the claim made from the template names its pod by uid
+        meta["uid"] = f"uid-{name}"
+    return parse_pod({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
 
 
 def policy_config(policy_key: str, typical: frag.TypicalPods, seed: int = 0) -> SchedulerConfig:
@@ -106,29 +117,71 @@ def typical_args(typical: frag.TypicalPods) -> list[dict]:
 
 
 class GenericEngine:
-    """Replays pods one at a time through Scheduler.schedule_one (no retries: a pod that fits nowhere fails)."""
+    """Replays pods one at a time through Scheduler.schedule_one (no retries: a pod that fits nowhere fails).
 
-    def __init__(self, nodes: Nodes, config: SchedulerConfig, seed: int, tie_break: str = "paper") -> None:
+    ``devices="dra"``: the GPUs are DRA devices and each GPU pod's request a claim (sim/dra.py); ``sharing`` says
+    whether the devices are shareable (consumable ``milli``), needed when any pod asks for a share of a GPU."""
+
+    def __init__(
+        self,
+        nodes: Nodes,
+        config: SchedulerConfig,
+        seed: int,
+        tie_break: str = "paper",
+        devices: str = "device-plugin",
+        sharing: bool = True,
+    ) -> None:
+        if devices not in DEVICE_MODELS:
+            raise ValueError(f"devices must be one of {DEVICE_MODELS}, not {devices!r}")
         self.nodes = nodes
         # "paper": the nodes carry the names the paper's simulator gives them and the Scheduler takes the smallest.
-        self.cluster = ClusterState(trace_nodes(nodes, sim_node_names(nodes.names, tie_break, seed)))
+        names = sim_node_names(nodes.names, tie_break, seed)
+        self.cluster = ClusterState(trace_nodes(nodes, names, partitions=devices == "device-plugin"))
+        self.dra: sim_dra.DRADevices | None = None
+        if devices == "dra":
+            self.dra = sim_dra.DRADevices.attach(self.cluster, nodes, list(names), sharing, MAX_GPUS_PER_NODE)
         # Every node scored, as the FGD paper's simulator does (and FastEngine, which must place alike).
         self.scheduler = Scheduler(
             self.cluster, config, seed, "random" if tie_break == "random" else "name", score_all_nodes=True
         )
         self.allocated = 0
 
+    def pod(self, pods: Pods, i: int, name: str) -> Pod:
+        """Pod ``i`` of ``pods`` as this engine's device model asks for GPUs (with DRA, its claim created)."""
+        if self.dra is None or not pods.num_gpu[i]:
+            return trace_pod(pods, i, name)
+        num, milli, spec = int(pods.num_gpu[i]), int(pods.gpu_milli[i]), int(pods.spec[i])
+        pod = trace_pod(pods, i, name, self.dra.template(num, milli, spec, pods.specs[spec]))
+        self.dra.create_claims(pod)
+        return pod
+
     def schedule(self, pod: Pod, gpu_request: int) -> tuple[int, tuple[int, ...]] | None:
         """(node index, GPU indices) where the pod was bound, or None."""
         result = self.scheduler.schedule_one(pod)
         if not result.scheduled:
+            if self.dra is not None:
+                self.dra.failed(pod)
             return None
         self.allocated += gpu_request
         node = self.cluster.index[result.node]
+        if self.dra is not None:
+            return node, self.dra.bound(pod, node)
         ids = [d for ids in result.devices.values() for d in ids]
         return node, tuple(sorted(int(d.split(":")[0].removeprefix("gpu-")) for d in ids))
 
+    def remove(self, pod: Pod, gpu_request: int) -> None:
+        """A bound pod leaves (is deleted): off its node, and with DRA its claim deleted and its devices freed, as
+        the resourceclaim controller does (Scheduler.evict with delete)."""
+        node = self.scheduler.evict(pod, delete=True)
+        self.scheduler._dra_undo.pop(pod.key, None)  # deleted for good: nothing to restore
+        pod.node_name = ""
+        self.allocated -= gpu_request
+        if self.dra is not None:
+            self.dra.released(pod, node)
+
     def gpu_free(self) -> np.ndarray:
+        if self.dra is not None:
+            return self.dra.gpu_free.copy()
         out = np.zeros((self.cluster.n, MAX_GPUS_PER_NODE), dtype=np.int64)
         for i in range(self.cluster.n):
             out[i] = gpu_free_row(self.cluster, i)[0]
