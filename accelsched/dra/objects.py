@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -204,12 +204,17 @@ def qualify(name: str, driver: str) -> str:
     return name if "/" in name else f"{driver}/{name}"
 
 
-def _label(where: Where, value: Any, path: str) -> str:
+def _checked(where: Where, value: Any, path: str, problem_of: Callable[[str], str | None]) -> str:
+    """A string field that ``problem_of`` accepts, else the API server's Invalid value error for it."""
     text = _str(where, value, path)
-    problem = rules.dns1123_label_problem(text)
+    problem = problem_of(text)
     if problem:
         raise where.error(path, invalid(text, problem))
     return text
+
+
+def _label(where: Where, value: Any, path: str) -> str:
+    return _checked(where, value, path, rules.dns1123_label_problem)
 
 
 def _subdomain(where: Where, value: Any, path: str, needed: bool = True) -> str:
@@ -245,19 +250,11 @@ def _pool_name(where: Where, value: Any, path: str) -> str:
 
 def _qualified_label_key(where: Where, value: Any, path: str) -> str:
     """metav1validation.ValidateLabelName: a qualified name (taint keys, binding conditions)."""
-    text = _str(where, value, path)
-    problem = rules.label_key_problem(text)
-    if problem:
-        raise where.error(path, invalid(text, problem))
-    return text
+    return _checked(where, value, path, rules.label_key_problem)
 
 
 def _label_value(where: Where, value: Any, path: str) -> str:
-    text = _str(where, value, path)
-    problem = rules.label_value_problem(text)
-    if problem:
-        raise where.error(path, invalid(text, problem))
-    return text
+    return _checked(where, value, path, rules.label_value_problem)
 
 
 def _uid(where: Where, value: Any, path: str) -> str:
