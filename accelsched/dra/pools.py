@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
 from accelsched.api.selectors import terms_match
 from accelsched.dra.allocated import device_key
@@ -27,6 +28,20 @@ NO_SCHEDULE = "NoSchedule"
 NO_EXECUTE = "NoExecute"
 # Bound on distinct request signatures remembered per device (selectors verdicts); far above what a cluster uses.
 MAX_VERDICTS_PER_DEVICE = 256
+
+
+def selects(
+    on_node: str | None, all_nodes: bool | None, selector: Any, node_name: str, labels: Mapping[str, str]
+) -> bool | None:
+    """NodeMatches for one set of a slice's (or a device's) node fields: nodeName, allNodes or nodeSelector, in that
+    order; None when none of them is set."""
+    if on_node:
+        return on_node == node_name
+    if all_nodes:
+        return True
+    if selector is not None:
+        return terms_match(selector, node_name, labels)
+    return None
 
 
 def _num(value: Fraction) -> int | Fraction:
@@ -79,13 +94,7 @@ class Entry:
     def node_matches(self, node_name: str, labels: Mapping[str, str]) -> bool:
         """Per-device node selection (NodeMatches with the device's fields)."""
         device = self.device
-        if device.node_name:
-            return device.node_name == node_name
-        if device.all_nodes:
-            return True
-        if device.node_selector is not None:
-            return terms_match(device.node_selector, node_name, labels)
-        return False
+        return bool(selects(device.node_name, device.all_nodes, device.node_selector, node_name, labels))
 
 
 class Pool:
@@ -166,12 +175,9 @@ class PoolIndex:
         """Whether a slice belongs to the node's view; None for a slice using no known node selection."""
         if slice_.shared_counters:
             return True  # counter sets are needed to use a pool, whatever their node selection
-        if slice_.node_name:
-            return slice_.node_name == node_name
-        if slice_.all_nodes:
-            return True
-        if slice_.node_selector is not None:
-            return terms_match(slice_.node_selector, node_name, labels)
+        chosen = selects(slice_.node_name, slice_.all_nodes, slice_.node_selector, node_name, labels)
+        if chosen is not None:
+            return chosen
         if slice_.per_device_node_selection:
             return any(e.node_matches(node_name, labels) for e in self.entries_of(slice_))
         return None  # some future node selection: skip the slice, other pools may still do
