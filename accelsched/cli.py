@@ -22,6 +22,7 @@ from accelsched.errors import InputError
 from accelsched.explain import Explainer, Explanation, find_pod
 from accelsched.sim.command import simulate
 from accelsched.terminal import bad_input_exits, console
+from accelsched.ui.command import ui
 
 files_option = click.option(
     "-f",
@@ -384,6 +385,7 @@ def run(
 
 main.add_command(simulate)  # accelsched simulate: policy comparison on GPU traces (accelsched/sim/command.py)
 main.add_command(dra_driver)  # accelsched dra-driver: the DRA kubelet plugin (accelsched/dra/driver/command.py)
+main.add_command(ui)  # accelsched ui: the read-only web page (accelsched/ui/command.py, server.py)
 
 if __name__ == "__main__":
     main()

@@ -21,7 +21,7 @@ compete for the same devices), it says so rather than guessing.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -621,6 +621,21 @@ def summary(
 # ---------------------------------------------------------------------------------------------- from the cluster
 
 
+def claim_holders(dra: Any) -> Iterator[tuple[str, list[Any], list[str]]]:
+    """Each claim holding devices, allocated or in flight in this run: its key, the results that use a device
+    (adminAccess results do not, allocateddevices.go), and its pods: those it is reserved for, then those it is
+    being allocated for."""
+    for key, claim in dra.claims.items():
+        pending = dra.pending.get(key)
+        allocation = claim.allocation or (pending.allocation if pending is not None else None)
+        if allocation is None:
+            continue
+        pods = [f"{claim.namespace}/{r.name}" for r in claim.reserved_for if r.resource == "pods"]
+        if pending is not None:
+            pods += sorted(p for p in pending.pods if p not in pods)
+        yield key, [r for r in allocation.results if not r.admin_access], pods
+
+
 class ClusterView:
     """What the explanation reads from the cluster's DRA state (dra/state.py), gathered once per explanation:
     the pod's claims, who holds each device (allocated or in flight), and the counters left."""
@@ -640,18 +655,10 @@ class ClusterView:
             and f"{pod.namespace}/{pc.resource_claim_template_name}" not in dra.inputs.templates
         }
         self.holders: dict[DeviceID, list[Holder]] = {}
-        for key, claim in dra.claims.items():
-            pending = dra.pending.get(key)
-            allocation = claim.allocation or (pending.allocation if pending is not None else None)
-            if allocation is None:
-                continue
-            pods = [f"{claim.namespace}/{r.name}" for r in claim.reserved_for if r.resource == "pods"]
-            if pending is not None:
-                pods += sorted(p for p in pending.pods if p not in pods)
+        for key, results, pods in claim_holders(dra):
             holder = Holder(key, tuple(pods))
-            for r in allocation.results:
-                if not r.admin_access:  # adminAccess results are not in use (allocateddevices.go)
-                    self.holders.setdefault(r.device_id, []).append(holder)
+            for r in results:
+                self.holders.setdefault(r.device_id, []).append(holder)
         self.counters = CounterBook(dra.slices.values(), self.in_use)
         self.capacity_used = dra.allocated.capacity  # consumed capacity of shared devices
 

@@ -1,0 +1,209 @@
+"""The fragmentation and capacity panel: free devices by type and by the largest shape a node can still take,
+capacity stranded on nodes no new pod can use, and the split devices' fragmentation as ``schedule`` prints it.
+
+The per-resource numbers come from the cluster's requested/allocatable matrices in a few array operations, so the
+panel costs the same at 5,000 nodes as the table rows ``schedule`` prints cost per node.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from accelsched.api import quantity
+from accelsched.api.selectors import NO_EXECUTE, NO_SCHEDULE
+from accelsched.devices import partition as partitioning
+from accelsched.dra.model import DeviceID
+
+# How a sentence names a resource's device ("an 8-GPU pod"); any other resource goes by its name after the slash.
+SHORT_NAMES = {
+    "nvidia.com/gpu": "GPU",
+    "amd.com/gpu": "GPU",
+    "qualcomm.com/ai-accelerator": "accelerator",
+    "aws.amazon.com/neuron": "Neuron device",
+    "google.com/tpu": "TPU",
+}
+STRANDED_SENTENCES = 5  # stranded nodes named one by one; the rest are summed in one sentence
+
+
+def short_name(resource: str) -> str:
+    return SHORT_NAMES.get(resource, resource.rsplit("/", 1)[-1])
+
+
+def _article(n: int) -> str:
+    """``an 8-GPU``, ``an 11-GPU``, ``an 18000-GPU``, ``a 4-GPU``: by how the number is said."""
+    digits = str(n)
+    spoken_an = digits.startswith("8") or (re.fullmatch(r"1[18](\d{3})*", digits) is not None)
+    return "an" if spoken_an else "a"
+
+
+def _nodes(n: int) -> str:
+    return f"{n} node" if n == 1 else f"{n} nodes"
+
+
+def device_resources(cluster: Any) -> list[str]:
+    """Extended resources some node advertises (partition-managed ones too), in the cluster's resource order."""
+    return [
+        res
+        for res in cluster.resources
+        if quantity.is_extended(res) and cluster.allocatable[cluster.res_index[res]].any()
+    ]
+
+
+def blocked(cluster: Any) -> tuple[np.ndarray, list[str]]:
+    """Per node whether a new pod cannot land there, and why (empty for usable nodes): cordoned, a NoSchedule or
+    NoExecute taint, no pod slot, or no cpu or memory left (of what the node advertises)."""
+    n = cluster.n
+    why = [""] * n
+    mask = np.zeros(n, dtype=bool)
+
+    def row(res: str) -> tuple[np.ndarray, np.ndarray]:
+        r = cluster.res_index.get(res)
+        if r is None:
+            zero = np.zeros(n, dtype=np.int64)
+            return zero, zero
+        return cluster.allocatable[r], cluster.allocatable[r] - cluster.requested[r]
+
+    _, pods_free = row(quantity.PODS)
+    cpu_alloc, cpu_free = row(quantity.CPU)
+    mem_alloc, mem_free = row(quantity.MEMORY)
+    no_slot = pods_free <= 0
+    no_cpu = (cpu_alloc > 0) & (cpu_free <= 0)
+    no_mem = (mem_alloc > 0) & (mem_free <= 0)
+    cordoned = np.asarray(cluster.unschedulable, dtype=bool)
+    mask |= cordoned | no_slot | no_cpu | no_mem
+    hard = [[str(t) for t in node.taints if t.effect in (NO_SCHEDULE, NO_EXECUTE)] for node in cluster.nodes]
+    for i in np.flatnonzero(mask | np.array([bool(h) for h in hard], dtype=bool)):
+        parts = []
+        if cordoned[i]:
+            parts.append("cordoned")
+        if hard[i]:
+            parts.append("tainted " + ", ".join(hard[i]))
+        if no_slot[i]:
+            parts.append("no pod slot left")
+        if no_cpu[i]:
+            parts.append("no cpu left")
+        if no_mem[i]:
+            parts.append("no memory left")
+        why[i] = ", ".join(parts)
+        mask[i] = True
+    return mask, why
+
+
+def _partitioned(cluster: Any, res: str) -> bool:
+    return any(d.partition is not None and d.partition.manages(res) for d in cluster.devices)
+
+
+def shape_sizes(largest: int) -> list[int]:
+    """1, 2, 4, ... up to the largest per-node allocatable, plus that largest."""
+    sizes = []
+    size = 1
+    while size <= largest:
+        sizes.append(size)
+        size *= 2
+    if largest > 0 and sizes[-1] != largest:
+        sizes.append(largest)
+    return sizes
+
+
+def panel(cluster: Any, results: list[Any]) -> dict[str, Any]:
+    """CapacityPanel (spec17.md): resources, stranded, partitions, dra and the sentences that sum them up."""
+    typical = [r.pod.requests for r in results]
+    unusable, why = blocked(cluster)
+    usable = ~unusable
+    resources = []
+    stranded = []
+    sentences: list[str] = []
+    rows = device_resources(cluster)
+    free_by_res = {}
+    for res in rows:
+        r = cluster.res_index[res]
+        alloc = cluster.allocatable[r]
+        free = np.maximum(alloc - cluster.requested[r], 0)
+        free_by_res[res] = free
+        largest = int(alloc.max())
+        shapes = [{"size": s, "nodes": int(((free >= s) & usable).sum())} for s in shape_sizes(largest)]
+        resources.append(
+            {
+                "resource": res,
+                "allocatable": int(alloc.sum()),
+                "used": int(cluster.requested[r].sum()),
+                "free": int(free.sum()),
+                "stranded": int(free[unusable].sum()),
+                "shapes": shapes,
+            }
+        )
+        taking = [s for s in shapes if s["nodes"]]
+        name = short_name(res)
+        if taking:
+            best = taking[-1]
+            sentences.append(
+                f"{_nodes(best['nodes'])} can still take {_article(best['size'])} {best['size']}-{name} pod"
+            )
+        if not taking:
+            sentences.append(f"no node can take {_article(1)} 1-{name} pod")
+        elif shapes[-1]["nodes"] == 0 and not _partitioned(cluster, res):  # a split resource's count is a bound
+            size = shapes[-1]["size"]
+            sentences.append(f"no node can take {_article(size)} {size}-{name} pod")
+    for i in np.flatnonzero(unusable):
+        for res in rows:
+            amount = int(free_by_res[res][i])
+            if amount:
+                stranded.append({"node": cluster.nodes[i].name, "resource": res, "free": amount, "why": why[i]})
+    for entry in stranded[:STRANDED_SENTENCES]:
+        sentences.append(f"{entry['free']} {entry['resource']} stranded on {entry['node']} ({entry['why']})")
+    if len(stranded) > STRANDED_SENTENCES:
+        rest = stranded[STRANDED_SENTENCES:]
+        nodes = len({e["node"] for e in rest})
+        sentences.append(f"{sum(e['free'] for e in rest)} more devices stranded on {_nodes(nodes)}")
+    partitions = partition_entries(cluster, typical)
+    for p in partitions:
+        share = f" ({100 * p['fragmented'] // p['free']}%)" if p["free"] else ""
+        sentences.append(
+            f"{p['mode']}: {p['free']} of {p['total']} {p['unit']} free, {p['fragmented']} of them fragmented{share}"
+        )
+    dra = dra_entries(cluster)
+    for d in dra:
+        sentences.append(f"DRA {d['driver']}: {d['free']} of {d['devices']} devices free")
+    return {"resources": resources, "stranded": stranded, "partitions": partitions, "dra": dra, "sentences": sentences}
+
+
+def partition_entries(cluster: Any, typical: list[dict[str, int]]) -> list[dict[str, Any]]:
+    """Per partition mode, what report.fragmentation_line sums: used, total, free and fragmented units."""
+    by_mode: dict[str, list[Any]] = {}
+    for d in cluster.devices:
+        if d.partition is not None:
+            by_mode.setdefault(d.partition.mode, []).append(d.partition)
+    out = []
+    for mode, group in sorted(by_mode.items()):
+        frag, free = partitioning.cluster_fragmentation(group, typical)
+        total = sum(p.total_units for p in group)
+        out.append(
+            {
+                "mode": mode,
+                "unit": partitioning.UNIT_NAMES[mode],
+                "used": total - free,
+                "total": total,
+                "free": free,
+                "fragmented": frag,
+            }
+        )
+    return out
+
+
+def dra_entries(cluster: Any) -> list[dict[str, Any]]:
+    """Per DRA driver its devices any node can use (each counted once) and how many no claim holds."""
+    dra = getattr(cluster, "dra", None)
+    if dra is None:
+        return []
+    seen: dict[str, set[DeviceID]] = {}
+    for node in cluster.nodes:
+        for s, d in dra.devices_for_node(node.name):
+            seen.setdefault(s.driver, set()).add(DeviceID(s.driver, s.pool.name, d.name))
+    taken = dra.allocated
+    return [
+        {"driver": driver, "devices": len(ids), "free": sum(1 for x in ids if not taken.is_allocated(x))}
+        for driver, ids in sorted(seen.items())
+    ]

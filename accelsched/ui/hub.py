@@ -1,0 +1,125 @@
+"""The Hub: the current state, its run and the page's view of it, one version per published state.
+
+A live source publishes new states from its watch thread while the server's threads read views, hence one lock (a
+Condition, so ``wait`` can block until the next version). What-if and explain run on copies and never change it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from accelsched.explain import Explainer, find_pod
+from accelsched.framework.profile import SchedulerConfig
+from accelsched.ui import view as views
+from accelsched.ui import whatif
+from accelsched.ui.state import RawState, Run, execute
+
+
+class Hub:
+    """What the server talks to: the current state, its run and view, a version per published state.
+
+    Thread-safe: ``publish`` may come from a live-watch thread while server threads read. The run and the view
+    are computed outside the lock (readers keep the previous version meanwhile); publishes are serialized.
+    ``last_run_seconds`` is the cost of the last publish (execute + build_view), for the benchmark."""
+
+    def __init__(
+        self, state: RawState, config: SchedulerConfig | None = None, seed: int = 0, group_by: str | None = None
+    ) -> None:
+        self.config = config
+        self.seed = seed
+        self.group_by = group_by
+        self.version = 0
+        self.last_run_seconds = 0.0
+        self._cond = threading.Condition()
+        self._publishing = threading.Lock()
+        self._state: RawState = state
+        self._run: Run | None = None
+        self._view: dict[str, Any] = {}
+        self._previous: dict[str, str] | None = None  # the previous version's node etags, for deltas
+        self._explained: dict[str, dict[str, Any]] = {}
+        self.publish(state)
+
+    @property
+    def state(self) -> RawState:
+        with self._cond:
+            return self._state
+
+    @property
+    def run(self) -> Run:
+        with self._cond:
+            assert self._run is not None
+            return self._run
+
+    def publish(self, state: RawState) -> None:
+        """Run the engine over ``state`` and make it the current version (waking every ``wait``)."""
+        with self._publishing:
+            began = time.perf_counter()
+            run = execute(state, self.config, self.seed)
+            body = views.build_view(run, self.group_by)
+            body = {"version": 0, "mode": state.mode, "readOnly": True, "source": state.description, **body}
+            body["readOnly"] = True
+            seconds = time.perf_counter() - began
+            with self._cond:
+                self.version += 1
+                body["version"] = self.version
+                self._previous = {n["name"]: n["etag"] for n in self._view["nodes"]} if self._view else None
+                self._state, self._run, self._view = state, run, body
+                self._explained = {}
+                self.last_run_seconds = seconds
+                self._cond.notify_all()
+
+    def view(self, since: int | None = None) -> dict[str, Any]:
+        """The full view; or, when ``since`` is the version before this one, the delta from it: the nodes whose
+        etag changed, the names ``removed``, and the small parts whole (order, pending, capacity, counts, ...)."""
+        with self._cond:
+            current, previous = self._view, self._previous
+        if since is None or previous is None or since != current["version"] - 1:
+            return current
+        names = {n["name"] for n in current["nodes"]}
+        delta = {k: v for k, v in current.items() if k != "nodes"}
+        delta["delta"] = True
+        delta["since"] = since
+        delta["nodes"] = [n for n in current["nodes"] if previous.get(n["name"]) != n["etag"]]
+        delta["removed"] = [name for name in previous if name not in names]
+        return delta
+
+    def pod(self, key: str) -> dict[str, Any] | None:
+        return views.pod_detail(self.run, key)
+
+    def explain(self, key: str) -> dict[str, Any]:
+        """``accelsched explain KEY -o json`` on the current state (a fresh run with an Explainer watching the pod),
+        cached until the next version. KeyError when the state has no such pod."""
+        with self._cond:
+            version, state, cached = self.version, self._state, self._explained.get(key)
+        if cached is not None:
+            return cached
+        session, _ = state.start(self.config, self.seed)
+        target = find_pod(session.inputs.pods, key)
+        if target is None:
+            raise KeyError(key)
+        explainer = Explainer(session.scheduler, {target.key})
+        results = session.rejected + session.schedule()
+        result = next((r for r in results if r.pod is target), None)
+        body = explainer.explanation(target, result).to_json()
+        with self._cond:
+            if self.version == version:
+                self._explained[key] = body
+        return body
+
+    def whatif(self, body: Any) -> dict[str, Any]:
+        """Apply the body's actions to a copy of the current state, run it, and compare with the current run.
+        Computation only: the version, the view and the state stay as they were."""
+        with self._cond:
+            state, run = self._state, self._run
+        assert run is not None
+        applied = whatif.apply(state.copy(), whatif.parse(body))
+        after = execute(applied.state, self.config, self.seed)
+        return whatif.compare(run, after, applied.actions, applied.notes, applied.evicted, self.group_by)
+
+    def wait(self, version: int, timeout: float) -> int:
+        """Block until the version is past ``version`` or ``timeout`` seconds passed; the current version."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.version > version, timeout)
+            return self.version

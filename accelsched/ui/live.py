@@ -1,0 +1,309 @@
+"""``accelsched ui --from-cluster``: the page follows a live cluster, read-only.
+
+The same informers as ``accelsched run`` (live/informer.py) keep caches of everything the scheduler reads; any event
+marks the view dirty, and one rebuild thread, debounced, turns the caches into a LiveState (a RawState over a
+live/convert Snapshot) and publishes it to the Hub, which runs the offline engine on it as every other mode does.
+Debouncing matters: a Deployment scaled up is hundreds of events in a burst, and one rebuild after the burst shows
+the same as hundreds would.
+
+Read-only, twice over: the process talks to the API server through ReadOnlyKube, which refuses every request but a
+GET (get, list, watch) before it leaves the process, and deploy/ui/rbac.yaml grants its ServiceAccount nothing else,
+so the API server refuses a write even from a modified copy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import logging
+import threading
+import time
+from typing import Any
+
+from accelsched.api import reader
+from accelsched.engine import Session
+from accelsched.errors import InputError
+from accelsched.framework import gang
+from accelsched.live import convert as live_convert
+from accelsched.live import dra as live_dra
+from accelsched.live import kube as k
+from accelsched.live import volumes as live_volumes
+from accelsched.live.informer import Informer
+from accelsched.live.kube import JSON, ApiError, Kube
+from accelsched.ui.state import WHATIF_COPY_ANNOTATION, RawState, clone
+
+log = logging.getLogger("accelsched.ui")
+
+DEBOUNCE_SECONDS = 0.05  # events closer than this are one rebuild
+SETTLE_MAX_SECONDS = 0.5  # a rebuild waits at most this long for a burst to end (steady churn still shows)
+COLLECT_AFTER_SECONDS = 0.5  # the page's time to fetch a new version before the deferred garbage collection
+NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"  # as live/scheduler.py lists pods
+READ_METHODS = ("GET",)  # get, list and watch are all GETs; every write verb is another method
+
+
+class ReadOnlyError(ApiError):
+    """A write this process refused to send (it never reaches the API server)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(405, f"accelsched ui is read-only: {what} is refused", "ReadOnly")
+
+
+class ReadOnlyKube(Kube):
+    """A Kube that sends only get, list and watch: create, replace, patch, delete and bind raise ReadOnlyError."""
+
+    @classmethod
+    def of(cls, kube: Kube) -> ReadOnlyKube:
+        return cls(kube.api, kube.timeout)
+
+    def request(self, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        if method.upper() not in READ_METHODS:
+            raise ReadOnlyError(f"{method.upper()} {path}")
+        return super().request(method, path, *args, **kwargs)
+
+    def create(self, resource: k.Resource, body: JSON, namespace: str | None = None) -> JSON:
+        raise ReadOnlyError(f"create {resource.plural}")
+
+    def replace(self, resource: k.Resource, name: str, body: JSON, namespace: str | None = None) -> JSON:
+        raise ReadOnlyError(f"update {resource.plural}/{name}")
+
+    def patch(self, resource: k.Resource, name: str, body: JSON, *args: Any, **kwargs: Any) -> JSON:
+        raise ReadOnlyError(f"patch {resource.plural}/{name}")
+
+    def delete(self, resource: k.Resource, name: str, namespace: str | None = None) -> JSON:
+        raise ReadOnlyError(f"delete {resource.plural}/{name}")
+
+    def bind(self, namespace: str, name: str, node: str, *args: Any, **kwargs: Any) -> None:
+        raise ReadOnlyError(f"bind pods/{name}")
+
+
+class LiveState(RawState):
+    """The cluster as the informers held it at one moment. Its nodes and pods are the API server's objects (what
+    ``kubectl get -o json`` prints); a what-if replaces them on a copy, never in the caches."""
+
+    mode = "live"
+
+    def __init__(self, snapshot: live_convert.Snapshot, description: str = "cluster") -> None:
+        self.snapshot = snapshot
+        self.description = description
+
+    def nodes(self) -> list[dict]:
+        return self.snapshot.nodes
+
+    def pods(self) -> list[dict]:
+        return self.snapshot.pods
+
+    def replace(self, nodes: list[dict], pods: list[dict]) -> LiveState:
+        """These nodes and pods, the rest shared; a what-if copy of a node (annotated by whatif's add) gets a copy
+        of its original's NodeResourceTopology and ResourceSlices, so it has the same devices and topology."""
+        snapshot = dataclasses.replace(self.snapshot, nodes=nodes, pods=pods)
+        copies = {
+            name: original
+            for n in nodes
+            if (original := ((n.get("metadata") or {}).get("annotations") or {}).get(WHATIF_COPY_ANNOTATION))
+            and (name := (n.get("metadata") or {}).get("name"))
+        }
+        if copies:
+            snapshot.topologies = [*snapshot.topologies, *_renamed_topologies(snapshot.topologies, copies)]
+            slices = snapshot.dra.get("ResourceSlice") or []
+            snapshot.dra = {**snapshot.dra, "ResourceSlice": [*slices, *_renamed_slices(slices, copies)]}
+        return LiveState(snapshot, self.description)
+
+    def copy(self) -> LiveState:
+        """A deep copy (what-if edits its nodes and pods), by ``clone``: several times faster than deepcopy."""
+        return LiveState(dataclasses.replace(self.snapshot, **clone(vars(self.snapshot))), self.description)
+
+    def start(self, config: Any = None, seed: int = 0) -> tuple[Session, list[str]]:
+        """A Session over this state's objects, every pending pod of any schedulerName tried (what-if, as
+        ``schedule --from-cluster``); warnings: the objects left out.
+
+        No copy first, as ``accelsched run`` (live/scheduler.py) converts its informers' objects: the engine writes
+        only to its own copies (a Pod's raw is api/objects.writable_copy's, copied where the scheduler writes;
+        claims and volumes are copied before they change), and convert only reads the snapshot's lists. A deep copy
+        of 5,000 nodes and their pods was more than half of each live publish, and the informers' objects are
+        never edited in place (an event replaces them), so sharing them is safe."""
+        with reader.paused_gc():  # as ``schedule --from-cluster`` (cli.py): only new objects, no garbage yet
+            converted = live_convert.convert(self.snapshot)
+            session = Session.start(converted.inputs, config, seed)
+        session.scheduler.groups = converted.groups
+        warnings = [f"left out {obj}: {error}" for obj, error in converted.errors.items()]
+        warnings += [f"{key} not tried yet: {why}" for key, why in converted.waiting.items()]
+        warnings += [f"left out Pod {key}: bound to a node that does not exist" for key in converted.orphans]
+        return session, warnings
+
+
+def _renamed_topologies(topologies: list[JSON], copies: dict[str, str]) -> list[JSON]:
+    by_name = {(t.get("metadata") or {}).get("name"): t for t in topologies}
+    out = []
+    for name, original in copies.items():
+        if (topology := by_name.get(original)) is not None:
+            doc = clone(topology)
+            doc["metadata"] = {"name": name, **{k: v for k, v in (doc.get("metadata") or {}).items() if k == "labels"}}
+            out.append(doc)
+    return out
+
+
+def _renamed_slices(slices: list[JSON], copies: dict[str, str]) -> list[JSON]:
+    out = []
+    for name, original in copies.items():
+        for s in slices:
+            spec = s.get("spec") or {}
+            if spec.get("nodeName") != original:
+                continue
+            doc = clone(s)
+            doc["metadata"] = {"name": f"{(s.get('metadata') or {}).get('name')}-{name}"}
+            doc["spec"]["nodeName"] = name
+            if isinstance(doc["spec"].get("pool"), dict):
+                doc["spec"]["pool"]["name"] = name
+            out.append(doc)
+    return out
+
+
+def _resources() -> list[tuple[str, k.Resource, bool, dict[str, str]]]:
+    """(name, resource, optional, query) of every informer: exactly what live/scheduler.py reads."""
+    out: list[tuple[str, k.Resource, bool, dict[str, str]]] = [
+        ("nodes", k.NODES, False, {}),
+        ("pods", k.PODS, False, {"field_selector": NON_TERMINAL}),
+        ("namespaces", k.NAMESPACES, False, {}),
+        ("podgroups", k.POD_GROUPS, True, {}),
+        ("workload_podgroups", k.WORKLOAD_POD_GROUPS, True, {}),
+        ("noderesourcetopologies", k.NODE_RESOURCE_TOPOLOGIES, True, {}),
+    ]
+    out += [(kind, resource, False, {}) for kind, resource in live_volumes.RESOURCES.items()]
+    out += [(kind, resource, True, {}) for kind, resource in live_dra.RESOURCES.items()]
+    return out
+
+
+def describe(kube: Kube) -> str:
+    host = getattr(getattr(kube.api, "configuration", None), "host", "") or ""
+    return f"cluster {host}".strip()
+
+
+class LiveSource:
+    """Informers over the cluster and a debounced rebuild thread that publishes each new state to a Hub.
+
+    ``start()`` lists everything once (bad credentials or a forbidden resource: InputError, before serving) and
+    returns the first state; ``follow(hub)`` then publishes a new state after each burst of events.
+    """
+
+    def __init__(self, kube: Kube, debounce: float = DEBOUNCE_SECONDS, watch_timeout: int = 300) -> None:
+        self.kube = kube if isinstance(kube, ReadOnlyKube) else ReadOnlyKube.of(kube)
+        self.debounce = debounce
+        self.description = describe(self.kube)
+        self.lock = threading.RLock()
+        self.dirty = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.hub: Any = None
+        self.rebuilds = 0
+        self.informers: dict[str, Informer] = {
+            name: Informer(
+                self.kube, resource, self._on_event, self.lock, optional=optional, watch_timeout=watch_timeout,
+                on_relist=self.dirty.set, **query,
+            )
+            for name, resource, optional, query in _resources()
+        }  # fmt: skip
+
+    def _on_event(self, kind: str, obj: JSON, old: JSON | None) -> None:
+        self.dirty.set()
+
+    def probe(self) -> None:
+        """One small list of each resource, so that missing rights or a dead server are one clear error at startup
+        (an informer would retry them forever)."""
+        for _, resource, optional, _query in _resources():
+            try:
+                self.kube.list(resource, limit="1")
+            except ApiError as exc:
+                if optional and exc.status == 404:
+                    continue
+                raise InputError(f"cannot list {resource.plural}: {exc}", source=self.description) from None
+
+    @property
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers.values())
+
+    def start(self, timeout: float = 60.0) -> LiveState:
+        """Probe, start the informers, wait until each has listed once; the first state."""
+        self.probe()
+        for informer in self.informers.values():
+            informer.start()
+        deadline = time.monotonic() + timeout
+        while not self.synced:
+            if time.monotonic() > deadline:
+                missing = [n for n, i in self.informers.items() if not i.synced.is_set()]
+                self.stop()
+                raise InputError(f"the cluster's caches did not fill in {timeout:.0f}s: {', '.join(missing)}")
+            time.sleep(0.02)
+        self.dirty.clear()
+        return self.state()
+
+    def snapshot(self) -> live_convert.Snapshot:
+        """The caches now (lists of the cached objects: an informer replaces an object, never edits it)."""
+        with self.lock:
+            stores = {name: list(i.store.values()) for name, i in self.informers.items()}
+        workload = [{**o, "apiVersion": gang.WORKLOAD_API} for o in stores["workload_podgroups"]]
+        return live_convert.Snapshot(
+            nodes=stores["nodes"],
+            pods=stores["pods"],
+            namespaces=stores["namespaces"],
+            pod_groups=stores["podgroups"] + workload,
+            topologies=stores["noderesourcetopologies"],
+            storage={kind: stores[kind] for kind in live_volumes.RESOURCES},
+            dra={kind: stores[kind] for kind in live_dra.RESOURCES},
+        )
+
+    def state(self) -> LiveState:
+        return LiveState(self.snapshot(), self.description)
+
+    def follow(self, hub: Any) -> None:
+        """Publish to ``hub`` after every burst of events, from a thread of its own."""
+        self.hub = hub
+        self._thread = threading.Thread(target=self._run, name="accelsched-ui-rebuild", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        collect = gc.isenabled()
+        while not self._stop.is_set():
+            if not self.dirty.wait(0.5):
+                continue
+            self._settle()
+            if self._stop.is_set():
+                return
+            gc.disable()
+            try:
+                self.hub.publish(self.state())
+                self.rebuilds += 1
+            except Exception:  # one bad rebuild must not end live updates; the next event tries again
+                log.exception("rebuilding the view failed")
+            finally:
+                self._collect(collect)
+
+    def _settle(self) -> None:
+        """Wait for the end of a burst of events (none for ``debounce`` seconds), at most SETTLE_MAX_SECONDS after
+        its first: a Deployment scaled up is hundreds of events, one rebuild after them shows what hundreds would.
+        An event after this returns marks the state dirty again: the next rebuild includes it."""
+        deadline = time.monotonic() + SETTLE_MAX_SECONDS
+        while True:
+            self.dirty.clear()
+            if self._stop.wait(self.debounce) or not self.dirty.is_set() or time.monotonic() >= deadline:
+                self.dirty.clear()
+                return
+
+    def _collect(self, enable: bool) -> None:
+        """The garbage collection a publish defers (it ran with the collector paused), once the page had time to
+        fetch the new version or before the next rebuild. A publish at 5,000 nodes makes about a million objects
+        and drops the previous run's (with cycles); a full collection of them and the caches takes about half a
+        second, and inside the publish, or on the server's thread as it sends the new version, it delayed each
+        update by that much."""
+        try:
+            self.dirty.wait(COLLECT_AFTER_SECONDS)
+            gc.collect()
+        finally:
+            if enable:
+                gc.enable()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for informer in self.informers.values():
+            informer.stop()
+        if self._thread is not None:
+            self._thread.join(5)

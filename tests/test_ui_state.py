@@ -1,0 +1,234 @@
+"""accelsched ui's states, runs and Hub over the real engine: the files and the demo as the CLI and demo see them."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from accelsched import report
+from accelsched.cli import main
+from accelsched.demo import LAB_STEPS, play
+from accelsched.engine import schedule
+from accelsched.errors import InputError
+from accelsched.ui.hub import Hub
+from accelsched.ui.state import DemoState, FilesState, RawState, clone, execute
+
+ROOT = Path(__file__).resolve().parent.parent
+LAB = [str(ROOT / p) for p in ("examples/lab/00-nodes.yaml", "deploy/device-plugin-daemonset.yaml")]
+FILL = [*LAB, str(ROOT / "examples/lab/06-fill.yaml"), str(ROOT / "examples/lab/03-maintenance.yaml")]
+
+
+def as_json(run_or_session, results=None):
+    if results is None:
+        return report.to_json(run_or_session.results, run_or_session.session.cluster)
+    return report.to_json(results, run_or_session.cluster)
+
+
+def dump(value) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    return list(play())
+
+
+@pytest.mark.parametrize("files", [LAB, FILL, [*LAB, str(ROOT / "examples/lab/07-topology.yaml")]])
+def test_files_state_runs_like_schedule(files):
+    state = FilesState.load(files)
+    session, results = schedule(files)
+    first = execute(state)
+    assert as_json(first) == as_json(session, results)
+    assert as_json(execute(state)) == as_json(first)  # a run never mutates the state it starts from
+    assert state.mode == "offline" and state.description.startswith("files: ")
+
+
+def test_a_run_leaves_the_state_dicts_alone():
+    state = FilesState.load(FILL)
+    before = dump([d.doc for d in state.docs])
+    run = execute(state)
+    assert any(r.node for r in run.results)
+    assert dump([d.doc for d in state.docs]) == before
+
+
+def test_files_state_refuses_what_schedule_refuses(tmp_path):
+    with pytest.raises(InputError, match="duplicate object"):
+        FilesState.load([*LAB, str(ROOT / "examples/lab/04-cordon-node-b.yaml")])  # node-b again
+    with pytest.raises(InputError, match="cannot read"):
+        FilesState.load([str(tmp_path / "missing.yaml")])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec: {containers: [{name: c}]}\n")
+    with pytest.raises(InputError) as exc:
+        FilesState.load([str(bad)])
+    cli = CliRunner().invoke(main, ["schedule", "-f", str(bad)])
+    assert cli.exit_code == 2 and str(exc.value) in cli.output
+    with pytest.raises(InputError):
+        FilesState.load([])
+
+
+SHORT_GANG = """
+apiVersion: v1
+kind: List
+items:
+  - {apiVersion: scheduling.x-k8s.io/v1alpha1, kind: PodGroup, metadata: {name: g, namespace: default},
+     spec: {minMember: 3}}
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: g-0, namespace: default, labels: {scheduling.x-k8s.io/pod-group: g}}
+    spec: {nodeName: node-a, containers: [{name: c, resources: {requests: {cpu: "1"}}}]}
+"""
+
+
+def test_a_gang_short_of_min_member_is_refused_as_schedule_refuses_it(tmp_path):
+    """The what-if's drain may leave a gang short (whatif.py, RawState.changed_gangs); files never may."""
+    short = tmp_path / "short.yaml"
+    short.write_text(SHORT_GANG)
+    with pytest.raises(InputError, match=r"PodGroup default/g: spec.minMember: is 3, but only 1 pods") as exc:
+        FilesState.load([*LAB, str(short)])
+    cli = CliRunner().invoke(main, ["schedule", *(a for f in [*LAB, str(short)] for a in ("-f", f))])
+    assert cli.exit_code == 2 and str(exc.value) in cli.output
+
+
+def test_demo_state_is_the_demo_after_each_step(outcomes):
+    for n, outcome in enumerate(outcomes, start=1):
+        run = execute(DemoState.lab(n))
+        assert as_json(run) == as_json(outcome.session, outcome.results), f"step {n}"
+    every = DemoState.lab(None)
+    assert as_json(execute(every)) == as_json(outcomes[-1].session, outcomes[-1].results)
+    assert every.mode == "demo" and DemoState.lab(3).description == "demo: the lab after step 3"
+    with pytest.raises(InputError, match="--step"):
+        DemoState.lab(len(LAB_STEPS) + 1)
+
+
+def test_copy_and_replace_keep_places():
+    state = FilesState.load(FILL)
+    copy = state.copy()
+    nodes, pods = copy.nodes(), copy.pods()
+    assert [n["metadata"]["name"] for n in nodes] == ["node-a", "node-b", "node-c", "node-d"]
+    nodes[0]["spec"]["unschedulable"] = True
+    assert "unschedulable" not in state.nodes()[0]["spec"]  # a copy is deep
+    swapped = copy.replace(list(reversed(nodes)), pods[1:])
+    assert [n["metadata"]["name"] for n in swapped.nodes()] == ["node-a", "node-b", "node-c", "node-d"]
+    assert len(swapped.pods()) == len(state.pods()) - 1
+    assert isinstance(swapped, FilesState) and isinstance(swapped, RawState)
+
+
+def test_hub_versions_and_deltas():
+    hub = Hub(FilesState.load(LAB))
+    assert hub.version == 1
+    full = hub.view()
+    assert full["version"] == 1 and full["mode"] == "offline" and full["readOnly"] is True
+    assert full["source"].startswith("files: ")
+    assert hub.view(since=0) == full  # no previous view: the full one
+    assert hub.last_run_seconds > 0
+
+    hub.publish(FilesState.load(FILL))
+    assert hub.version == 2
+    delta = hub.view(since=1)
+    assert delta["delta"] is True and delta["version"] == 2 and delta["removed"] == []
+    changed = {n["name"] for n in delta["nodes"]}
+    previous = {n["name"]: n["etag"] for n in full["nodes"]}
+    current = {n["name"]: n for n in hub.view()["nodes"]}
+    assert changed == {name for name, n in current.items() if previous[name] != n["etag"]}
+    assert "node-a" in changed  # train-3b landed there
+    for key in ("order", "pending", "capacity", "counts", "gangs"):
+        assert delta[key] == hub.view()[key]
+    assert hub.view(since=7)["nodes"] == hub.view()["nodes"]  # any other version: the full view
+    assert "delta" not in hub.view(since=7)
+
+    # A node gone: named in removed.
+    state = FilesState.load(LAB)
+    hub.publish(state.replace(state.nodes()[:3], state.pods()))
+    assert hub.view(since=2)["removed"] == ["node-d"]
+
+
+def test_hub_wait_wakes_on_publish():
+    hub = Hub(FilesState.load(LAB))
+    began = time.monotonic()
+    assert hub.wait(1, 0.05) == 1  # nothing new: the timeout
+    assert time.monotonic() - began >= 0.04
+    timer = threading.Timer(0.1, hub.publish, [FilesState.load(FILL)])
+    timer.start()
+    began = time.monotonic()
+    assert hub.wait(1, 10) == 2
+    assert time.monotonic() - began < 5
+    timer.join()
+    assert hub.wait(0, 10) == 2  # already past: at once
+
+
+def test_hub_explain_is_the_cli_explain(tmp_path):
+    hub = Hub(FilesState.load(FILL))
+    for key in ("default/infer-b", "default/train-3b"):
+        cli = CliRunner().invoke(main, ["explain", key, *[a for f in FILL for a in ("-f", f)], "-o", "json"])
+        assert cli.exit_code == 0, cli.output
+        assert hub.explain(key) == json.loads(cli.output)
+    assert hub.explain("default/infer-b") is hub.explain("default/infer-b")  # cached for this version
+    with pytest.raises(KeyError):
+        hub.explain("default/no-such-pod")
+    cached = hub.explain("default/infer-b")
+    hub.publish(FilesState.load(FILL))
+    assert hub.explain("default/infer-b") is not cached  # a new version explains again
+    assert hub.explain("default/infer-b") == cached
+
+
+def test_hub_pod_detail():
+    hub = Hub(FilesState.load(FILL))
+    detail = hub.pod("default/train-3b")
+    assert detail is not None and detail["node"] == hub.run.result("default/train-3b").node
+    assert hub.pod("default/nobody") is None
+
+
+def test_hub_whatif_changes_nothing_it_shows():
+    state = FilesState.load(FILL)
+    hub = Hub(state)
+    before, docs = dump(hub.view()), dump([d.doc for d in state.docs])
+    out = hub.whatif({"actions": [{"op": "drain", "nodes": ["node-a"]}]})
+    assert out["lost"] or out["moved"]
+    assert hub.version == 1 and dump(hub.view()) == before
+    assert dump([d.doc for d in state.docs]) == docs
+    with pytest.raises(InputError, match=r"actions\[0\]\.op"):
+        hub.whatif({"actions": [{"op": "delete", "nodes": ["node-a"]}]})
+    assert hub.version == 1 and dump(hub.view()) == before
+
+
+def test_hub_is_thread_safe_under_publishes():
+    states = [FilesState.load(LAB), FilesState.load(FILL)]
+    hub = Hub(states[0])
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def publisher() -> None:
+        try:
+            for i in range(12):
+                hub.publish(states[i % 2])
+        except BaseException as exc:  # reported by the test below
+            errors.append(exc)
+        finally:
+            stop.set()
+
+    thread = threading.Thread(target=publisher)
+    thread.start()
+    seen = []
+    while not stop.is_set():
+        full = hub.view()
+        delta = hub.view(since=full["version"] - 1)
+        assert delta["version"] >= full["version"]
+        names = [n["name"] for n in full["nodes"]]
+        assert names == ["node-a", "node-b", "node-c", "node-d"]
+        seen.append(full["version"])
+        hub.wait(full["version"], 0.01)
+    thread.join()
+    assert not errors
+    assert hub.version == 13 and seen == sorted(seen)
+
+
+def test_clone_is_deep():
+    doc = {"a": [{"b": 1}], "c": ("x", {"d": 2})}
+    copy = clone(doc)
+    copy["a"][0]["b"] = 5
+    assert doc["a"][0]["b"] == 1 and copy["c"] == doc["c"]
