@@ -1,0 +1,479 @@
+// Boot and state of the accelerator map page. One view (GET /api/state) drives every part; live updates arrive as
+// `version` events on /api/events, each answered with GET /api/state?since=V: a delta (changed nodes by etag,
+// removed names, the small parts whole) that is merged in place, so the map rebuilds only the changed visible rows.
+// body[data-version] is set after each render completes: the browser tests wait on it.
+
+import { getState, getExplain, PodCache } from "./api.js";
+import { AcceleratorMap } from "./map.js";
+import { PendingList, explainKey, findEntry } from "./pending.js";
+import { WhatIfPanel } from "./whatif.js";
+import { renderCapacity } from "./panel.js";
+import { Tooltip, renderPod, renderPodError, renderNode, openDrawer, closeDrawers } from "./details.js";
+import { el, replaceChildren, colorClass, plural } from "./dom.js";
+
+const $ = (id) => document.getElementById(id);
+
+const app = {
+  view: null,
+  pending: null, // the selected PendingEntry
+  explain: null, // its /api/explain body
+  explainError: "",
+  explainToken: 0,
+  whatif: null, // the last /api/whatif body
+  mapMode: "today",
+  openNode: null,
+  openPod: null,
+  refreshing: false,
+  again: false,
+  groupKeys: "",
+};
+
+const pods = new PodCache();
+const tooltip = new Tooltip($("tooltip"));
+
+/** Pod keys today's view knows (on a node or Pending): the what-if map can show pods that exist only there (copies
+ * of DaemonSet pods on added nodes), and asking /api/pod about them would only earn a 404. */
+let known = null;
+function knownPod(key) {
+  if (!known || known.version !== app.view.version) {
+    const keys = new Set();
+    for (const n of app.view.nodes || []) for (const k of n.pods || []) keys.add(k);
+    for (const e of app.view.pending || []) {
+      if (e.kind !== "gang") keys.add(e.key);
+      for (const m of e.members || []) keys.add(`${m.namespace}/${m.name}`);
+    }
+    known = { version: app.view.version, keys };
+  }
+  return known.keys.has(key);
+}
+
+function podDetail(key) {
+  if (!knownPod(key)) return Promise.reject(new Error("it exists only in the what-if run"));
+  return pods.get(key, app.view.version);
+}
+
+const map = new AcceleratorMap($("map"), {
+  onHover: (info, e) => tooltip.show(info, e, podDetail),
+  onHoverMove: (e) => tooltip.move(e),
+  onLeave: () => tooltip.hide(),
+  onCell: (info) => {
+    if (info.holder) showPod(info.holder);
+  },
+  onNode: (name) => showNode(name),
+  onSelection: () => whatif.selectionChanged(),
+});
+
+const pending = new PendingList($("pending"), {
+  onSelect: (entry) => selectPending(entry),
+  onJump: (name) => {
+    map.scrollToNode(name);
+    showNode(name);
+  },
+});
+
+const whatif = new WhatIfPanel($("whatif"), {
+  selection: () => map.selection(),
+  version: () => app.view?.version,
+  onResult: (result) => {
+    app.whatif = result;
+    if (!result && app.mapMode === "whatif") setMapMode("today");
+  },
+  onShowMap: (show) => setMapMode(show ? "whatif" : "today"),
+  onPod: (key) => showPod(key),
+  onNode: (name) => {
+    map.scrollToNode(name);
+    showNode(name);
+  },
+});
+
+// ---- rendering ------------------------------------------------------------------------------------------------
+
+function mapNodes() {
+  return app.mapMode === "whatif" && app.whatif ? app.whatif.nodes : app.view.nodes;
+}
+
+function renderStatus() {
+  const v = app.view;
+  const status = $("status");
+  status.querySelector('[data-field="mode"]').textContent = v.mode;
+  status.querySelector('[data-field="mode"]').className = `badge mode mode-${v.mode}`;
+  status.querySelector('[data-field="source"]').textContent = v.source;
+  status.querySelector('[data-field="source"]').title = v.source;
+  status.querySelector('[data-field="version"]').textContent = `v${v.version}`;
+  const c = v.counts || {};
+  replaceChildren($("counts"),
+    count(c.nodes, "nodes"), count(c.devices, "devices"), count(c.freeDevices, "free", "free"),
+    count(c.pods, "pods"), count(c.pending, "pending", c.pending ? "pending" : ""));
+  const warnings = v.warnings || [];
+  const button = $("warnings-button");
+  button.hidden = !warnings.length;
+  button.textContent = plural(warnings.length, "warning");
+  replaceChildren($("warnings"), el("ul", null, warnings.map((w) => el("li", null, w))));
+  if (!warnings.length) $("warnings").hidden = true;
+  $("pending-count").textContent = String((v.pending || []).length);
+}
+
+function count(n, label, cls = "") {
+  return el("span", { class: `count-item ${cls}` }, el("b", null, String(n ?? 0)), ` ${label}`);
+}
+
+function renderGroupSelect() {
+  const keys = app.view.groupKeys || [];
+  const sig = keys.join("\n");
+  if (sig === app.groupKeys) return;
+  app.groupKeys = sig;
+  const select = $("group-by");
+  const current = map.groupBy ?? "";
+  const options = [el("option", { value: "" }, "(no grouping)"), ...keys.map((k) => el("option", { value: k }, k))];
+  replaceChildren(select, options);
+  select.value = keys.includes(current) ? current : "";
+}
+
+function renderLegend() {
+  const { top, more, free } = map.legend(8);
+  const items = top.map(([key, n]) =>
+    el("button", { type: "button", class: "legend-item", "data-filter": key,
+      title: `${key}: ${plural(n, "device")} (click: show only its nodes)` },
+      el("span", { class: `swatch held ${colorClass(key)}` }), el("span", { class: "legend-key" }, key),
+      el("span", { class: "muted" }, String(n))));
+  if (more) items.push(el("span", { class: "legend-item muted" }, `+${more} more`));
+  items.push(el("span", { class: "legend-item" }, el("span", { class: "swatch free" }), "free",
+    el("span", { class: "muted" }, String(free))));
+  items.push(el("span", { class: "legend-item key" }, el("span", { class: "swatch mig-key" }), "MIG",
+    el("span", { class: "swatch shared-key" }), "shared", el("span", { class: "swatch nic-key" }), "NIC"));
+  replaceChildren($("legend"), items);
+}
+
+function renderMap() {
+  const baseline = app.mapMode === "whatif" ? new Map(app.view.nodes.map((n) => [n.name, n.etag])) : null;
+  map.setData(mapNodes(), { gangs: app.view.gangs || {}, baseline });
+  renderLegend();
+  const banner = $("map-banner");
+  banner.hidden = app.mapMode !== "whatif";
+  if (app.mapMode === "whatif" && app.whatif) {
+    const changed = app.whatif.nodes.filter((n) => baseline.has(n.name) && baseline.get(n.name) !== n.etag).length;
+    const added = app.whatif.nodes.filter((n) => !baseline.has(n.name)).length;
+    $("map-banner-text").textContent =
+      `The map shows the what-if run: ${plural(changed, "node")} changed, ${added} added. Nothing was written.`;
+  }
+}
+
+function renderAll() {
+  performance.mark("accelsched:render-start");
+  renderStatus();
+  renderGroupSelect();
+  renderMap();
+  pending.render(app.view.pending || []);
+  if (app.pending) pending.showExplain(app.explain, app.explainError);
+  renderCapacity($("capacity-body"), app.view.capacity || {});
+  whatif.stateChanged(app.view.version);
+  document.body.dataset.version = String(app.view.version);
+  performance.measure(`accelsched:render v${app.view.version}`, "accelsched:render-start");
+}
+
+// ---- state updates --------------------------------------------------------------------------------------------
+
+/** Merge a delta into the current view (or take a full view); the node array keeps cluster order. */
+function apply(body) {
+  const current = app.view;
+  if (!current || !body.delta || body.since !== current.version) {
+    app.view = body;
+    return;
+  }
+  const changed = new Map(body.nodes.map((n) => [n.name, n]));
+  const removed = new Set(body.removed || []);
+  const nodes = [];
+  for (const n of current.nodes) {
+    if (removed.has(n.name)) continue;
+    nodes.push(changed.get(n.name) || n);
+    changed.delete(n.name);
+  }
+  for (const n of changed.values()) nodes.push(n);
+  const next = { ...body, nodes };
+  delete next.delta;
+  delete next.since;
+  delete next.removed;
+  app.view = next;
+}
+
+async function refresh() {
+  if (app.refreshing) {
+    app.again = true;
+    return;
+  }
+  app.refreshing = true;
+  try {
+    do {
+      app.again = false;
+      const body = await getState(app.view ? app.view.version : null);
+      if (app.view && body.version === app.view.version && !body.delta) continue;
+      apply(body);
+      afterUpdate();
+    } while (app.again);
+  } catch (err) {
+    showWarning(`update failed: ${err.message}`);
+  } finally {
+    app.refreshing = false;
+  }
+}
+
+/** A new version arrived: re-render, then refresh what depends on it (explanation, open drawers). */
+function afterUpdate() {
+  if (app.pending) {
+    const entry = (app.view.pending || []).find((e) => e.key === app.pending.key);
+    if (entry) {
+      app.pending = entry;
+      explainSelected();
+    } else {
+      app.pending = null;
+      app.explain = null;
+      map.setExplain(null);
+      setUrl({ pod: null });
+    }
+  }
+  renderAll();
+  if (app.openNode) showNode(app.openNode, { keepScroll: true });
+  if (app.openPod) showPod(app.openPod);
+}
+
+function showWarning(text) {
+  const box = $("warnings");
+  box.hidden = false;
+  replaceChildren(box, el("p", { class: "error" }, text));
+}
+
+// ---- pending selection and explain ----------------------------------------------------------------------------
+
+function selectPending(entry) {
+  app.pending = entry;
+  app.explain = null;
+  app.explainError = "";
+  $("deep-link-error").hidden = true;
+  if (!entry) {
+    app.explainToken++;
+    map.setExplain(null);
+    delete document.body.dataset.explain;
+    setUrl({ pod: null });
+    if (app.openNode) showNode(app.openNode, { keepScroll: true });
+    return;
+  }
+  setUrl({ pod: entry.key });
+  explainSelected();
+}
+
+function explainSelected() {
+  const entry = app.pending;
+  const token = ++app.explainToken;
+  const key = explainKey(entry);
+  pending.showExplain(app.explain, "");
+  getExplain(key).then(
+    (body) => {
+      if (token !== app.explainToken) return;
+      app.explain = body;
+      app.explainError = "";
+      map.setExplain(body.nodes || []);
+      pending.showExplain(body, "");
+      document.body.dataset.explain = entry.key;
+      if (app.openNode) showNode(app.openNode, { keepScroll: true });
+    },
+    (err) => {
+      if (token !== app.explainToken) return;
+      app.explainError = err.message;
+      map.setExplain(null);
+      pending.showExplain(null, err.message);
+    },
+  );
+}
+
+// ---- drawers --------------------------------------------------------------------------------------------------
+
+function showPod(key) {
+  app.openPod = key;
+  app.openNode = null;
+  tooltip.hide();
+  const root = $("pod-panel");
+  if (root.hidden || root.dataset.key !== key) {
+    replaceChildren(root, el("div", { class: "drawer-body" }, el("p", { class: "muted" }, `loading ${key}…`)));
+  }
+  root.dataset.key = key;
+  openDrawer("pod-panel");
+  podDetail(key).then(
+    (pod) => {
+      if (app.openPod !== key) return;
+      renderPod(root, pod, {
+        onNode: (name) => {
+          map.scrollToNode(name);
+          showNode(name);
+        },
+        onPending: (podKey) => {
+          const entry = findEntry(app.view.pending || [], podKey);
+          if (entry) pending.select(entry.key);
+        },
+      });
+    },
+    (err) => {
+      if (app.openPod !== key) return;
+      renderPodError(root, key, knownPod(key) ? err.message : `no pod ${key} today: ${err.message}`);
+    },
+  );
+}
+
+function showNode(name, { keepScroll = false } = {}) {
+  const node = mapNodes().find((n) => n.name === name) || app.view.nodes.find((n) => n.name === name);
+  const root = $("node-panel");
+  if (!node) {
+    if (!keepScroll) closeDrawers();
+    app.openNode = null;
+    return;
+  }
+  app.openNode = name;
+  app.openPod = null;
+  const body = root.querySelector(".drawer-body");
+  const scroll = keepScroll && body ? body.scrollTop : 0;
+  const verdict = app.explain ? (app.explain.nodes || []).find((v) => v.node === name) : undefined;
+  renderNode(root, node, {
+    pending: app.pending,
+    verdict,
+    loading: !!app.pending && !app.explain && !app.explainError,
+    error: app.explainError,
+  }, { onPod: (key) => showPod(key) });
+  root.dataset.node = name;
+  openDrawer("node-panel");
+  if (scroll) root.querySelector(".drawer-body").scrollTop = scroll;
+}
+
+function setMapMode(mode) {
+  app.mapMode = mode === "whatif" && app.whatif ? "whatif" : "today";
+  document.body.classList.toggle("showing-whatif", app.mapMode === "whatif");
+  renderMap();
+  if (app.openNode) showNode(app.openNode, { keepScroll: true });
+}
+
+// ---- URL, controls, boot --------------------------------------------------------------------------------------
+
+function setUrl(changes) {
+  const url = new URL(location.href);
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === null || v === undefined || v === "") url.searchParams.delete(k);
+    else url.searchParams.set(k, v);
+  }
+  history.replaceState(null, "", url);
+}
+
+async function deepLink(key) {
+  const entry = findEntry(app.view.pending || [], key);
+  if (entry) {
+    pending.select(entry.key);
+    return;
+  }
+  // Only ask the server about a pod the view knows (bound or placed on a node): no 404 for a mistyped link.
+  if (knownPod(key)) {
+    showPod(key);
+    return;
+  }
+  const box = $("deep-link-error");
+  box.textContent = `no pod ${key}`;
+  box.hidden = false;
+}
+
+function wireControls(params) {
+  const group = $("group-by");
+  group.addEventListener("change", () => {
+    map.setGroupBy(group.value || null);
+    setUrl({ group: group.value || "none" });
+    whatif.selectionChanged();
+  });
+  const color = $("color-by");
+  const wanted = params.get("color");
+  if (["pod", "namespace", "gang"].includes(wanted)) color.value = wanted;
+  map.setColorBy(color.value);
+  color.addEventListener("change", () => {
+    map.setColorBy(color.value);
+    renderLegend();
+    setUrl({ color: color.value === "pod" ? null : color.value });
+  });
+  const filter = $("node-filter");
+  let timer = 0;
+  filter.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => map.setFilter(filter.value), 120);
+  });
+  $("legend").addEventListener("click", (e) => {
+    const item = e.target.closest("[data-filter]");
+    if (!item) return;
+    const key = item.getAttribute("data-filter");
+    filter.value = filter.value === key ? "" : key;
+    map.setFilter(filter.value);
+  });
+  $("map-banner-back").addEventListener("click", () => {
+    whatif.showing = false;
+    whatif.renderToggle();
+    setMapMode("today");
+  });
+  $("warnings-button").addEventListener("click", () => {
+    $("warnings").hidden = !$("warnings").hidden;
+  });
+  document.addEventListener("click", (e) => {
+    if (e.target.closest("[data-close]")) {
+      closeDrawers();
+      app.openNode = null;
+      app.openPod = null;
+    }
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") {
+      closeDrawers();
+      app.openNode = null;
+      app.openPod = null;
+      tooltip.hide();
+    } else if (e.key === "/" && !/^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement?.tagName || "")) {
+      e.preventDefault();
+      filter.focus();
+    }
+  });
+}
+
+function connect() {
+  const live = document.querySelector('#status [data-field="live"]');
+  const source = new EventSource("/api/events");
+  source.addEventListener("open", () => {
+    live.classList.add("on");
+    live.title = "connected: updates arrive as they happen";
+    // No refetch here: the server's first event is its current version, which tells whether anything was missed.
+  });
+  source.addEventListener("error", () => {
+    live.classList.remove("on");
+    live.title = "disconnected: reconnecting";
+  });
+  source.addEventListener("version", (e) => {
+    let version = null;
+    try {
+      version = JSON.parse(e.data).version;
+    } catch {
+      return;
+    }
+    if (!app.view || version !== app.view.version) refresh();
+  });
+}
+
+async function boot() {
+  const params = new URLSearchParams(location.search);
+  try {
+    app.view = await getState(null);
+  } catch (err) {
+    showWarning(`could not load the state: ${err.message}`);
+    return;
+  }
+  wireControls(params);
+  const g = params.get("group");
+  const keys = app.view.groupKeys || [];
+  map.groupBy = g === "none" ? null : g && keys.includes(g) ? g : app.view.groupBy || null;
+  renderAll();
+  $("group-by").value = map.groupBy ?? "";
+  whatif.selectionChanged();
+  const pod = params.get("pod");
+  if (pod) await deepLink(pod);
+  connect();
+}
+
+boot();

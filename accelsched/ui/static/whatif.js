@@ -1,0 +1,283 @@
+// What-if: stage cordon / uncordon / drain / taint / add-copies actions on the nodes ticked on the map (a whole group
+// goes as its label selector), POST them to /api/whatif, and show the answer beside today: the pods that would lose
+// their place, move or get placed, and the capacity before and after. The server runs the same engine on a copy of
+// the state; nothing is written anywhere (the panel's sentence says so and stays visible).
+
+import { postWhatif } from "./api.js";
+import { el, replaceChildren, plural } from "./dom.js";
+import { renderCapacityCompare } from "./panel.js";
+
+const NO_GROUP = "\u0000";
+const MAX_ADD_TARGETS = 20;
+const LIST_LIMIT = 200;
+
+function describe(action) {
+  const target = (nodes) =>
+    !Array.isArray(nodes) ? `${nodes.label}=${nodes.value}`
+      : nodes.length > 4 ? `${nodes.slice(0, 3).join(", ")} +${nodes.length - 3}` : nodes.join(", ");
+  switch (action.op) {
+    case "taint":
+      return `taint ${target(action.nodes)} with ${action.taint}`;
+    case "add":
+      return `add ${action.count} × ${action.node}`;
+    default:
+      return `${action.op} ${target(action.nodes)}`;
+  }
+}
+
+export class WhatIfPanel {
+  /**
+   * root: #whatif. hooks: selection() -> {groups, nodes} (AcceleratorMap.selection), version() -> current state
+   * version, onResult(result | null), onShowMap(bool), onPod(key), onNode(name).
+   */
+  constructor(root, hooks) {
+    this.root = root;
+    this.hooks = hooks;
+    this.actions = [];
+    this.result = null;
+    this.resultVersion = null;
+    this.showing = false;
+    this.abort = null;
+    this.selectionText = root.querySelector("#whatif-selection");
+    this.list = root.querySelector("#whatif-actions");
+    this.runButton = root.querySelector("#whatif-run");
+    this.resetButton = root.querySelector("#whatif-reset");
+    this.error = root.querySelector("#whatif-error");
+    this.out = root.querySelector("#whatif-result");
+    this.taint = root.querySelector("#taint-text");
+    this.count = root.querySelector("#add-count");
+    for (const b of root.querySelectorAll("button[data-op]")) {
+      b.addEventListener("click", () => this.stage(b.dataset.op));
+    }
+    this.runButton.addEventListener("click", () => this.run());
+    this.resetButton.addEventListener("click", () => this.reset());
+    this.taint.addEventListener("keydown", (e) => e.key === "Enter" && this.stage("taint"));
+    this.list.addEventListener("click", (e) => {
+      const b = e.target.closest("[data-remove]");
+      if (!b) return;
+      this.actions.splice(Number(b.getAttribute("data-remove")), 1);
+      this.renderActions();
+    });
+    this.out.addEventListener("click", (e) => {
+      if (e.target.closest("#whatif-map")) {
+        this.showing = !this.showing;
+        this.renderToggle();
+        this.hooks.onShowMap?.(this.showing);
+        return;
+      }
+      const node = e.target.closest("[data-jump]");
+      if (node) {
+        this.hooks.onNode?.(node.getAttribute("data-jump"));
+        return;
+      }
+      const pod = e.target.closest("[data-pod]");
+      if (pod) this.hooks.onPod?.(pod.getAttribute("data-pod"));
+    });
+    this.selectionChanged();
+    this.renderActions();
+  }
+
+  /** The map's ticks changed: say what is selected and enable the buttons that can act on it. */
+  selectionChanged() {
+    const sel = this.hooks.selection();
+    const parts = [];
+    for (const g of sel.groups) {
+      parts.push(g.value === NO_GROUP ? `${plural(g.nodes.length, "node")} without ${g.label}`
+        : `${g.label}=${g.value} (${plural(g.nodes.length, "node")})`);
+    }
+    if (sel.nodes.length) {
+      parts.push(sel.nodes.length > 5 ? `${sel.nodes.slice(0, 4).join(", ")} and ${sel.nodes.length - 4} more`
+        : sel.nodes.join(", "));
+    }
+    const any = parts.length > 0;
+    this.selectionText.textContent = any ? `Selected: ${parts.join("; ")}`
+      : "Tick nodes on the map, or a whole group by its header, to act on them.";
+    this.selectionText.classList.toggle("muted", !any);
+    this.root.querySelectorAll("button[data-op]").forEach((b) => {
+      b.disabled = !any;
+    });
+  }
+
+  /** Targets for a node-set action: one per selected group (by label; unlabelled ones by name) plus the named nodes. */
+  targets() {
+    const sel = this.hooks.selection();
+    const out = [];
+    const loose = [...sel.nodes];
+    for (const g of sel.groups) {
+      if (g.value === NO_GROUP || !g.label) loose.push(...g.nodes);
+      else out.push({ label: g.label, value: g.value });
+    }
+    if (loose.length) out.push(loose);
+    return { out, sel };
+  }
+
+  stage(op) {
+    this.showError("");
+    const { out, sel } = this.targets();
+    if (!out.length) {
+      this.showError("Select nodes on the map first.");
+      return;
+    }
+    if (op === "add") {
+      const count = Number(this.count.value);
+      if (!Number.isInteger(count) || count < 1 || count > 1000) {
+        this.showError("copies: a whole number from 1 to 1000");
+        return;
+      }
+      const names = [...sel.nodes, ...sel.groups.map((g) => g.nodes[0]).filter(Boolean)];
+      if (names.length > MAX_ADD_TARGETS) {
+        this.showError(`add copies of at most ${MAX_ADD_TARGETS} nodes at once (one node per type is enough)`);
+        return;
+      }
+      for (const node of names) this.actions.push({ op: "add", node, count });
+    } else if (op === "taint") {
+      const taint = this.taint.value.trim();
+      if (!taint) {
+        this.showError("taint: write it as key=value:NoSchedule (or PreferNoSchedule, NoExecute)");
+        this.taint.focus();
+        return;
+      }
+      for (const nodes of out) this.actions.push({ op, nodes, taint });
+    } else {
+      for (const nodes of out) this.actions.push({ op, nodes });
+    }
+    if (this.actions.length > 100) this.actions.length = 100;
+    this.renderActions();
+  }
+
+  renderActions() {
+    const items = this.actions.map((a, i) =>
+      el("li", { class: `wi-action op-${a.op}` }, el("span", null, describe(a)),
+        el("button", { type: "button", class: "close small", "data-remove": String(i), "aria-label": "remove" },
+          "×")));
+    replaceChildren(this.list, items);
+    this.list.hidden = !items.length;
+    this.runButton.disabled = !this.actions.length;
+    this.resetButton.disabled = !this.actions.length && !this.result;
+  }
+
+  showError(message) {
+    this.error.textContent = message;
+    this.error.hidden = !message;
+  }
+
+  reset() {
+    this.abort?.abort();
+    this.actions = [];
+    this.result = null;
+    this.showError("");
+    this.out.hidden = true;
+    replaceChildren(this.out);
+    if (this.showing) {
+      this.showing = false;
+      this.hooks.onShowMap?.(false);
+    }
+    this.renderActions();
+    this.hooks.onResult?.(null);
+  }
+
+  async run() {
+    if (!this.actions.length) return;
+    this.abort?.abort();
+    this.abort = new AbortController();
+    this.showError("");
+    this.runButton.disabled = true;
+    this.root.classList.add("busy");
+    const version = this.hooks.version();
+    try {
+      const result = await postWhatif({ actions: this.actions }, { signal: this.abort.signal });
+      this.result = result;
+      this.resultVersion = version;
+      this.renderResult();
+      this.hooks.onResult?.(result);
+      if (this.showing) this.hooks.onShowMap?.(true);
+    } catch (err) {
+      if (err.name !== "AbortError") this.showError(err.message);
+    } finally {
+      this.root.classList.remove("busy");
+      this.renderActions();
+    }
+  }
+
+  /** The state moved on under a shown result: say so (the numbers are of the older state). */
+  stateChanged(version) {
+    const stale = this.out.querySelector(".stale");
+    if (stale) stale.hidden = !this.result || version === this.resultVersion;
+  }
+
+  renderToggle() {
+    const b = this.out.querySelector("#whatif-map");
+    if (b) {
+      b.textContent = this.showing ? "Show today on the map" : "Show the what-if on the map";
+      b.setAttribute("aria-pressed", String(this.showing));
+    }
+  }
+
+  renderResult() {
+    const r = this.result;
+    const lost = r.lost || [];
+    const moved = r.moved || [];
+    const placed = r.placed || [];
+    const evicted = r.evicted || [];
+    const pb = (r.pendingBefore || []).length;
+    const pa = (r.pendingAfter || []).length;
+    const summary = el("div", { class: "wi-summary" },
+      el("span", { class: `stat ${lost.length ? "bad" : ""}` }, el("b", null, String(lost.length)),
+        " lose their place"),
+      el("span", { class: "stat" }, el("b", null, String(moved.length)), " move"),
+      el("span", { class: `stat ${placed.length ? "good" : ""}` }, el("b", null, String(placed.length)), " get placed"),
+      el("span", { class: "stat" }, el("b", null, String(evicted.length)), " evicted"));
+    const side = el("div", { class: "side-by-side" },
+      el("div", { class: "side today" }, el("h4", null, "Today"), el("p", { class: "big" }, String(pb)),
+        el("p", { class: "muted" }, "pending")),
+      el("div", { class: "side after" }, el("h4", null, "What-if"), el("p", { class: "big" }, String(pa)),
+        el("p", { class: "muted" }, "pending")));
+    const compare = el("div", { class: "wi-compare" });
+    const notes = (r.notes || []).length ? el("ul", { class: "notes" }, r.notes.map((n) => el("li", null, n))) : null;
+
+    // A drain of a whole PDU can move thousands of pods: list the first LIST_LIMIT, then offer the rest.
+    const section = (cls, title, rows, line) => {
+      const s = el("section", { class: `wi-list ${cls}` }, el("h4", null, `${title} (${rows.length})`));
+      if (!rows.length) {
+        s.appendChild(el("p", { class: "muted" }, "none"));
+        return s;
+      }
+      const ul = el("ul");
+      const add = (part) => ul.append(...part.map((x) => el("li", { "data-pod": x.pod, tabindex: "0" }, line(x))));
+      add(rows.slice(0, LIST_LIMIT));
+      s.appendChild(ul);
+      if (rows.length > LIST_LIMIT) {
+        const more = el("button", { type: "button", class: "link more" }, `show all ${rows.length}`);
+        more.addEventListener("click", (e) => {
+          e.stopPropagation();
+          add(rows.slice(LIST_LIMIT));
+          more.remove();
+        });
+        s.appendChild(more);
+      }
+      return s;
+    };
+    const jump = (name) => el("button", { type: "button", class: "link", "data-jump": name }, name);
+    replaceChildren(this.out,
+      el("p", { class: "stale", hidden: true },
+        "The cluster changed since this ran: run it again for current numbers."),
+      el("p", { class: "wi-ran" }, `Ran: ${(r.actions || this.actions).map(describe).join("; ")}`),
+      summary, notes, side,
+      el("h4", null, "Capacity: today vs what-if"), compare,
+      section("lost", "Lose their place", lost, (x) => [el("span", { class: "pod" }, x.pod), " from ", jump(x.from),
+        x.message ? el("div", { class: "message" }, x.message) : null]),
+      section("moved", "Move", moved, (x) => [el("span", { class: "pod" }, x.pod), " ", jump(x.from), " → ",
+        jump(x.to)]),
+      section("placed", "Get placed", placed, (x) => [el("span", { class: "pod" }, x.pod), " → ", jump(x.to)]),
+      section("evicted", "Evicted by drain", evicted, (x) => [el("span", { class: "pod" }, x.pod), " from ",
+        jump(x.from),
+        el("span", { class: "muted" }, x.recreated ? " · recreated by its controller" : " · deleted (no controller)"),
+      ]),
+      el("button", { type: "button", id: "whatif-map", class: "toggle", "aria-pressed": "false" }, ""),
+    );
+    this.out.hidden = false;
+    renderCapacityCompare(compare, r.before || {}, r.after || {});
+    this.renderToggle();
+    this.stateChanged(this.hooks.version());
+  }
+}
