@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The test suite also runs simulate on a real Ray cluster (tests/test_sim_ray.py): the `ray` extra, tests only.
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test unit integration lint bench clean controlplane controller-manager proto conformance node node-e2e \
+.PHONY: demo test unit integration lint bench ui-bench clean controlplane controller-manager proto conformance node node-e2e \
 	lab-node
 
 $(STAMP): pyproject.toml
@@ -72,6 +72,11 @@ proto: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+# The `accelsched ui` page in headless Chromium: first render, update after a bind, scroll (lab, 1,000 and 5,000
+# nodes; live against the control plane when it is built). Needs the dev extra (Playwright) and Debian's chromium.
+ui-bench: $(STAMP)
+	$(BIN)/python -m benchmarks.ui
 
 # accelsched vs the real kube-scheduler v1.36.3 (docs/conformance.md): fixed seed, 2,000 scenarios; the last line is
 # `conformance: agree A/N (...)`, exit 1 below 99.5% (99% for the 1,000 DRA scenarios drawn beside them).

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import urllib.request
 import venv
 from pathlib import Path
 
@@ -176,7 +177,29 @@ def check_installed(bin_dir: Path, empty: Path, env: dict[str, str]) -> None:
     for step in demo.LAB_STEPS:
         assert step.title.split(":")[0] in shown
     assert "Summary" in shown and "accelsched: error" not in shown
+    check_ui_serves(cli, empty, env)
     assert not any(empty.iterdir()), list(empty.iterdir())  # nothing written where it ran
+
+
+def check_ui_serves(cli: str, cwd: Path, env: dict[str, str]) -> None:
+    """``accelsched ui`` from the installed copy serves its page, its modules and the lab's state: the assets are
+    package data and its server's dependencies come with the wheel."""
+    command = [cli, "ui", "--demo", "--port", "0"]
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # "accelsched ui: serving http://127.0.0.1:PORT/ (read-only; ...)"
+        assert "serving http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.poll() is not None else "")
+        url = line.split("serving ", 1)[1].split()[0]
+        with urllib.request.urlopen(url, timeout=30) as page:
+            assert b'type="module"' in page.read()
+        with urllib.request.urlopen(url + "static/app.js", timeout=30) as module:
+            assert module.headers["Content-Type"].startswith("text/javascript")
+        with urllib.request.urlopen(url + "api/state", timeout=60) as state:
+            assert {n["name"] for n in json.load(state)["nodes"]} >= {"node-a", "node-d"}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 @pytest.mark.integration
