@@ -17,7 +17,7 @@ from accelsched.api import quantity
 from accelsched.api.objects import Pod
 from accelsched.cluster.state import ClusterState
 from accelsched.dra import explain as dra_explain
-from accelsched.framework.interface import Code, CycleState, NodeExplanation
+from accelsched.framework.interface import Code, CycleState, NodeExplanation, PluginError
 from accelsched.framework.profile import Profile
 from accelsched.framework.scheduler import Scheduler, ScheduleResult
 from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
@@ -96,7 +96,15 @@ def explain_attempt(scheduler: Scheduler, profile: Profile, pod: Pod) -> list[No
     for plugin in profile.at("filter"):
         if plugin.name in state.skip_filter:
             continue
-        result = plugin.filter(state, pod, cluster)
+        try:
+            result = plugin.filter(state, pod, cluster)
+        except PluginError as exc:
+            # A Filter's Error status ends the attempt (the pod's message is ``running "<plugin>" filter plugin:
+            # ...``): the nodes no earlier filter rejected fail there, with the error; later filters never ran.
+            for failing in per_node:
+                if not failing:
+                    failing.append((plugin, [exc.status.message]))
+            break
         for i in np.flatnonzero(result.rejected(cluster.n)):
             reasons = [r.reason for r in result.rejections if r.nodes[i]]
             per_node[int(i)].append((plugin, reasons))

@@ -379,3 +379,24 @@ def test_a_tied_request_without_enough_matching_devices_asks_for_devices_not_for
     out = explain("node-r", [pair_beside_nic()], classes, located(*slices))
     assert out.details == ["1 device of accel.example.com; 1 match; request accel needs 2"]
     assert out.remedies == ["1 more device of accel.example.com matching request accel"]
+
+
+def test_explain_of_a_filter_error_is_the_error_on_every_node_not_a_traceback():
+    """A pool being updated (slices of two generations) is DynamicResources' Error status: the attempt fails as a
+    whole with ``running "DynamicResources" filter plugin: ...``. explain ran every filter itself and let the
+    error out as a traceback; now each node not rejected before carries the error, as the message does."""
+    import json
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from accelsched.cli import main
+
+    case = Path(__file__).parent / "conformance_cases" / "dra-generations-ab6d198a8a.yaml"
+    out = CliRunner().invoke(main, ["explain", "ns-main/pod-0", "-f", str(case), "-o", "json"])
+    assert out.exit_code == 0, out.output
+    got = json.loads(out.output)
+    error = "resource pool gpu.example.com/node-2 is currently being updated"
+    assert got["message"].startswith('running "DynamicResources" filter plugin: ') and error in got["message"]
+    assert got["nodes"] and all(v["filter"] == "DynamicResources" for v in got["nodes"])
+    assert all(any(error in r for r in v["reasons"]) for v in got["nodes"])
