@@ -30,7 +30,8 @@ from click.testing import CliRunner
 from accelsched.cli import main
 
 GiB = 1 << 30
-# ACCELSCHED_TEST_RLIMIT_AS (bytes) raises or lowers the bound for a machine that needs another.
+# ACCELSCHED_TEST_RLIMIT_AS (bytes) raises or lowers the bound for a machine that needs another: what a run may add
+# to the address space of the test process it is forked from.
 MEMORY_LIMIT = int(os.environ.get("ACCELSCHED_TEST_RLIMIT_AS", 2 * GiB))
 ERROR_PREFIX = "accelsched: error: "
 
@@ -69,12 +70,21 @@ def invoke(args: Sequence[str], stdin: bytes | None = None) -> Outcome:
     return Outcome(tuple(args), code, result.stdout, stderr, seconds)
 
 
+def _address_space() -> int:
+    """This process's virtual memory size in bytes (/proc/self/statm's first field, in pages)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
 def _child(args: Sequence[str], stdin_fd: int, out_fd: int, err_fd: int, memory: int) -> None:
     """Runs in the forked child; never returns."""
     code = 1
     try:
         os.setpgid(0, 0)
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        # The bound is on what the run adds: the fork starts with the test process's whole address space (its
+        # threads' stacks and malloc arenas included), which grows with the tests that ran before in the session.
+        limit = _address_space() + memory
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         os.dup2(stdin_fd, 0)
         os.dup2(out_fd, 1)
         os.dup2(err_fd, 2)

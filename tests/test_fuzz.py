@@ -10,9 +10,10 @@ nesting) and byte-level corruption (non-UTF-8, truncation, UTF-16 with a BOM).
 Two variants. The fast one runs in-process through click's CliRunner with values that cannot hang or exhaust
 memory even where a limit is missing (small multipliers, no huge exponents), derandomized so every run tries the
 same inputs. The slow one (``-m integration``) adds the dangerous values (``1e3000000``, ``replicas: 100000000``,
-alias bombs, 10,000-deep nesting, FIFOs, ``/dev/zero``) and runs each case forked under ``RLIMIT_AS`` 2 GiB and a
-timeout (tests/cli_limits.py). Inputs that once failed live in tests/fuzz_corpus/index.yaml and are replayed,
-bounded, by ``test_corpus_case``. Set ``ACCELSCHED_FUZZ_SAVE=DIR`` to keep every violating mutant for the corpus.
+alias bombs, 10,000-deep nesting, FIFOs, ``/dev/zero``) and runs each case forked under ``RLIMIT_AS`` (2 GiB over
+the test process) and a timeout (tests/cli_limits.py). Inputs that once failed live in
+tests/fuzz_corpus/index.yaml and are replayed, bounded, by ``test_corpus_case``. Set ``ACCELSCHED_FUZZ_SAVE=DIR``
+to keep every violating mutant for the corpus.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Each expects what the API server or kube-scheduler would do with the input: refuse it, as exit 2 and one line
 ``accelsched: error: FILE: KIND NS/NAME: FIELD: what``. The runs that once hung or ate memory run forked under
-``RLIMIT_AS`` 2 GiB and a timeout (tests/cli_limits.py), so a regression fails its test instead of the test run.
+``RLIMIT_AS`` (2 GiB over the test process) and a timeout (tests/cli_limits.py), so a regression fails its test
+instead of the test run.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ disappeared meanwhile as deletions, so nothing that was deleted while the server
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -68,13 +69,28 @@ class Informer:
         self.on_relist = on_relist  # called on each list after the first (a resync)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._response: Any = None  # the open watch's streaming response (stop() shuts it)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"informer-{self.resource.plural}", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop the thread: at once, even while its watch waits on a quiet resource (the watch's socket is shut)."""
         self._stop.set()
+        response = self._response
+        if response is not None and hasattr(response, "shutdown"):
+            with contextlib.suppress(OSError):
+                response.shutdown()
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _opened(self, response: Any) -> None:
+        self._response = response
+        if self._stop.is_set():  # stopped between the check and the request
+            self.stop()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -147,7 +163,10 @@ class Informer:
     def _watch(self) -> bool:
         """Apply watch events; True when the watch ended normally (resume). An ERROR event raises ApiError with
         its code: 410 Gone relists at once, anything else after the backoff (never a tight relist loop)."""
-        for event in self.kube.watch(self.resource, self.resource_version, self.watch_timeout, **self.query):
+        events = self.kube.watch(
+            self.resource, self.resource_version, self.watch_timeout, opened=self._opened, **self.query
+        )
+        for event in events:
             if self._stop.is_set():
                 return False
             kind, obj = event.get("type"), event.get("object") or {}

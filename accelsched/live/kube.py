@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,11 +149,14 @@ class Kube:
         resource_version: str,
         timeout_seconds: int = 300,
         namespace: str | None = None,
+        opened: Callable[[Any], None] | None = None,
         **query: Any,
     ) -> Iterator[JSON]:
         """Watch events (``{"type": ..., "object": ...}``) from ``resource_version`` until the server ends it.
 
         An ERROR event (410 Gone when the version is too old) is yielded like the others; the caller relists.
+        ``opened`` is handed the streaming response, whose ``shutdown()`` ends a read blocked on a quiet watch
+        from another thread (an informer being stopped).
         """
         params = {
             "watch": "true",
@@ -165,6 +168,8 @@ class Kube:
         response = self.request(
             "GET", resource.path(namespace), params, timeout=(10.0, timeout_seconds + 30.0), stream=True
         )
+        if opened is not None:
+            opened(response)
         try:
             for line in iter_resp_lines(response):
                 if line:

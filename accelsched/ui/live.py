@@ -302,8 +302,12 @@ class LiveSource:
                 gc.enable()
 
     def stop(self) -> None:
+        """Stop the rebuild thread and every informer, and wait (5 s at most) for their threads to end: a stopped
+        watch's socket is shut, so none lingers until its watch would have timed out."""
         self._stop.set()
         for informer in self.informers.values():
             informer.stop()
         if self._thread is not None:
             self._thread.join(5)
+        for informer in self.informers.values():
+            informer.join(5)

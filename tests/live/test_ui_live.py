@@ -131,7 +131,11 @@ def test_live_page_follows_the_cluster_as_the_ui_service_account(kube: KubeConte
         assert admin.get(k.PODS, "train", kube.namespace)["spec"]["nodeName"] == target
     finally:
         stop()
+        started = time.monotonic()
         source.stop()
+    # Stopping ends every watch at once, the quiet ones too (a thread each would linger for its 300 s timeout).
+    alive = [i.resource.plural for i in source.informers.values() if i._thread is not None and i._thread.is_alive()]
+    assert alive == [] and time.monotonic() - started < 5.0
 
 
 def test_the_command_reads_the_cluster_and_bad_credentials_exit_2(kube: KubeContext) -> None:
