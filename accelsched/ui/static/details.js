@@ -240,7 +240,7 @@ export function renderNode(root, node, { pending, verdict, loading, error } = {}
         why.appendChild(el("p", null, `score ${Math.round(verdict.score)}`));
         if (verdict.scores && Object.keys(verdict.scores).length) why.appendChild(kvTable(verdict.scores));
       }
-      if (verdict.claims) why.appendChild(el("pre", { class: "json" }, JSON.stringify(verdict.claims, null, 2)));
+      if (verdict.claims) why.appendChild(claimFunnel(verdict.claims));
     }
   }
   body.appendChild(why);
@@ -275,4 +275,38 @@ export function renderNode(root, node, { pending, verdict, loading, error } = {}
   body.appendChild(el("details", null, el("summary", null, `Labels (${Object.keys(node.labels || {}).length})`),
     kvTable(node.labels)));
   replaceChildren(root, drawerHead("node", node.name), body);
+}
+
+/**
+ * A DRA pod's requests on one node, device by device (explain's funnel): the node's devices, those of the request's
+ * class, those its selectors match, those held by other claims, and the free ones, with what cut each step short.
+ */
+function claimFunnel(claims) {
+  const head = el("tr", null, ["request", "needs", "on node", "of class", "match", "held", "free"].map(
+    (h) => el("th", null, h)));
+  const rows = claims.map((c) => {
+    const held = Object.values(c.allocated || {}).reduce((a, b) => a + b, 0);
+    const free = (c.free || []).length;
+    const holders = Object.entries(c.allocated || {}).map(([who, n]) => `${n} held by ${who}`);
+    const cuts = [
+      c.classMissing ? `no DeviceClass ${c.deviceClassName}` : null,
+      ...Object.entries(c.failingSelectors || {}).map(([sel, n]) => `${n} fail ${sel}`),
+      ...(c.celErrors || []),
+      ...Object.entries(c.untoleratedTaints || {}).map(([t, n]) => `${n} tainted ${t}`),
+      ...Object.entries(c.counterSetsExhausted || {}).map(([set, n]) => `${n} short of counters in ${set}`),
+      c.capacityExhausted ? `${c.capacityExhausted} without the capacity asked` : null,
+      ...holders,
+    ].filter(Boolean);
+    const short = free < (c.needed ?? 0);
+    return [
+      el("tr", { class: short ? "claim-short" : null, "data-request": c.request },
+        el("th", { title: `${c.claim} (${c.deviceClassName})` }, c.request),
+        el("td", null, String(c.needed ?? "all")), el("td", null, String(c.nodeDevices ?? "")),
+        el("td", null, String(c.ofClass ?? "")), el("td", null, String(c.matching ?? "")),
+        el("td", null, String(held)), el("td", { class: short ? "bad" : null }, String(free))),
+      cuts.length ? el("tr", { class: "claim-why" }, el("td", { colspan: "7" }, cuts.join("; "))) : null,
+    ];
+  });
+  return el("div", { class: "claims" }, el("h4", null, "DRA devices on this node"),
+    el("table", { class: "kv funnel" }, el("thead", null, head), el("tbody", null, rows)));
 }
