@@ -307,6 +307,25 @@ def test_selected_pending_pod_highlights_first_failing_filter(
         page.screenshot(path=str(tmp_path / "map-pending-selected.png"), full_page=True)
 
 
+def test_a_dra_pods_node_panel_shows_the_device_funnel(ui_server: Any, page: Any) -> None:
+    """The demo's train-dra-b on node-p: explain's per-request funnel as a table, equal to its JSON."""
+    server = ui_server(DemoState.lab(None))
+    explained = server.hub.explain("default/train-dra-b")
+    (verdict,) = [v for v in explained["nodes"] if v["node"] == "node-p"]
+    open_page(page, server.url)
+    select_pending(page, "default/train-dra-b")
+    page.locator('.node-row[data-node="node-p"] .node-name').click()
+    page.wait_for_selector("#node-panel .funnel")
+    for claim in verdict["claims"]:
+        row = page.locator(f'#node-panel .funnel tr[data-request="{claim["request"]}"] td')
+        held = sum(claim["allocated"].values())
+        want = [str(claim["needed"]), str(claim["nodeDevices"]), str(claim["ofClass"]), str(claim["matching"]),
+                str(held), str(len(claim["free"]))]  # fmt: skip
+        assert row.all_inner_texts() == want, claim["request"]
+    # the NIC is the request short on this node: its free count is marked
+    assert page.locator('#node-panel .funnel tr[data-request="nic"] td.bad').inner_text() == "0"
+
+
 def readme_screenshot(page: Any, dest: Path, focus: str) -> int:
     """A 1440x900 view of the page with ``focus`` in sight and no drawer open, as a small PNG (the README's)."""
     page.keyboard.press("Escape")
