@@ -630,3 +630,19 @@ def test_run_with_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
         assert proc.returncode == 2, proc.stderr
         (line,) = proc.stderr.strip().splitlines()
         assert line.startswith(f"accelsched: error: {where}: ")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["garbage: [", "[]", "just a string", "apiVersion: v1\nclusters: 5\ncurrent-context: a\n", "{current-context: 7}"],
+)
+def test_a_malformed_kubeconfig_is_bad_input_naming_the_file(tmp_path: Path, text: str) -> None:
+    from accelsched.errors import InputError
+    from accelsched.live.kube import api_client
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(text)
+    with pytest.raises(InputError) as refused:
+        api_client(str(kubeconfig))
+    line = str(refused.value)
+    assert line.startswith(f"{kubeconfig}: cannot load cluster credentials: ") and "\n" not in line

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import http.client
 import json
+import logging
 import socket
 import subprocess
 import sys
@@ -431,3 +432,166 @@ def test_read_only_kube_sends_no_write() -> None:
     with pytest.raises(k.ApiError) as unreachable:  # a read is sent (and fails here: nobody listens)
         kube.list(k.NODES)
     assert not isinstance(unreachable.value, ReadOnlyError) and unreachable.value.status == 0
+
+
+# ------------------------------------------------------------------------------------------------ review fixes
+
+
+def test_off_loopback_the_host_must_be_an_address_or_this_machines_name() -> None:
+    hub = Hub(FilesState.load([NODES]))
+    url, stop = server.start_in_thread(hub, address="0.0.0.0")
+    served = Served(url, hub)
+    try:
+        port = served.port
+        allowed = [f"127.0.0.1:{port}", "localhost", f"10.1.2.3:{port}", "192.0.2.7", f"[fd00::1]:{port}"]
+        allowed += [socket.gethostname(), f"{socket.getfqdn()}:{port}"]
+        for host in allowed:
+            assert served.raw("GET", "/api/state", {"Host": host})[0] == 200, host
+        for host in ("evil.example", f"rebind.evil.example:{port}", f"10.1.2.3:{port + 1}", "fd00::1", ""):
+            status, body = served.raw("GET", "/api/state", {"Host": host})
+            assert status == 421 and "an IP address" in body["error"], host
+    finally:
+        stop()
+
+
+@pytest.mark.parametrize("site", ["cross-site", "same-site", "Cross-Site"])
+@pytest.mark.parametrize("path", ["/api/state", "/api/pod?key=team/small", "/api/events", "/api/nothing"])
+def test_a_cross_site_read_of_the_api_is_refused(served: Served, site: str, path: str) -> None:
+    status, headers, body = served.request(path, headers={"Sec-Fetch-Site": site})
+    assert status == 403 and "cross-site" in json.loads(body)["error"]
+    assert headers["content-security-policy"] == server.CSP and headers["cache-control"] == "no-store"
+
+
+def test_same_origin_and_direct_reads_are_served(served: Served) -> None:
+    for site in ("same-origin", "none"):
+        assert served.request("/api/state", headers={"Sec-Fetch-Site": site})[0] == 200, site
+    # The page itself may be opened from a link on another site; only the API refuses.
+    assert served.request("/", headers={"Sec-Fetch-Site": "cross-site"})[0] == 200
+
+
+class _BrokenHub:
+    """A hub whose reads fail, as a bug in the engine would: the server's answer to an exception is under test."""
+
+    version = 1
+
+    def view(self, since: int | None = None) -> dict[str, Any]:
+        raise RuntimeError("engine bug: /secret/path/in/a/traceback")
+
+
+def test_a_500_carries_the_security_headers_and_a_clean_json_error(caplog: pytest.LogCaptureFixture) -> None:
+    url, stop = server.start_in_thread(_BrokenHub())
+    try:
+        with caplog.at_level(logging.ERROR, logger="accelsched.ui"):
+            status, headers, body = Served(url, None).request("/api/state")  # type: ignore[arg-type]
+    finally:
+        stop()
+    assert status == 500
+    assert json.loads(body) == {"error": "internal error (RuntimeError); see the server's log"}
+    assert b"secret" not in body and b"Traceback" not in body
+    assert headers["content-type"] == "application/json"
+    assert headers["content-security-policy"] == server.CSP
+    assert headers["x-content-type-options"] == "nosniff" and headers["x-frame-options"] == "DENY"
+    assert headers["cache-control"] == "no-store"
+    (record,) = [r for r in caplog.records if r.name == "accelsched.ui"]  # logged once, with the traceback
+    assert record.exc_info and "secret" in str(record.exc_info[1])
+
+
+def test_a_lone_surrogate_is_sent_as_valid_json(tmp_path: Path) -> None:
+    odd = tmp_path / "odd.json"
+    odd.write_text(
+        '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "odd", "namespace": "team",'
+        ' "annotations": {"note": "x\\ud800y", "ok": "\\u00e9"}}, "spec": {"containers": [{"name": "c"}]}}'
+    )
+    hub = Hub(FilesState.load([NODES, odd]))
+    url, stop = server.start_in_thread(hub)
+    try:
+        status, _, body = Served(url, hub).request("/api/pod?key=team/odd")
+    finally:
+        stop()
+    assert status == 200
+    assert json.loads(body)["annotations"] == {"note": "x\ud800y", "ok": "é"}
+    assert server.json_response({"a": "é"}).body == '{"a":"é"}'.encode()  # UTF-8 as is when it can be
+
+
+def test_engine_work_is_bounded_and_an_unknown_explain_key_is_cached(served: Served) -> None:
+    served.hub.publish(served.hub.state)  # a fresh version: nothing explained yet
+    assert served.json("/api/explain?pod=team/ghost") == (404, {"error": "no pod team/ghost"})
+    slots = served.hub.engine_slots
+    taken = [slots.acquire(timeout=5) for _ in range(2)]  # as two long computations would hold them
+    assert taken == [True, True]
+    try:
+        assert served.json("/api/explain?pod=team/ghost")[0] == 404  # cached: no engine run needed
+        status, body = served.json("/api/explain?pod=team/small")
+        assert status == 429 and body["error"].startswith("busy: ")
+        whatif = json.dumps({"actions": [{"op": "cordon", "nodes": ["node-a"]}]}).encode()
+        status, body = served.json(
+            "/api/whatif", method="POST", body=whatif, headers={"Content-Type": "application/json"}
+        )
+        assert status == 429 and body["error"].startswith("busy: ")
+    finally:
+        for _ in taken:
+            slots.release()
+    assert served.json("/api/explain?pod=team/small")[0] == 200
+
+
+def test_ctrl_c_with_an_open_event_stream_exits_at_once_and_off_loopback_is_warned_of() -> None:
+    # One process for both (each start is a second of imports): bound to 0.0.0.0, reached over 127.0.0.1.
+    command = [sys.executable, "-m", "accelsched.cli", "ui", "--demo", "--address", "0.0.0.0", "--port", "0"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("accelsched ui: serving http://0.0.0.0:"), line
+        port = int(line.split("serving ", 1)[1].split(" ", 1)[0].rstrip("/").rsplit(":", 1)[1])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/events", timeout=10) as stream:
+            assert stream.readline().startswith(b"retry: ")
+            began = time.monotonic()
+            proc.send_signal(2)
+            proc.wait(5)
+            elapsed = time.monotonic() - began
+            assert stream.read() is not None  # the stream ended (no hang on the client either)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _, err = proc.communicate(timeout=5)
+    assert proc.returncode == 0, err
+    assert elapsed < 2.0, elapsed
+    assert "Traceback" not in err and "CancelledError" not in err, err
+    assert err.splitlines()[0] == (
+        "accelsched ui: warning: listening on 0.0.0.0 without authentication: anyone who can reach this port can read "
+        "the cluster's pods and labels"
+    )
+
+
+def test_step_must_be_a_step_of_the_lab() -> None:
+    for step in ("-1", "0"):
+        result = CliRunner().invoke(main, ["ui", "--demo", "--step", step, "--once"])
+        assert result.exit_code == 2 and "--step" in result.output, result.output
+
+
+@pytest.mark.parametrize("key", ["", "bad key!", "a/b/c", "-x"])
+def test_group_by_must_be_a_label_key(key: str) -> None:
+    result = CliRunner().invoke(main, ["ui", "-f", str(NODES), "--group-by", key, "--once"])
+    assert result.exit_code == 2 and "--group-by: " in result.output, result.output
+
+
+def test_group_by_a_label_no_node_has_is_a_warning() -> None:
+    result = CliRunner().invoke(main, ["ui", "-f", str(NODES), "--group-by", "example.com/nothing", "--once"])
+    assert result.exit_code == 0, result.output
+    assert "accelsched: warning: --group-by: no node has the label example.com/nothing" in result.stderr
+    assert json.loads(result.stdout)["groupBy"] == "example.com/nothing"
+    result = CliRunner().invoke(main, ["ui", "-f", str(NODES), "--group-by", "accelsched.io/pdu", "--once"])
+    assert result.exit_code == 0 and "warning" not in result.stderr
+
+
+def test_an_address_the_machine_lacks_is_blamed_on_address() -> None:
+    result = CliRunner().invoke(main, ["ui", "-f", str(NODES), "--address", "192.0.2.1", "--port", "0"])
+    assert result.exit_code == 2 and "--address: cannot listen on 192.0.2.1:0" in result.output, result.output
+
+
+def test_a_malformed_kubeconfig_exits_2_naming_it(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("garbage: [")
+    result = CliRunner().invoke(main, ["ui", "--kubeconfig", str(kubeconfig), "--port", "0"])
+    assert result.exit_code == 2, result.output
+    assert f"accelsched: error: {kubeconfig}: cannot load cluster credentials: " in result.output
+    assert "Traceback" not in result.output

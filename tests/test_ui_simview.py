@@ -175,3 +175,39 @@ def test_infinite_values_are_refused(tmp_path):
     )
     with pytest.raises(InputError, match=r"timeline\.csv:2: allocated_milli: 'inf' is not a finite number"):
         simview.load(tmp_path)
+
+
+def test_values_that_overflow_when_combined_are_refused(tmp_path):
+    # 1e308 reads as a finite float, but the time-weighted mean (1e308 x 10 s) is Infinity, which JSON cannot carry.
+    (tmp_path / "timeline.csv").write_text(
+        "policy,seed,time_s,allocated_milli,frag_milli,waiting_pods\nfgd,0,0,1e308,0,1\nfgd,0,10,1e308,20,0\n"
+    )
+    with pytest.raises(InputError, match=r"timeline\.csv: mean_allocated_gpus: policy fgd: overflows to infinity"):
+        simview.load(tmp_path)
+    result = CliRunner().invoke(main, ["ui", "--sim", str(tmp_path), "--once"])
+    assert result.exit_code == 2 and "overflows to infinity" in result.output and "Traceback" not in result.output
+
+
+def test_a_median_over_seeds_that_overflows_is_refused(tmp_path):
+    header = ",".join(simview.CURVE_COLUMNS)
+    rows = [f"fgd,{seed},0,1.7e308,0,0,0" for seed in (1, 2)]  # the median of two is their sum halved: Infinity
+    (tmp_path / "curves.csv").write_text("\n".join([header, *rows]) + "\n")
+    with pytest.raises(InputError, match=r"curves\.csv: alloc_ratio: policy fgd: the median over seeds: overflows"):
+        simview.load(tmp_path)
+
+
+def test_an_integer_past_what_a_browser_holds_is_refused(tmp_path):
+    (tmp_path / "timeline.csv").write_text(
+        f"policy,seed,time_s,allocated_milli,frag_milli,waiting_pods\nfgd,{10**20},0,0,0,0\n"
+    )
+    with pytest.raises(InputError, match=r"timeline\.csv:2: seed: 100000000000000000000: larger than"):
+        simview.load(tmp_path)
+
+
+def test_once_prints_strict_json(tmp_path):
+    (tmp_path / "timeline.csv").write_text(
+        "policy,seed,time_s,allocated_milli,frag_milli,waiting_pods\nfgd,0,0,1e300,0,1\nfgd,0,10,1e300,20,0\n"
+    )
+    result = CliRunner().invoke(main, ["ui", "--sim", str(tmp_path), "--once"])
+    assert result.exit_code == 0, result.output
+    json.loads(result.stdout, parse_constant=lambda name: pytest.fail(f"{name} in --once output"))

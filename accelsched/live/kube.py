@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.watch.watch import iter_resp_lines
@@ -75,9 +76,20 @@ def api_client(kubeconfig: str | None = None, pool_size: int = 32) -> k8s.ApiCli
                 k8s_config.load_kube_config(client_configuration=configuration)
             except k8s_config.ConfigException:
                 k8s_config.load_incluster_config(client_configuration=configuration)
-    except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
+    except (
+        k8s_config.ConfigException,
+        yaml.YAMLError,
+        OSError,
+        ValueError,
+        TypeError,
+        KeyError,
+        AttributeError,
+    ) as exc:
+        # The kubernetes client reads the file with yaml and walks it as dicts: a malformed file surfaces as any of
+        # these, never as its own ConfigException. Each is bad input, named by the kubeconfig, not a traceback.
         where = kubeconfig or "kubeconfig ($KUBECONFIG, ~/.kube/config) or in-cluster service account"
-        raise InputError(f"cannot load cluster credentials: {exc}", source=where) from None
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise InputError(f"cannot load cluster credentials: {reason}", source=where) from None
     configuration.connection_pool_maxsize = pool_size  # binds go out from a pool of threads
     configuration.retries = False  # the caller decides about retries (backoff, relist)
     return k8s.ApiClient(configuration)

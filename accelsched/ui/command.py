@@ -49,7 +49,7 @@ def _check_sources(files: tuple[str, ...], live: bool, demo: bool, step: int | N
     help="Kubeconfig of the cluster (implies --from-cluster; default: $KUBECONFIG, ~/.kube/config, in-cluster).",
 )
 @click.option("--demo", is_flag=True, help="The lab scenario of `accelsched demo`.")
-@click.option("--step", type=int, default=None, help="With --demo: the lab after this step only.")
+@click.option("--step", type=click.IntRange(min=1), default=None, help="With --demo: the lab after this step only.")
 @click.option(
     "--sim",
     "sim_dir",
@@ -64,7 +64,12 @@ def _check_sources(files: tuple[str, ...], live: bool, demo: bool, step: int | N
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for breaking score ties.")
 @click.option("--group-by", default=None, help="Node label the map groups rows by (default: PDU, rack, zone, ...).")
-@click.option("--address", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default).")
+@click.option(
+    "--address",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (loopback by default; elsewhere the page has no login: a warning says so).",
+)
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="Port (0: a free one).")
 @click.option("--once", is_flag=True, help="Print the page's state (GET /api/state as JSON) and exit, serving nothing.")
 @bad_input_exits
@@ -85,6 +90,12 @@ def ui(
     """Serve a local web page: the accelerator map, why pods are Pending, and what-if (nothing is ever written)."""
     live = from_cluster or kubeconfig is not None
     _check_sources(files, live, demo, step, sim_dir)
+    if group_by is not None:
+        from accelsched.api.validation import label_key_problem
+
+        problem = label_key_problem(group_by)
+        if problem:
+            raise InputError(f"{group_by[:80]!r}: {problem}", field="--group-by")
     from accelsched.engine import config_from
     from accelsched.ui import state as ui_state
     from accelsched.ui.hub import Hub
@@ -113,9 +124,12 @@ def ui(
         if hub is not None:
             for warning in hub.view().get("warnings") or []:
                 click.echo(f"accelsched: warning: {warning}", err=True)
+            if group_by is not None and not any(group_by in n.labels for n in hub.run.session.cluster.nodes):
+                # Not an error: a live cluster may gain such nodes later; the map shows one group meanwhile.
+                click.echo(f"accelsched: warning: --group-by: no node has the label {group_by}", err=True)
         if once:
             body = hub.view() if hub is not None else sim
-            click.echo(json.dumps(body, separators=(",", ":")))
+            click.echo(json.dumps(body, separators=(",", ":"), allow_nan=False))
             return
         from accelsched.ui import server
 

@@ -6,8 +6,10 @@ Condition, so ``wait`` can block until the next version). What-if and explain ru
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from accelsched.explain import Explainer, find_pod
@@ -15,6 +17,15 @@ from accelsched.framework.profile import SchedulerConfig
 from accelsched.ui import view as views
 from accelsched.ui import whatif
 from accelsched.ui.state import RawState, Run, execute
+
+ENGINE_SLOTS = 2  # what-ifs and explanations computed at once: each is a whole engine run over the state
+ENGINE_WAIT_SECONDS = 0.1  # how long a request waits for a slot before it is told to retry
+_UNKNOWN = object()  # cached: the current version has no pod under that key
+
+
+class Busy(Exception):
+    """Every engine slot is taken: the request is refused (HTTP 429) rather than queued behind the others, so a
+    page, or a script, asking for many what-ifs cannot pile up engine runs and starve the live updates."""
 
 
 class Hub:
@@ -38,7 +49,8 @@ class Hub:
         self._run: Run | None = None
         self._view: dict[str, Any] = {}
         self._previous: dict[str, str] | None = None  # the previous version's node etags, for deltas
-        self._explained: dict[str, dict[str, Any]] = {}
+        self._explained: dict[str, Any] = {}  # key -> explain's body, or _UNKNOWN
+        self.engine_slots = threading.BoundedSemaphore(ENGINE_SLOTS)
         self.publish(state)
 
     @property
@@ -59,6 +71,9 @@ class Hub:
             run = execute(state, self.config, self.seed)
             body = views.build_view(run, self.group_by)
             body = {"version": 0, "mode": state.mode, "readOnly": True, "source": state.description, **body}
+            status = getattr(state, "status", None)  # live: whether the watches are current (LiveState.status)
+            if status:
+                body["status"] = status
             body["readOnly"] = True
             seconds = time.perf_counter() - began
             with self._cond:
@@ -90,33 +105,52 @@ class Hub:
 
     def explain(self, key: str) -> dict[str, Any]:
         """``accelsched explain KEY -o json`` on the current state (a fresh run with an Explainer watching the pod),
-        cached until the next version. KeyError when the state has no such pod."""
+        cached until the next version, as is a key with no pod (KeyError), so asking again costs no run. Busy
+        when every engine slot is taken."""
         with self._cond:
             version, state, cached = self.version, self._state, self._explained.get(key)
+        if cached is _UNKNOWN:
+            raise KeyError(key)
         if cached is not None:
             return cached
-        session, _ = state.start(self.config, self.seed)
-        target = find_pod(session.inputs.pods, key)
-        if target is None:
-            raise KeyError(key)
-        explainer = Explainer(session.scheduler, {target.key})
-        results = session.rejected + session.schedule()
-        result = next((r for r in results if r.pod is target), None)
-        body = explainer.explanation(target, result).to_json()
+        with self._engine_slot():
+            session, _ = state.start(self.config, self.seed)
+            target = find_pod(session.inputs.pods, key)
+            if target is None:
+                body: Any = _UNKNOWN
+            else:
+                explainer = Explainer(session.scheduler, {target.key})
+                results = session.rejected + session.schedule()
+                result = next((r for r in results if r.pod is target), None)
+                body = explainer.explanation(target, result).to_json()
         with self._cond:
             if self.version == version:
                 self._explained[key] = body
+        if body is _UNKNOWN:
+            raise KeyError(key)
         return body
 
     def whatif(self, body: Any) -> dict[str, Any]:
         """Apply the body's actions to a copy of the current state, run it, and compare with the current run.
-        Computation only: the version, the view and the state stay as they were."""
+        Computation only: the version, the view and the state stay as they were. Busy when every engine slot is
+        taken (a bad body is an InputError first: it costs nothing to check)."""
         with self._cond:
             state, run = self._state, self._run
         assert run is not None
-        applied = whatif.apply(state.copy(), whatif.parse(body))
-        after = execute(applied.state, self.config, self.seed)
-        return whatif.compare(run, after, applied.actions, applied.notes, applied.evicted, self.group_by)
+        actions = whatif.parse(body)
+        with self._engine_slot():
+            applied = whatif.apply(state.copy(), actions)
+            after = execute(applied.state, self.config, self.seed)
+            return whatif.compare(run, after, applied.actions, applied.notes, applied.evicted, self.group_by)
+
+    @contextlib.contextmanager
+    def _engine_slot(self) -> Iterator[None]:
+        if not self.engine_slots.acquire(timeout=ENGINE_WAIT_SECONDS):
+            raise Busy(f"busy: {ENGINE_SLOTS} what-ifs or explanations are being computed; try again in a moment")
+        try:
+            yield
+        finally:
+            self.engine_slots.release()
 
     def wait(self, version: int, timeout: float) -> int:
         """Block until the version is past ``version`` or ``timeout`` seconds passed; the current version."""

@@ -2,10 +2,13 @@
 
 Why these guards: the page shows a cluster's layout and the server may front a live cluster, so it must be useless
 to any other web page the user has open. It binds loopback by default; when it does, a request whose Host is not
-a loopback name is refused (a DNS-rebinding page reaches 127.0.0.1 under a name of its own), and a cross-site
-Origin on the one POST is refused too. It serves no write verb: POST /api/whatif only computes, on a copy, and every
-other method on every path is a 405. Responses carry a strict Content-Security-Policy (no inline script, no
-other origin) and nosniff, so a name like ``<img src=x onerror=...>`` in the data can never run as code.
+a loopback name is refused (a DNS-rebinding page reaches 127.0.0.1 under a name of its own). Bound elsewhere
+(``--address``), the Host must still be a loopback name, an IP address or this machine's own name: rebinding needs
+a hostname of the attacker's. A cross-site Origin on the one POST is refused, and so is any /api read the browser
+marks as coming from another site (``Sec-Fetch-Site``). It serves no write verb: POST /api/whatif only computes,
+on a copy, and every other method on every path is a 405. Responses carry a strict Content-Security-Policy (no
+inline script, no other origin) and nosniff, so a name like ``<img src=x onerror=...>`` in the data can never run
+as code.
 
 Engine work (a what-if, an explanation, a 5,000-node view) runs in a worker thread, never on the event loop, so the
 event stream and the static files stay responsive while it computes.
@@ -14,11 +17,13 @@ event stream and the static files stay responsive while it computes.
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import json
 import logging
 import mimetypes
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +39,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from accelsched.errors import InputError
+from accelsched.ui.hub import Busy
 
 log = logging.getLogger("accelsched.ui")
 
@@ -43,6 +49,9 @@ KEEPALIVE_SECONDS = 15.0  # a comment line on the event stream, so proxies and b
 POLL_SECONDS = 0.05  # how often an event stream looks at the Hub's version (a cheap int read, no thread held)
 CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+# Sec-Fetch-Site values of a fetch another page made (same-site: another port or subdomain of the same site, which is
+# another origin all the same); the page's own fetches are same-origin, a typed URL or curl none or no header.
+OTHER_SITES = ("cross-site", "same-site")
 # The types the page's assets need, fixed here rather than taken from the host's /etc/mime.types: with nosniff a
 # module script served as text/plain is refused by the browser.
 CONTENT_TYPES = {
@@ -63,8 +72,14 @@ CONTENT_TYPES = {
 
 
 def json_response(body: Any, status: int = 200) -> Response:
-    """Compact JSON (a 5,000-node view is megabytes; GZip shrinks it further)."""
-    data = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    """Compact JSON (a 5,000-node view is megabytes; GZip shrinks it further), UTF-8 as it is.
+
+    A lone surrogate (``"\\ud800"`` in a JSON manifest's annotation survives parsing) has no UTF-8 form: such a
+    body is sent with \\u escapes instead, still valid JSON the page parses to the same string."""
+    try:
+        data = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    except UnicodeEncodeError:
+        data = json.dumps(body, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
     return Response(data, status, media_type="application/json")
 
 
@@ -100,16 +115,32 @@ def _split_host(host: str) -> tuple[str, int | None]:
     return name, int(rest[1:])
 
 
-class Guard:
-    """ASGI middleware: method and Host checks first, then the security headers on every response.
+def _is_ip_literal(name: str) -> bool:
+    """``10.0.0.5`` or ``[fd00::1]`` (a v6 address only in brackets, as a Host header carries it)."""
+    if name.startswith("["):
+        name = name[1:-1] if name.endswith("]") else ""
+    elif ":" in name:
+        return False
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
-    ``hosts``: the Host names accepted (None: any, when the user bound a non-loopback address on purpose). The
-    port in a Host header, when present, must be the port the request came in on.
+
+class Guard:
+    """The outermost ASGI layer: Host, method and Sec-Fetch-Site checks first, then the security headers on every
+    response, a 500 included; an exception becomes a JSON 500 (logged here, never a traceback to the client).
+
+    ``hosts``: the Host names accepted; ``ip_literals``: whether any IP-address Host is accepted too (bound to a
+    non-loopback address: a DNS-rebinding page arrives under a hostname, never an address). The port in a Host
+    header, when present, must be the port the request came in on.
     """
 
-    def __init__(self, app: ASGIApp, hosts: tuple[str, ...] | None) -> None:
+    def __init__(self, app: ASGIApp, hosts: tuple[str, ...], ip_literals: bool = False) -> None:
         self.app = app
         self.hosts = hosts
+        self.ip_literals = ip_literals
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -120,25 +151,44 @@ class Guard:
         if refusal is not None:
             await self._send_with_headers(refusal, path, scope, receive, send)
             return
+        started = None  # the status sent, once the response has begun
 
         async def send_with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = message.get("status", 200)
                 headers = list(message.get("headers") or [])
                 headers += _security_headers(path)
                 message = {**message, "headers": headers}
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception:
+            # Starlette's ServerErrorMiddleware has sent the 500 handler's JSON and re-raises for the server to log;
+            # the log is here, and the exception ends here (a response that broke off mid-way is closed by uvicorn).
+            log.exception("request failed: %s %s", scope.get("method"), path)
+            if started is None:
+                await self._send_with_headers(
+                    error(500, "internal error; see the server's log"), path, scope, receive, send
+                )
+
+    def _host_allowed(self, name: str) -> bool:
+        return name in self.hosts or (self.ip_literals and _is_ip_literal(name))
 
     def _refusal(self, scope: Scope) -> Response | None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
-        if self.hosts is not None:
-            name, port = _split_host(headers.get("host", ""))
-            server = scope.get("server")
-            if name not in self.hosts or (port is not None and server is not None and port != server[1]):
-                return error(421, "accelsched ui answers only to a loopback Host (127.0.0.1, localhost, [::1])")
+        name, port = _split_host(headers.get("host", ""))
+        server = scope.get("server")
+        if not self._host_allowed(name) or (port is not None and server is not None and port != server[1]):
+            if not self.ip_literals:
+                return error(421, f"accelsched ui answers only to a loopback Host ({', '.join(self.hosts)})")
+            names = ", ".join(self.hosts)
+            return error(421, f"accelsched ui answers only to a Host that is {names} or an IP address")
         method: str = scope["method"]
         path: str = scope["path"]
+        if path.startswith("/api/") and headers.get("sec-fetch-site", "").strip().lower() in OTHER_SITES:
+            return error(403, "accelsched ui's API answers only its own page (cross-site request refused)")
         if method in ("GET", "HEAD"):
             return None
         if method == "POST" and path == "/api/whatif":
@@ -174,7 +224,8 @@ def create_app(
     sim_dir: str | Path | None = None,
     *,
     sim: dict | None = None,
-    hosts: tuple[str, ...] | None = LOOPBACK_NAMES,
+    hosts: tuple[str, ...] = LOOPBACK_NAMES,
+    ip_literals: bool = False,
     static_dir: Path = STATIC,
 ) -> Starlette:
     """The Starlette app over ``hub`` (a hub.Hub; None when serving only a ``--sim`` folder).
@@ -250,6 +301,8 @@ def create_app(
             return error(404, f"no pod {key}")
         except InputError as exc:
             return error(400, str(exc))
+        except Busy as exc:
+            return error(429, str(exc))
 
     async def whatif(request: Request) -> Response:
         if hub is None:
@@ -275,6 +328,8 @@ def create_app(
             return await run_in_threadpool(lambda: json_response(hub.whatif(parsed)))
         except InputError as exc:
             return error(400, str(exc))
+        except Busy as exc:
+            return error(429, str(exc))
 
     async def events(request: Request) -> Response:
         if hub is None:
@@ -323,7 +378,7 @@ def create_app(
         return error(405, f"{request.url.path} does not take {request.method}")
 
     async def internal(request: Request, exc: Exception) -> Response:
-        log.exception("request failed", extra={"path": request.url.path})
+        # Logged by the Guard, which this exception reaches next (ServerErrorMiddleware re-raises it).
         return error(500, f"internal error ({type(exc).__name__}); see the server's log")
 
     get = ["GET", "HEAD"]
@@ -338,15 +393,23 @@ def create_app(
         Route("/api/events", events, methods=get),
         Route("/api/sim", sim_data, methods=get),
     ]
-    middleware = [
-        Middleware(Guard, hosts=hosts),
-        Middleware(GZipMiddleware, minimum_size=1024, compresslevel=6),
-    ]
-    app = Starlette(
+    middleware = [Middleware(GZipMiddleware, minimum_size=1024, compresslevel=6)]
+    app = _GuardedStarlette(
         routes=routes, middleware=middleware, exception_handlers={404: not_found, 405: wrong_method, 500: internal}
     )
+    app.guard = {"hosts": hosts, "ip_literals": ip_literals}
     app.state.closing = closing
     return app
+
+
+class _GuardedStarlette(Starlette):
+    """Starlette with the Guard outside its whole stack: ServerErrorMiddleware is Starlette's outermost layer, so a
+    Guard among the user middleware would leave a 500 without the security headers."""
+
+    guard: dict[str, Any]
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return Guard(super().build_middleware_stack(), **self.guard)
 
 
 # ------------------------------------------------------------------------------------------------ running it
@@ -371,7 +434,9 @@ def bind(address: str, port: int) -> socket.socket:
         sock.listen(128)
     except OSError as exc:
         sock.close()
-        raise InputError(f"cannot listen on {address}:{port}: {exc.strerror or exc}", field="--port") from None
+        # EADDRNOTAVAIL: the machine has no such address (8.8.8.8); anything else (in use, privileged) is the port's.
+        field = "--address" if exc.errno == errno.EADDRNOTAVAIL else "--port"
+        raise InputError(f"cannot listen on {address}:{port}: {exc.strerror or exc}", field=field) from None
     sock.set_inheritable(True)
     return sock
 
@@ -385,6 +450,12 @@ def _server(app: Starlette, sock: socket.socket, ready: Callable[[], None] | Non
             if ready is not None and not self.should_exit:
                 ready()
 
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # Ctrl-C: end the event streams first, or the graceful shutdown waits its timeout on them and then
+            # cancels them (a CancelledError traceback on the way out).
+            app.state.closing.set()
+            super().handle_exit(sig, frame)
+
     config = uvicorn.Config(
         app,
         lifespan="off",
@@ -397,11 +468,25 @@ def _server(app: Starlette, sock: socket.socket, ready: Callable[[], None] | Non
     return Server(config)
 
 
-def _hosts_for(address: str) -> tuple[str, ...] | None:
-    if not is_loopback(address):
-        return None  # bound elsewhere on purpose (--address): the user decides who may reach it
+def _hosts_for(address: str) -> tuple[tuple[str, ...], bool]:
+    """The Host names the server answers to, and whether any IP-address Host too (bound off loopback)."""
     name = f"[{address.strip('[]')}]" if ":" in address else address
-    return tuple(dict.fromkeys((*LOOPBACK_NAMES, name.lower())))
+    names = [*LOOPBACK_NAMES, name.lower()]
+    if is_loopback(address):
+        return tuple(dict.fromkeys(names)), False
+    # Bound elsewhere on purpose (--address): reached by an address, or by this machine's own names.
+    names += [n.lower() for n in (socket.gethostname(), socket.getfqdn()) if n]
+    return tuple(dict.fromkeys(names)), True
+
+
+def exposure_warning(address: str) -> str | None:
+    """The line printed when the page is served off loopback: it has no login, and shows the cluster to anyone."""
+    if is_loopback(address):
+        return None
+    return (
+        f"accelsched ui: warning: listening on {address} without authentication: anyone who can reach this port "
+        "can read the cluster's pods and labels"
+    )
 
 
 def serve(
@@ -417,7 +502,11 @@ def serve(
     with the real bound port (``port=0`` picks a free one). A port that cannot be bound raises InputError."""
     sock = bind(address, port)
     url = url_of(address, sock.getsockname()[1])
-    app = create_app(hub, sim_dir, sim=sim, hosts=_hosts_for(address))
+    hosts, ip_literals = _hosts_for(address)
+    app = create_app(hub, sim_dir, sim=sim, hosts=hosts, ip_literals=ip_literals)
+    warning = exposure_warning(address)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     server = _server(app, sock, (lambda: ready_callback(url)) if ready_callback else None)
     try:
         server.run(sockets=[sock])
@@ -441,7 +530,8 @@ def start_in_thread(
     """The server in a daemon thread, for tests and the benchmark: returns (url, stop) once it accepts requests."""
     sock = bind(address, port)
     url = url_of(address, sock.getsockname()[1])
-    app = create_app(hub, sim_dir, sim=sim, hosts=_hosts_for(address), static_dir=static_dir)
+    hosts, ip_literals = _hosts_for(address)
+    app = create_app(hub, sim_dir, sim=sim, hosts=hosts, ip_literals=ip_literals, static_dir=static_dir)
     started = threading.Event()
     server = _server(app, sock, started.set)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="accelsched-ui", daemon=True)

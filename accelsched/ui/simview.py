@@ -19,6 +19,7 @@ from accelsched.errors import InputError
 
 MAX_CSV_BYTES = 200 * 1024 * 1024  # a full openb replay's curves.csv is a few MB; refuse anything absurd
 MAX_TIMELINE_POINTS = 4000  # per policy: a browser line of more points than pixels only costs time
+MAX_INTEGER = 2**53  # the largest integer a browser's JSON.parse holds exactly
 
 CURVE_COLUMNS = ("policy", "seed", "arrived_pct", "alloc_ratio", "frag_milli", "frag_ratio", "failed_pods")
 TIMELINE_COLUMNS = ("policy", "seed", "time_s", "allocated_milli", "frag_milli", "waiting_pods")
@@ -50,7 +51,7 @@ def load(directory: str | Path) -> dict[str, Any]:
     if summary_path.is_file():
         columns, summary = _summary(summary_path)
     elif series:
-        columns, summary = _timeline_summary(series)
+        columns, summary = _timeline_summary(timeline_path, series)
     else:
         columns, summary = [], []
     title, command, notes = _index(folder / "index.html")
@@ -80,14 +81,26 @@ def _open(path: Path):
 
 
 def _number(path: Path, line: int, column: str, text: str, integer: bool = False) -> float | int | None:
-    """A CSV cell as a number; "nan" (report.write_summary's missing checkpoint) as None, since JSON has no NaN."""
+    """A CSV cell as a number; "nan" (report.write_summary's missing checkpoint) as None, since JSON has no NaN.
+    Infinity, and integers past what the page's JSON.parse holds, are refused: JSON cannot carry the one, the
+    browser would round the other."""
     try:
         value = int(text) if integer else float(text)
     except ValueError:
         raise InputError(f"{text[:40]!r} is not a number", source=f"{path}:{line}", field=column) from None
     if isinstance(value, float) and math.isinf(value):
         raise InputError(f"{text[:40]!r} is not a finite number", source=f"{path}:{line}", field=column)
+    if isinstance(value, int) and abs(value) > MAX_INTEGER:
+        raise InputError(f"{text[:40]}: larger than {MAX_INTEGER}", source=f"{path}:{line}", field=column)
     return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _finite(path: Path, column: str, what: str, value: float) -> float:
+    """A number derived from the file's (a median, a mean, a sum): values near the float maximum that each read
+    fine can overflow to Infinity here, which JSON cannot carry."""
+    if not math.isfinite(value):
+        raise InputError(f"{what}: overflows to infinity (values too large to combine)", source=str(path), field=column)
+    return value
 
 
 def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
@@ -139,7 +152,8 @@ def _curves(path: Path) -> dict[str, dict[str, list]]:
         common = sorted(set.intersection(*(set(points) for points in seeds.values())))
         curve: dict[str, list] = {"arrived_pct": common, "seeds": sorted(seeds)}
         for column in CURVE_VALUES:
-            curve[column] = [statistics.median(seeds[s][pct][column] for s in seeds) for pct in common]
+            medians = [statistics.median(seeds[s][pct][column] for s in seeds) for pct in common]
+            curve[column] = [_finite(path, column, f"policy {policy}: the median over seeds", m) for m in medians]
         out[policy] = curve
     return out
 
@@ -189,7 +203,7 @@ def _timeline(by: dict[str, dict[int, dict[str, list]]]) -> dict[str, dict[str, 
     return out
 
 
-def _timeline_summary(by: dict[str, dict[int, dict[str, list]]]) -> tuple[list[str], list[dict[str, Any]]]:
+def _timeline_summary(path: Path, by: dict[str, dict[int, dict[str, list]]]) -> tuple[list[str], list[dict[str, Any]]]:
     """The timeline mode's table from timeline.csv alone (its summary lives only in index.html): per policy, medians
     over seeds of the time-weighted mean and the peak of allocated GPUs, fragmented GPUs and waiting pods."""
     columns = [
@@ -213,7 +227,12 @@ def _timeline_summary(by: dict[str, dict[int, dict[str, list]]]) -> tuple[list[s
             stats["peak_waiting_pods"].append(int(max(series["waiting_pods"])))
             stats["hours"].append(span / 3600)
         row: dict[str, Any] = {"policy": policy, "seeds": len(seeds)}
-        row.update({c: round(statistics.median(v), 4) for c, v in stats.items()})
+        for column, values in stats.items():
+            for value in values:
+                _finite(path, column, f"policy {policy}", value)
+            row[column] = round(
+                _finite(path, column, f"policy {policy}: the median over seeds", statistics.median(values)), 4
+            )
         summary.append(row)
     return columns, summary
 
