@@ -156,8 +156,117 @@ def test_dra_devices_per_driver() -> None:
         {"driver": "dra.accelsched.io", "devices": sum(t for _, t in counts), "free": sum(f for f, _ in counts)}
     ]
     assert got["dra"][0]["devices"] == 10 and got["dra"][0]["free"] == 7
-    # The lab's cordoned node-b and tainted node-c are its stranded capacity.
-    assert [(s["node"], s["why"]) for s in got["stranded"]] == [
-        ("node-b", "cordoned"),
-        ("node-c", "tainted maintenance=true:NoSchedule"),
-    ]
+    # The lab's cordoned node-b is its stranded capacity; node-c's maintenance taint strands nothing, as the
+    # maint-tool pod bound there asks for an accelerator and tolerates it.
+    assert [(s["node"], s["why"]) for s in got["stranded"]] == [("node-b", "cordoned")]
+    assert "default/maint-tool" in cluster.pods_on[cluster.index["node-c"]]
+
+
+def _panel(tmp_path: Path, text: str) -> dict[str, Any]:
+    path = tmp_path / "cluster.yaml"
+    path.write_text("apiVersion: v1\nkind: List\nitems:" + text + "\n")
+    session = Session.start(load([path]))
+    return capacity.panel(session.cluster, session.rejected + session.schedule())
+
+
+GKE_TAINT = "taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]"
+GPU_POOL = _node("gpu-1", 0, gpus=8, extra=GKE_TAINT) + _node("gpu-2", 0, gpus=8, extra=GKE_TAINT)
+
+
+def _gpu_pod(name: str, tolerations: str, *, gpus: int = 1, node: str = "") -> str:
+    bound = f"\n      nodeName: {node}" if node else ""
+    return f"""
+  - apiVersion: v1
+    kind: Pod
+    metadata: {{name: {name}}}
+    spec:{bound}
+      tolerations: {tolerations}
+      containers:
+        - name: c
+          resources:
+            requests: {{cpu: '1', nvidia.com/gpu: '{gpus}'}}
+            limits: {{nvidia.com/gpu: '{gpus}'}}"""
+
+
+def test_a_taint_the_gpu_pods_tolerate_strands_nothing(tmp_path: Path) -> None:
+    """GKE taints its GPU nodes nvidia.com/gpu=present:NoSchedule and every GPU pod tolerates it: those GPUs are
+    usable. A taint strands a resource only where no pod of the run asking for it tolerates it: a pod that
+    tolerates everything but asks for no GPU (a device plugin's DaemonSet) does not count."""
+    agent = """
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: agent}
+    spec:
+      nodeName: gpu-1
+      tolerations: [{operator: Exists}]
+      containers: [{name: c, resources: {requests: {cpu: 100m}}}]"""
+    everything = _node("cpu-1", 0) + agent
+    alone = _panel(tmp_path, GPU_POOL + everything)
+    (gpu,) = [r for r in alone["resources"] if r["resource"] == "nvidia.com/gpu"]
+    assert (gpu["free"], gpu["stranded"]) == (16, 16)
+    assert "no node can take a 1-GPU pod" in alone["sentences"]
+    assert alone["stranded"][0]["why"] == "tainted nvidia.com/gpu=present:NoSchedule"
+
+    tolerating = "[{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]"
+    for pod in (_gpu_pod("train", tolerating, gpus=2, node="gpu-1"), _gpu_pod("wait", tolerating, gpus=64)):
+        got = _panel(tmp_path, GPU_POOL + everything + pod)  # a bound pod, or a Pending one of the run
+        (gpu,) = [r for r in got["resources"] if r["resource"] == "nvidia.com/gpu"]
+        assert gpu["stranded"] == 0 and got["stranded"] == []
+        assert gpu["shapes"][-1] == {"size": 8, "nodes": 2 if "wait" in pod else 1}
+        assert not any("no node can take" in s for s in got["sentences"])
+        assert got["devices"]["stranded"] == 0
+
+
+def test_a_cordon_is_its_taint_and_is_said_once(tmp_path: Path) -> None:
+    """A cordoned node in a cluster carries node.kubernetes.io/unschedulable:NoSchedule: "cordoned", not the taint
+    again. A pod asking for the devices that tolerates that taint passes NodeUnschedulable: nothing stranded."""
+    cordoned = "unschedulable: true, taints: [{key: node.kubernetes.io/unschedulable, effect: NoSchedule}]"
+    nodes = _node("node-a", 4, extra=cordoned) + _node("node-b", 4)
+    got = _panel(tmp_path, nodes)
+    assert got["stranded"] == [{"node": "node-a", "resource": ACCEL, "free": 4, "why": "cordoned"}]
+    tolerant = """
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: t}
+    spec:
+      nodeName: node-b
+      tolerations: [{key: node.kubernetes.io/unschedulable, operator: Exists}]
+      containers: [{name: c, resources: {requests: {cpu: '1', ACCEL: '1'}, limits: {ACCEL: '1'}}}]""".replace(
+        "ACCEL", ACCEL
+    )
+    assert _panel(tmp_path, nodes + tolerant)["stranded"] == []
+
+
+MIG_NODE = """
+  - apiVersion: v1
+    kind: Node
+    metadata:
+      name: mig-a
+      annotations:
+        accelsched.io/partitioning: |
+          mode: mig
+          model: A100-40GB
+          strategy: mixed
+          dynamic: true
+          devices: [gpu-0, gpu-1]
+    spec: {%s}
+    status:
+      allocatable: {cpu: '64', memory: 500Gi, pods: '110'}
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: small}
+    spec:
+      containers: [{name: c, resources: {requests: {cpu: '1', nvidia.com/mig-1g.5gb: '1'},
+                                         limits: {nvidia.com/mig-1g.5gb: '1'}}}]"""
+
+
+def test_device_totals_count_physical_devices_not_mig_profiles(tmp_path: Path) -> None:
+    """Two A100s split by MIG advertise 14 1g.5gb, 6 2g.10gb, ... of the same 16 slices: summing the profiles
+    said 37 devices free. The totals count each physical device once: the plain node's 2 GPUs, and the MIG
+    node's wholly free gpu-1 (a 1g.5gb pod holds a slice of gpu-0); its 15 free slices are the partition's."""
+    got = _panel(tmp_path, MIG_NODE % "" + _node("plain", 0, gpus=2))
+    assert sum(r["free"] for r in got["resources"]) == 37
+    assert got["devices"] == {"free": 3, "stranded": 0}
+    assert [(p["mode"], p["free"], p["total"]) for p in got["partitions"]] == [("mig", 15, 16)]
+    got = _panel(tmp_path, MIG_NODE % "unschedulable: true" + _node("plain", 0, gpus=2))
+    assert got["devices"] == {"free": 4, "stranded": 2}  # the small pod waits: both A100s free, both cordoned

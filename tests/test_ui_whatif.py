@@ -108,10 +108,16 @@ def test_drain_evicts_bound_pods_but_daemonset_pods(tmp_path):
     state = FilesState.load([*LAB, write(tmp_path, "bound.yaml", BOUND_ON_A)])
     out = run_whatif(state, {"actions": [{"op": "drain", "nodes": ["node-a"]}]})
     assert out["evicted"] == [
-        {"pod": "default/web-1", "from": "node-a", "recreated": True},
-        {"pod": "default/scratch", "from": "node-a", "recreated": False},
+        {"pod": "default/web-1", "from": "node-a", "recreated": True, "cause": "drain"},
+        {"pod": "default/scratch", "from": "node-a", "recreated": False, "cause": "drain"},
     ]
-    assert out["notes"] == ["drain node-a: 2 pods evicted, 1 recreated by its controller"]
+    assert out["notes"] == [  # plain kubectl drain refuses the node: the what-if says which flags it acts with
+        "drain node-a: 2 pods evicted, 1 recreated by its controller",
+        "drain node-a: done as kubectl drain --force --ignore-daemonsets --delete-emptydir-data",
+        "drain node-a: kubectl drain would need --force: default/scratch has no controller",
+        "drain node-a: kubectl drain would need --ignore-daemonsets: "
+        "kube-system/node-agent-a is managed by a DaemonSet",
+    ]
     assert [(e["pod"], e["message"]) for e in out["lost"]] == [
         ("default/scratch", "deleted by drain: no controller recreates it")
     ]
@@ -154,6 +160,10 @@ def test_taint_no_execute_evicts_the_pods_that_do_not_tolerate_it(tmp_path):
         ("kube-system/node-agent-a", False),  # its DaemonSet makes no pod where the taint is not tolerated
         ("default/for-a-while", False),
     ]
+    assert {e["cause"] for e in out["evicted"]} == {"taint power=off:NoExecute"}
+    lost = {e["pod"]: e["message"] for e in out["lost"]}  # the cause, not "deleted by drain"
+    assert lost["default/scratch"] == "deleted by taint power=off:NoExecute: no controller recreates it"
+    assert lost["kube-system/node-agent-a"].startswith("deleted by taint power=off:NoExecute: its DaemonSet makes")
     assert out["notes"] == [
         "taint node-a power=off:NoExecute",
         "taint node-a power=off:NoExecute: 4 pods evicted, 1 recreated by its controller",
@@ -208,7 +218,11 @@ def test_demo_copies_get_their_daemon_pods():
     out = run_whatif(state, {"actions": [{"op": "add", "node": "node-b", "count": 1}]})
     (copy,) = [n for n in out["nodes"] if n["name"] == "node-b-whatif-1"]
     assert any(p.startswith(DS_POD) for p in copy["pods"])
-    assert out["notes"] == ["add 1 copy of node-b: node-b-whatif-1"]
+    assert out["notes"] == [  # the demo cordons node-b; a copy is a new node, schedulable
+        "add 1 copy of node-b: node-b-whatif-1",
+        "add 1 copy of node-b: the copies join Ready and schedulable, without node-b's spec.unschedulable",
+    ]
+    assert copy.get("unschedulable") is None
 
 
 def test_whatif_leaves_the_state_and_the_hub_alone(tmp_path):
@@ -295,6 +309,166 @@ def test_taint_parse_and_overwrite():
     assert c["spec"]["taints"] == [{"key": "maintenance", "value": "false", "effect": "NoSchedule"}]
 
 
+PINNED = """
+apiVersion: v1
+kind: Pod
+metadata: {name: pinned, namespace: default}
+spec:
+  nodeSelector: {kubernetes.io/hostname: node-a}
+  containers: [{name: c, resources: {requests: {cpu: "1", qualcomm.com/ai-accelerator: "1"},
+                                     limits: {qualcomm.com/ai-accelerator: "1"}}}]
+"""
+
+
+def lab_nodes(tmp_path: Path, node_a_spec: str) -> str:
+    """The lab's nodes with node-a's spec replaced (the first ``spec: {}`` of the file is node-a's)."""
+    text = (ROOT / "examples/lab/00-nodes.yaml").read_text()
+    assert text.index("spec: {}") < text.index("name: node-b")
+    return write(tmp_path, "nodes.yaml", text.replace("spec: {}", f"spec: {node_a_spec}", 1))
+
+
+def node_doc(state, name: str) -> dict:
+    (doc,) = [n for n in state.nodes() if n["metadata"]["name"] == name]
+    return doc
+
+
+UNSCHEDULABLE = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
+def test_cordon_adds_the_unschedulable_taint_and_uncordon_frees_a_node_cordoned_in_a_cluster(tmp_path):
+    """A node cordoned in a cluster carries spec.unschedulable and the node lifecycle controller's
+    node.kubernetes.io/unschedulable:NoSchedule taint: uncordon takes off both, so the pod pinned there lands. A
+    what-if cordon makes the same node, and the pinned pod's message is the same: NodeUnschedulable runs before
+    TaintToleration, so the node counts as unschedulable only, never as an untolerated taint."""
+    cordoned = lab_nodes(tmp_path, '{unschedulable: true, taints: [{key: node.kubernetes.io/unschedulable, '
+                                   'effect: NoSchedule}]}')  # fmt: skip
+    pinned = write(tmp_path, "pinned.yaml", PINNED)
+    state = FilesState.load([cordoned, LAB[1], pinned])
+    message = execute(state).result("default/pinned").message
+    # node-a counts once, for NodeUnschedulable; the untolerated taint is node-c's maintenance one
+    assert message.startswith(
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, "
+        "2 node(s) didn't match Pod's node affinity/selector."
+    )
+    out = run_whatif(state, {"actions": [{"op": "uncordon", "nodes": ["node-a"]}]})
+    assert out["placed"] == [{"pod": "default/pinned", "to": "node-a"}]
+    (a,) = [n for n in out["nodes"] if n["name"] == "node-a"]
+    assert a.get("unschedulable") is None and not a.get("taints")  # view.py leaves out empty keys
+
+    plain = FilesState.load([*LAB, pinned])
+    body = {"actions": [{"op": "cordon", "nodes": ["node-a"]}, {"op": "drain", "nodes": ["node-a"]}]}
+    applied = whatif.apply(plain.copy(), whatif.parse(body))
+    spec = node_doc(applied.state, "node-a")["spec"]
+    assert spec["unschedulable"] is True and spec["taints"] == [UNSCHEDULABLE]  # added once, as the controller does
+    assert execute(applied.state).result("default/pinned").message == message
+    applied = whatif.apply(state.copy(), whatif.parse({"actions": [{"op": "cordon", "nodes": ["node-a"]}]}))
+    assert node_doc(applied.state, "node-a")["spec"]["taints"] == [UNSCHEDULABLE]  # already there: not twice
+
+
+MIXED_ON_A = """
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: v1
+    kind: Pod
+    metadata:
+      name: etcd-node-a
+      namespace: kube-system
+      annotations: {kubernetes.io/config.mirror: 3f1c, kubernetes.io/config.source: file}
+      ownerReferences: [{apiVersion: v1, kind: Node, name: node-a, uid: n1, controller: true}]
+    spec:
+      nodeName: node-a
+      containers: [{name: c, resources: {requests: {cpu: "100m"}}}]
+  - apiVersion: v1
+    kind: Pod
+    metadata:
+      name: node-owned
+      namespace: default
+      ownerReferences: [{apiVersion: v1, kind: Node, name: node-a, uid: n1, controller: true}]
+    spec:
+      nodeName: node-a
+      containers: [{name: c, resources: {requests: {cpu: "100m"}}}]
+  - apiVersion: v1
+    kind: Pod
+    metadata:
+      name: cache
+      namespace: default
+      ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: cache, uid: u3, controller: true}]
+    spec:
+      nodeName: node-a
+      volumes: [{name: scratch, emptyDir: {}}]
+      containers: [{name: c, resources: {requests: {cpu: "1", qualcomm.com/ai-accelerator: "1"},
+                                         limits: {qualcomm.com/ai-accelerator: "1"}}}]
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: bare-scratch, namespace: default}
+    spec:
+      nodeName: node-a
+      volumes: [{name: scratch, emptyDir: {medium: Memory}}]
+      containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: done, namespace: default}
+    spec:
+      nodeName: node-a
+      containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+    status: {phase: Succeeded}
+"""
+
+
+def test_drain_keeps_mirror_pods_and_names_what_plain_kubectl_drain_refuses(tmp_path):
+    """kubectl drain skips mirror pods, and a NoExecute taint's eviction of one is undone by its kubelet: the
+    static pod stays bound in both. A Node owner recreates nothing elsewhere. Plain kubectl drain refuses bare
+    pods (--force) and emptyDir pods (--delete-emptydir-data); a finished pod or a mirror pod blocks nothing."""
+    state = FilesState.load([*LAB, write(tmp_path, "mixed.yaml", MIXED_ON_A)])
+    out = run_whatif(state, {"actions": [{"op": "drain", "nodes": ["node-a"]}]})
+    assert [(e["pod"], e["recreated"]) for e in out["evicted"]] == [
+        ("default/node-owned", False),
+        ("default/cache", True),
+        ("default/bare-scratch", False),
+    ]
+    assert out["notes"] == [
+        "drain node-a: 3 pods evicted, 1 recreated by its controller",
+        "drain node-a: done as kubectl drain --force --ignore-daemonsets --delete-emptydir-data",
+        "drain node-a: kubectl drain would need --force: default/bare-scratch has no controller",
+        "drain node-a: kubectl drain would need --delete-emptydir-data: "
+        "default/cache, default/bare-scratch use emptyDir",
+    ]
+    assert {e["pod"]: e["message"] for e in out["lost"]} == {
+        "default/node-owned": "deleted by drain: no controller recreates it",
+        "default/bare-scratch": "deleted by drain: no controller recreates it",
+    }
+    (a,) = [n for n in out["nodes"] if n["name"] == "node-a"]
+    assert "kube-system/etcd-node-a" in a["pods"]
+    out = run_whatif(state, {"actions": [{"op": "taint", "nodes": ["node-a"], "taint": "power=off:NoExecute"}]})
+    assert "kube-system/etcd-node-a" not in {e["pod"] for e in out["evicted"]}
+    (a,) = [n for n in out["nodes"] if n["name"] == "node-a"]
+    assert "kube-system/etcd-node-a" in a["pods"]
+
+
+def test_copies_of_a_cordoned_not_ready_node_join_ready_and_schedulable(tmp_path):
+    """A copy is a new node: no cordon and no node.kubernetes.io/ taints of the original's state; its own taints
+    (a GPU pool's) are copied. The original keeps all of them."""
+    nodes = lab_nodes(
+        tmp_path,
+        "{unschedulable: true, taints: [{key: node.kubernetes.io/unschedulable, effect: NoSchedule},"
+        " {key: node.kubernetes.io/not-ready, effect: NoExecute}, {key: pool, value: gpu, effect: NoSchedule}]}",
+    )
+    state = FilesState.load([nodes, LAB[1]])
+    out = run_whatif(state, {"actions": [{"op": "add", "node": "node-a", "count": 2}]})
+    assert out["notes"] == [
+        "add 2 copies of node-a: node-a-whatif-1, node-a-whatif-2",
+        "add 2 copies of node-a: the copies join Ready and schedulable, without node-a's spec.unschedulable, "
+        "taint node.kubernetes.io/unschedulable:NoSchedule, taint node.kubernetes.io/not-ready:NoExecute",
+    ]
+    views = {n["name"]: n for n in out["nodes"]}
+    for name in ("node-a-whatif-1", "node-a-whatif-2"):
+        assert views[name].get("unschedulable") is None and views[name]["taints"] == ["pool=gpu:NoSchedule"]
+    assert views["node-a"]["unschedulable"] is True and len(views["node-a"]["taints"]) == 3
+    out = run_whatif(state, {"actions": [{"op": "add", "node": "node-b", "count": 1}]})
+    assert out["notes"] == ["add 1 copy of node-b: node-b-whatif-1"]  # nothing dropped: nothing said
+
+
 def gang_members(placement: dict[str, tuple[str, bool]]) -> str:
     """A PodGroup g (minMember 4) and its members: name -> (node bound to, owned by a Job controller)."""
     items = [
@@ -322,10 +496,12 @@ def test_drain_deletes_bare_gang_members_and_the_gang_stays_short():
     out = hub.whatif({"actions": [{"op": "drain", "nodes": ["node-j"]}]})
     assert out["notes"] == [
         "drain node-j: 2 pods evicted, 0 recreated by their controllers",
+        "drain node-j: done as kubectl drain --force --ignore-daemonsets --delete-emptydir-data",
+        "drain node-j: kubectl drain would need --force: default/train-a-1, default/train-a-3 have no controller",
         "drain node-j: PodGroup default/train-a loses 2 of its 4 members; 2 stay bound; "
         "the gang cannot be whole again (minMember 4) until they are recreated",
     ]
-    assert out["evicted"] == [{"pod": p, "from": "node-j", "recreated": False} for p in on_j]
+    assert out["evicted"] == [{"pod": p, "from": "node-j", "recreated": False, "cause": "drain"} for p in on_j]
     assert [(e["pod"], e["from"]) for e in out["lost"]] == [(p, "node-j") for p in on_j]
     assert out["moved"] == [] and out["placed"] == []
     (k,) = [n for n in out["nodes"] if n["name"] == "node-k"]

@@ -3,6 +3,20 @@ capacity stranded on nodes no new pod can use, and the split devices' fragmentat
 
 The per-resource numbers come from the cluster's requested/allocatable matrices in a few array operations, so the
 panel costs the same at 5,000 nodes as the table rows ``schedule`` prints cost per node.
+
+Stranded: free devices of a resource on a node that no pod asking for that resource can use, because of the node
+(cordoned, a NoSchedule or NoExecute taint, no pod slot, no cpu or memory left). A taint, or a cordon (the
+``node.kubernetes.io/unschedulable:NoSchedule`` taint NodeUnschedulable checks), strands a resource's devices only
+if no pod of the run that requests that resource tolerates it (the run's results and the pods bound in the
+cluster): clusters that taint their accelerator nodes so only accelerator pods land there (GKE's
+``nvidia.com/gpu=present:NoSchedule``, which ExtendedResourceToleration or the workloads' own tolerations let every
+GPU pod tolerate) keep those devices usable. A pod that requests none of the resource says nothing about it (a
+device plugin's DaemonSet tolerates every taint). The node's own reasons (no pod slot, cpu, memory) strand all.
+
+``devices`` totals physical devices: a partition-managed resource (MIG profiles, time-slicing replicas, milli
+shares, slices) advertises overlapping counts of the same devices (eight 1g.5gb and three 2g.10gb of one A100),
+so on a node whose devices are split its resources are left out, and the node counts its devices wholly free
+instead; the partitions entries give their free units (slices, replicas) apart.
 """
 
 from __future__ import annotations
@@ -13,9 +27,10 @@ from typing import Any
 import numpy as np
 
 from accelsched.api import quantity
-from accelsched.api.selectors import NO_EXECUTE, NO_SCHEDULE
+from accelsched.api.selectors import NO_EXECUTE, NO_SCHEDULE, Taint, Toleration, tolerates_all
 from accelsched.devices import partition as partitioning
 from accelsched.dra.model import DeviceID
+from accelsched.plugins.nodeunschedulable import UNSCHEDULABLE_TAINT
 
 # How a sentence names a resource's device ("an 8-GPU pod"); any other resource goes by its name after the slash.
 SHORT_NAMES = {
@@ -52,9 +67,40 @@ def device_resources(cluster: Any) -> list[str]:
     ]
 
 
-def blocked(cluster: Any) -> tuple[np.ndarray, list[str]]:
+def tolerated_taints(cluster: Any, results: list[Any], resources: list[str]) -> dict[str, frozenset[Taint]]:
+    """Per device resource, the NoSchedule/NoExecute taints of the nodes (and the cordon's unschedulable taint)
+    that some pod of the run requesting that resource tolerates: the results' pods and the pods bound in the
+    cluster. Pods are grouped by their tolerations first, so a cluster of one workload type costs one check."""
+    taints = {t for node in cluster.nodes for t in node.taints if t.effect in (NO_SCHEDULE, NO_EXECUTE)}
+    if np.asarray(cluster.unschedulable, dtype=bool).any():
+        taints.add(UNSCHEDULABLE_TAINT)
+    out: dict[str, set[Taint]] = {res: set() for res in resources}
+    if not taints:
+        return {res: frozenset() for res in resources}
+    wanted = set(resources)
+    asking: dict[tuple[Toleration, ...], set[str]] = {}
+    seen: set[str] = set()
+    pods = [r.pod for r in results]
+    pods += [pod for on_node in cluster.pods_on for pod in on_node.values()]
+    for pod in pods:
+        if not pod.tolerations or pod.key in seen:
+            continue
+        seen.add(pod.key)
+        asked = {res for res, amount in pod.requests.items() if amount > 0 and res in wanted}
+        if asked:
+            asking.setdefault(tuple(pod.tolerations), set()).update(asked)
+    for tolerations, asked in asking.items():
+        held = {t for t in taints if tolerates_all(tolerations, t)}
+        for res in asked:
+            out[res] |= held
+    return {res: frozenset(held) for res, held in out.items()}
+
+
+def blocked(cluster: Any, tolerated: frozenset[Taint] = frozenset()) -> tuple[np.ndarray, list[str]]:
     """Per node whether a new pod cannot land there, and why (empty for usable nodes): cordoned, a NoSchedule or
-    NoExecute taint, no pod slot, or no cpu or memory left (of what the node advertises)."""
+    NoExecute taint, no pod slot, or no cpu or memory left (of what the node advertises). A taint in
+    ``tolerated`` (a cordon: UNSCHEDULABLE_TAINT) blocks nothing; a cordoned node's own unschedulable taint is
+    said as "cordoned"."""
     n = cluster.n
     why = [""] * n
     mask = np.zeros(n, dtype=bool)
@@ -73,8 +119,19 @@ def blocked(cluster: Any) -> tuple[np.ndarray, list[str]]:
     no_cpu = (cpu_alloc > 0) & (cpu_free <= 0)
     no_mem = (mem_alloc > 0) & (mem_free <= 0)
     cordoned = np.asarray(cluster.unschedulable, dtype=bool)
+    if UNSCHEDULABLE_TAINT in tolerated:
+        cordoned = np.zeros(n, dtype=bool)
     mask |= cordoned | no_slot | no_cpu | no_mem
-    hard = [[str(t) for t in node.taints if t.effect in (NO_SCHEDULE, NO_EXECUTE)] for node in cluster.nodes]
+    hard = [
+        [
+            str(t)
+            for t in node.taints
+            if t.effect in (NO_SCHEDULE, NO_EXECUTE)
+            and t not in tolerated
+            and not (node.unschedulable and t == UNSCHEDULABLE_TAINT)
+        ]
+        for node in cluster.nodes
+    ]
     for i in np.flatnonzero(mask | np.array([bool(h) for h in hard], dtype=bool)):
         parts = []
         if cordoned[i]:
@@ -111,14 +168,19 @@ def shape_sizes(largest: int) -> list[int]:
 def panel(cluster: Any, results: list[Any]) -> dict[str, Any]:
     """CapacityPanel (spec17.md): resources, stranded, partitions, dra and the sentences that sum them up."""
     typical = [r.pod.requests for r in results]
-    unusable, why = blocked(cluster)
-    usable = ~unusable
     resources = []
     stranded = []
     sentences: list[str] = []
     rows = device_resources(cluster)
-    free_by_res = {}
+    tolerated = tolerated_taints(cluster, results, rows)
+    by_tolerated: dict[frozenset[Taint], tuple[np.ndarray, list[str]]] = {}
+    free_by_res, unusable_by_res, why_by_res = {}, {}, {}
     for res in rows:
+        if tolerated[res] not in by_tolerated:
+            by_tolerated[tolerated[res]] = blocked(cluster, tolerated[res])
+        unusable, why = by_tolerated[tolerated[res]]
+        usable = ~unusable
+        unusable_by_res[res], why_by_res[res] = unusable, why
         r = cluster.res_index[res]
         alloc = cluster.allocatable[r]
         free = np.maximum(alloc - cluster.requested[r], 0)
@@ -147,11 +209,16 @@ def panel(cluster: Any, results: list[Any]) -> dict[str, Any]:
         elif shapes[-1]["nodes"] == 0 and not _partitioned(cluster, res):  # a split resource's count is a bound
             size = shapes[-1]["size"]
             sentences.append(f"no node can take {_article(size)} {size}-{name} pod")
-    for i in np.flatnonzero(unusable):
+    any_unusable = np.zeros(cluster.n, dtype=bool)
+    for res in rows:
+        any_unusable |= unusable_by_res[res]
+    for i in np.flatnonzero(any_unusable):
         for res in rows:
             amount = int(free_by_res[res][i])
-            if amount:
-                stranded.append({"node": cluster.nodes[i].name, "resource": res, "free": amount, "why": why[i]})
+            if amount and unusable_by_res[res][i]:
+                stranded.append(
+                    {"node": cluster.nodes[i].name, "resource": res, "free": amount, "why": why_by_res[res][i]}
+                )
     for entry in stranded[:STRANDED_SENTENCES]:
         sentences.append(f"{entry['free']} {entry['resource']} stranded on {entry['node']} ({entry['why']})")
     if len(stranded) > STRANDED_SENTENCES:
@@ -167,7 +234,41 @@ def panel(cluster: Any, results: list[Any]) -> dict[str, Any]:
     dra = dra_entries(cluster)
     for d in dra:
         sentences.append(f"DRA {d['driver']}: {d['free']} of {d['devices']} devices free")
-    return {"resources": resources, "stranded": stranded, "partitions": partitions, "dra": dra, "sentences": sentences}
+    return {
+        "resources": resources,
+        "devices": physical_devices(cluster, rows, free_by_res, unusable_by_res),
+        "stranded": stranded,
+        "partitions": partitions,
+        "dra": dra,
+        "sentences": sentences,
+    }
+
+
+def physical_devices(
+    cluster: Any, rows: list[str], free: dict[str, np.ndarray], unusable: dict[str, np.ndarray]
+) -> dict[str, int]:
+    """Free and stranded devices, each physical device once: every device resource's free count, but on a node
+    whose devices are split the resources its partition manages are left out (MIG profiles are overlapping views
+    of the same slices) and its wholly free devices count instead, stranded where no resource it serves is usable.
+    """
+    total = {"free": 0, "stranded": 0}
+    split = [i for i, d in enumerate(cluster.devices) if d.partition is not None]
+    for res in rows:
+        managed = np.zeros(cluster.n, dtype=bool)
+        for i in split:
+            managed[i] = cluster.devices[i].partition.manages(res)
+        counted = free[res] * ~managed
+        total["free"] += int(counted.sum())
+        total["stranded"] += int(counted[unusable[res]].sum())
+    for i in split:
+        p = cluster.devices[i].partition
+        per_device = p.total_units // len(p.devices) if p.devices else 0
+        whole = sum(1 for d in range(len(p.devices)) if p.free_units(d) == per_device)
+        served = [res for res in rows if p.manages(res) and cluster.allocatable[cluster.res_index[res]][i] > 0]
+        total["free"] += whole
+        if served and all(unusable[res][i] for res in served):
+            total["stranded"] += whole
+    return total
 
 
 def partition_entries(cluster: Any, typical: list[dict[str, int]]) -> list[dict[str, Any]]:

@@ -5,6 +5,16 @@ dicts of a ``RawState.copy()``: nothing reaches the state the page shows, let al
 refused whole, before anything runs, with an InputError naming the field (``actions[1].taint``), as the API
 server names the field of a bad object.
 
+A cordon is what a cluster shows a moment later: ``spec.unschedulable`` and the
+``node.kubernetes.io/unschedulable:NoSchedule`` taint the node lifecycle controller adds for it; uncordon takes off
+both (the controller removes the taint once the flag is gone), so uncordoning a node cordoned in a cluster frees it.
+
+drain is ``kubectl drain --force --ignore-daemonsets --delete-emptydir-data``: plain ``kubectl drain`` refuses a node
+with bare pods, pods with emptyDir volumes or DaemonSet pods, and the notes name the pods that need each flag.
+Mirror pods (static pods, ``kubernetes.io/config.mirror``) are never evicted: kubectl drain skips them, and when the
+taint manager deletes one for a NoExecute taint the kubelet puts it back on the same node. PodDisruptionBudgets are
+not modelled: an eviction they would refuse happens here.
+
 A drain may leave a gang short of minMember (kubectl drain deletes bare pods): nothing in a cluster refuses that,
 so the changed state marks the gang (``RawState.changed_gangs``) and is run as the cluster would run it, the
 members still bound counting toward minMember; the notes say what became of each gang.
@@ -29,6 +39,12 @@ MAX_ACTIONS = 100
 MAX_COUNT = 1000
 MAX_NODES = 10000
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+# core/v1 well_known_taints.go: TaintNodeUnschedulable, the taint the node lifecycle controller keeps on a cordoned
+# node (NoSchedule); every node.kubernetes.io/ taint is one the node's controllers set (not-ready, unreachable, ...).
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+NODE_TAINT_PREFIX = "node.kubernetes.io/"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # core/v1 MirrorPodAnnotationKey: the API's copy of a static pod
+DRAIN_FLAGS = "kubectl drain --force --ignore-daemonsets --delete-emptydir-data"
 READ_ONLY = "What-if only: nothing is written to the cluster."
 _BIND_ANNOTATIONS = (DEVICES_ANNOTATION, NUMA_ANNOTATION, NIC_ANNOTATION)  # what our bind wrote on a pod
 
@@ -186,12 +202,12 @@ def apply(state: RawState, actions: list[Action]) -> Applied:
         targets = [by_name[n] for n in names]
         if action.op in ("cordon", "drain"):
             for node in targets:
-                node.setdefault("spec", {})["unschedulable"] = True
+                _cordon(node)
             if action.op == "cordon":
                 notes.append(f"cordon {_list(names)}")
         elif action.op == "uncordon":
             for node in targets:
-                (node.get("spec") or {}).pop("unschedulable", None)
+                _uncordon(node)
             notes.append(f"uncordon {_list(names)}")
         elif action.op == "taint":
             assert action.taint is not None
@@ -205,7 +221,8 @@ def apply(state: RawState, actions: list[Action]) -> Applied:
             notes.append(f"taint {_list(names)} {taint_text(action.taint)}")
             if action.taint["effect"] == "NoExecute":  # the taint manager evicts the pods that do not tolerate it
                 was = pods
-                pods, out = _evict(set(names), pods, _untolerating(action.taint))
+                cause = f"taint {taint_text(action.taint)}"
+                pods, out = _evict(set(names), pods, _untolerating(action.taint), cause)
                 evicted += out
                 notes.append(f"taint {_list(names)} {taint_text(action.taint)}: {_evicted_note(out)}")
                 gangs = _gang_notes(f"taint {_list(names)}", was, pods, out, state)
@@ -213,9 +230,13 @@ def apply(state: RawState, actions: list[Action]) -> Applied:
                 notes += gangs.values()
         if action.op == "drain":
             was = pods
-            pods, out = _evict(set(names), pods, _not_daemon)
+            blockers = _drain_blockers(set(names), pods)
+            pods, out = _evict(set(names), pods, _not_daemon, "drain")
             evicted += out
             notes.append(f"drain {_list(names)}: {_evicted_note(out)}")
+            if blockers:
+                notes.append(f"drain {_list(names)}: done as {DRAIN_FLAGS}")
+                notes += [f"drain {_list(names)}: kubectl drain would need {b}" for b in blockers]
             gangs = _gang_notes(f"drain {_list(names)}", was, pods, out, state)
             changed.update(gangs)
             notes += gangs.values()
@@ -321,9 +342,83 @@ def _resolve(action: Action, by_name: dict[str, dict[str, Any]]) -> list[str]:
     return list(action.nodes)
 
 
+def _cordon(node: dict[str, Any]) -> None:
+    """spec.unschedulable, and the unschedulable taint the node lifecycle controller adds for it when absent."""
+    spec = node.setdefault("spec", {})
+    spec["unschedulable"] = True
+    taints = spec.get("taints")
+    if not isinstance(taints, list):
+        taints = spec["taints"] = []
+    if not any(_is_unschedulable_taint(t) for t in taints):
+        taints.append(dict(UNSCHEDULABLE_TAINT))
+
+
+def _uncordon(node: dict[str, Any]) -> None:
+    """No spec.unschedulable, and no unschedulable taint (the controller removes it once the flag is gone)."""
+    spec = node.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.pop("unschedulable", None)
+    taints = spec.get("taints")
+    if isinstance(taints, list):
+        spec["taints"] = [t for t in taints if not _is_unschedulable_taint(t)]
+
+
+def _is_unschedulable_taint(taint: Any) -> bool:
+    return (
+        isinstance(taint, dict)
+        and taint.get("key") == UNSCHEDULABLE_TAINT["key"]
+        and taint.get("effect") == UNSCHEDULABLE_TAINT["effect"]
+    )
+
+
 def _controller(pod: dict[str, Any]) -> dict[str, Any] | None:
     owners = (pod.get("metadata") or {}).get("ownerReferences") or []
     return next((o for o in owners if isinstance(o, dict) and o.get("controller")), None)
+
+
+def _mirror(pod: dict[str, Any]) -> bool:
+    """A static pod's mirror: the kubelet owns it (owner kind Node), and only the kubelet removes it."""
+    return MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
+
+
+def _recreated(pod: dict[str, Any]) -> bool:
+    """Whether a controller makes the pod again elsewhere once it is evicted: not a bare pod's, not a DaemonSet's
+    (its pod belongs to that node), not a Node's (a static pod's mirror lives and dies with its node)."""
+    controller = _controller(pod)
+    return controller is not None and controller.get("kind") not in ("DaemonSet", "Node")
+
+
+def _drain_blockers(names: set[str], pods: list[dict[str, Any]]) -> list[str]:
+    """What plain ``kubectl drain`` refuses on these nodes (kubectl/pkg/drain/filters.go), one phrase per flag it
+    would need, naming the pods: DaemonSet pods (--ignore-daemonsets), pods with an emptyDir volume
+    (--delete-emptydir-data), pods no controller owns (--force). Finished pods and mirror pods block nothing; a
+    DaemonSet pod is refused for its DaemonSet alone (kubectl's filters stop at the first that refuses)."""
+    daemons, local, bare = [], [], []
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        if spec.get("nodeName") not in names or _finished(pod) or _mirror(pod):
+            continue
+        controller = _controller(pod)
+        if controller is not None and controller.get("kind") == "DaemonSet":
+            daemons.append(object_key(pod))
+            continue
+        if any(isinstance(v, dict) and v.get("emptyDir") is not None for v in spec.get("volumes") or []):
+            local.append(object_key(pod))
+        if controller is None:
+            bare.append(object_key(pod))
+    out = []
+    if bare:
+        out.append(f"--force: {_list(bare)} {_verb(bare, 'has', 'have')} no controller")
+    if daemons:
+        out.append(f"--ignore-daemonsets: {_list(daemons)} {_verb(daemons, 'is', 'are')} managed by a DaemonSet")
+    if local:
+        out.append(f"--delete-emptydir-data: {_list(local)} {_verb(local, 'uses', 'use')} emptyDir")
+    return out
+
+
+def _verb(items: list[str], one: str, many: str) -> str:
+    return one if len(items) == 1 else many
 
 
 def _not_daemon(pod: dict[str, Any]) -> bool:
@@ -357,22 +452,22 @@ def _evicted_note(out: list[dict[str, Any]]) -> str:
 
 
 def _evict(
-    names: set[str], pods: list[dict[str, Any]], evictable: Any
+    names: set[str], pods: list[dict[str, Any]], evictable: Any, cause: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Evict the pods bound on the nodes that ``evictable`` picks (finished pods hold nothing and stay). A pod with
-    a controller (but a DaemonSet) is recreated Pending (unbound, our bind's annotations dropped; under its old name,
-    for the comparison); a bare pod is gone."""
+    """Evict the pods bound on the nodes that ``evictable`` picks (finished pods hold nothing and stay; mirror pods
+    stay: drain skips them, and the kubelet recreates one the taint manager deletes, on the same node). A pod with
+    a controller that recreates it elsewhere (``_recreated``) is recreated Pending (unbound, our bind's annotations
+    dropped; under its old name, for the comparison); any other pod is gone. ``cause`` ("drain", "taint K=V:E")
+    goes on each entry."""
     kept, evicted = [], []
     for pod in pods:
         spec = pod.get("spec") or {}
-        phase = (pod.get("status") or {}).get("phase")
-        if spec.get("nodeName") not in names or phase in ("Succeeded", "Failed") or not evictable(pod):
+        if spec.get("nodeName") not in names or _finished(pod) or _mirror(pod) or not evictable(pod):
             kept.append(pod)
             continue
-        controller = _controller(pod)
         # A DaemonSet makes no pod on a node with a taint its pod does not tolerate: evicted by a taint, it is gone.
-        recreated = controller is not None and controller.get("kind") != "DaemonSet"
-        evicted.append({"pod": object_key(pod), "from": spec["nodeName"], "recreated": recreated})
+        recreated = _recreated(pod)
+        evicted.append({"pod": object_key(pod), "from": spec["nodeName"], "recreated": recreated, "cause": cause})
         if not recreated:
             continue
         spec.pop("nodeName", None)
@@ -395,7 +490,11 @@ def _add(
     notes: list[str],
 ) -> list[str]:
     """``count`` copies of a node, ``<node>-whatif-<k>``, with no pods but the DaemonSet pods of the original (as
-    the DaemonSet controller would run them there; where DaemonSets are documents the loader expands them)."""
+    the DaemonSet controller would run them there; where DaemonSets are documents the loader expands them).
+
+    A new node joins Ready and schedulable: the original's cordon (spec.unschedulable) and the taints its node
+    controllers set (``node.kubernetes.io/*``: unschedulable, not-ready, unreachable, ...) are not copied, and the
+    notes say so; its own taints (a GPU pool's, a maintenance one an admin set) are."""
     original = by_name.get(action.node)
     if original is None:
         raise _bad(f"{action.field}.node", f"no node {action.node!r} in the state")
@@ -411,6 +510,7 @@ def _add(
     taken = set(by_name)
     pod_keys = {object_key(p) for p in pods}
     names = []
+    dropped: dict[str, None] = {}  # what the copies leave out, in order, once each
     k = 0
     for _ in range(action.count):
         k += 1
@@ -427,14 +527,30 @@ def _add(
         if HOSTNAME_LABEL in (meta.get("labels") or {}):
             meta["labels"][HOSTNAME_LABEL] = name
         meta["annotations"] = {**(meta.get("annotations") or {}), WHATIF_COPY_ANNOTATION: action.node}
-        (node.get("spec") or {}).pop("providerID", None)
+        spec = node.get("spec")
+        if isinstance(spec, dict):
+            spec.pop("providerID", None)
+            if spec.pop("unschedulable", None):
+                dropped["spec.unschedulable"] = None
+            if isinstance(spec.get("taints"), list):
+                kept = []
+                for t in spec["taints"]:
+                    if isinstance(t, dict) and str(t.get("key") or "").startswith(NODE_TAINT_PREFIX):
+                        shown = {"key": t["key"], "value": t.get("value"), "effect": t.get("effect") or ""}
+                        dropped[f"taint {taint_text(shown)}"] = None
+                    else:
+                        kept.append(t)
+                spec["taints"] = kept
         nodes.append(node)
         for daemon in daemons:
             pod = _daemon_copy(daemon, action.node, name)
             if object_key(pod) not in pod_keys:
                 pod_keys.add(object_key(pod))
                 pods.append(pod)
-    notes.append(f"add {action.count} cop{'ies' if action.count != 1 else 'y'} of {action.node}: {_list(names)}")
+    copies = f"add {action.count} cop{'ies' if action.count != 1 else 'y'} of {action.node}"
+    notes.append(f"{copies}: {_list(names)}")
+    if dropped:
+        notes.append(f"{copies}: the copies join Ready and schedulable, without {action.node}'s {', '.join(dropped)}")
     return names
 
 
@@ -473,13 +589,13 @@ def compare(
     from accelsched.ui import capacity, view
 
     was, now = before.placements(), after.placements()
-    gone = {e["pod"] for e in evicted if not e["recreated"]}
+    gone = {e["pod"]: e.get("cause") or "drain" for e in evicted if not e["recreated"]}
     lost, moved, placed = [], [], []
     for key, node in was.items():
         if node is None:
             continue
         if key in gone:
-            lost.append({"pod": key, "from": node, "message": "deleted by drain: no controller recreates it"})
+            lost.append({"pod": key, "from": node, "message": _deleted_message(before, key, gone[key])})
             continue
         to = now.get(key)
         if to is None:
@@ -506,3 +622,14 @@ def compare(
         "order": shown["order"],
         "readOnly": READ_ONLY,
     }
+
+
+def _deleted_message(run: Run, key: str, cause: str) -> str:
+    """Why an evicted pod is nowhere after: nothing recreates it (a bare pod, a static pod's Node owner), or its
+    DaemonSet makes no pod on a node with a NoExecute taint it does not tolerate."""
+    cluster = run.session.cluster
+    i = cluster.pod_node.get(key)
+    pod = cluster.pods_on[i].get(key) if i is not None else None
+    if pod is not None and pod.owner_kind == "DaemonSet":
+        return f"deleted by {cause}: its DaemonSet makes no pod on a node with a taint it does not tolerate"
+    return f"deleted by {cause}: no controller recreates it"

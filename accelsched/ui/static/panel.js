@@ -122,7 +122,8 @@ export function renderCapacityCompare(root, before, after) {
   const jobs = [];
   const names = [...new Set([...(before.resources || []), ...(after.resources || [])].map((r) => r.resource))];
   const pick = (cap, name) => (cap.resources || []).find((r) => r.resource === name) || {};
-  const sum = (cap, field) => (cap.resources || []).reduce((a, r) => a + (r[field] || 0), 0);
+  // Physical devices, each once (capacity.py physical_devices): MIG profiles' counts overlap, so no sum of them.
+  const sum = (cap, field) => (cap.devices || {})[field] ?? 0;
   const rows = [
     ["devices free", sum(before, "free"), sum(after, "free"), delta(sum(before, "free"), sum(after, "free"))],
     ["devices stranded", sum(before, "stranded"), sum(after, "stranded"),
@@ -145,6 +146,7 @@ export function renderCapacityCompare(root, before, after) {
   }
   for (const p of before.partitions || []) {
     const q = (after.partitions || []).find((x) => x.mode === p.mode) || {};
+    rows.push([`${p.mode} free (${p.unit})`, p.free, q.free ?? 0, delta(p.free, q.free)]);
     rows.push([`${p.mode} fragmented (${p.unit})`, p.fragmented, q.fragmented ?? 0, delta(p.fragmented, q.fragmented)]);
   }
   const parts = [numberTable(["", "today", "what-if", "Δ"], rows, "num-table compare")];
