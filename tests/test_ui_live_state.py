@@ -5,11 +5,15 @@ API server. The lab's final state, as the API server would hold it, stands in fo
 from __future__ import annotations
 
 import json
+import socket
+import time
+
+from kubernetes import client as k8s
 
 from accelsched import report
 from accelsched.live.convert import Snapshot
 from accelsched.ui.hub import Hub
-from accelsched.ui.live import LiveState
+from accelsched.ui.live import LiveSource, LiveState, ReadOnlyKube, connection_status
 from accelsched.ui.state import DemoState, clone, execute
 
 
@@ -50,3 +54,51 @@ def test_runs_explains_and_whatifs_leave_the_cached_objects_as_they_were():
 
     assert [id(o) for o in objects] == ids
     assert [json.dumps(o, sort_keys=True) for o in objects] == before
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed): a connection there is refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_connection_status_says_when_the_watches_fail_and_when_they_are_back():
+    assert connection_status([True, True], None, "") is None  # never failed: nothing to say
+    down = connection_status([True, False], None, "0 refused", now=0.0)
+    assert down == {"connected": False, "since": "1970-01-01T00:00:00Z", "error": "0 refused"}
+    assert connection_status([False, False], down, "later", now=5.0) is down  # no change: nothing to publish
+    up = connection_status([True, True], down, "")
+    assert up == {"connected": True}
+    assert connection_status([True, True], up, "") is up
+
+
+def test_a_live_source_that_cannot_reach_the_api_server_publishes_a_disconnected_status():
+    configuration = k8s.Configuration()
+    configuration.host = f"http://127.0.0.1:{closed_port()}"
+    configuration.retries = False
+    source = LiveSource(ReadOnlyKube(k8s.ApiClient(configuration), timeout=2.0))
+    for informer in source.informers.values():
+        informer.start()
+    try:
+        deadline = time.monotonic() + 3.0
+        while not source.kube.last_error and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert source.check_status()
+        status = source.status
+        assert status["connected"] is False and status["since"].endswith("Z")
+        assert "Connection" in status["error"] or "refused" in status["error"], status
+        assert not source.check_status()  # still down: unchanged, no new publish
+    finally:
+        for informer in source.informers.values():
+            informer.stop()
+            informer.join(5)
+    for informer in source.informers.values():  # as a relist after the server is back sets them
+        informer.watching.set()
+    assert source.check_status() and source.status == {"connected": True}
+
+    hub = Hub(LiveState(lab_snapshot(), status=status))
+    assert hub.view()["status"] == status
+    hub.publish(LiveState(lab_snapshot(), status=source.status))
+    assert hub.view()["status"] == {"connected": True}
+    assert "status" not in Hub(LiveState(lab_snapshot())).view()

@@ -14,10 +14,12 @@ so the API server refuses a write even from a modified copy.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import gc
 import logging
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from accelsched.api import reader
@@ -39,6 +41,7 @@ SETTLE_MAX_SECONDS = 0.5  # a rebuild waits at most this long for a burst to end
 COLLECT_AFTER_SECONDS = 0.5  # the page's time to fetch a new version before the deferred garbage collection
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"  # as live/scheduler.py lists pods
 READ_METHODS = ("GET",)  # get, list and watch are all GETs; every write verb is another method
+STATUS_EVERY_SECONDS = 1.0  # how often the rebuild thread asks whether every informer is watching
 
 
 class ReadOnlyError(ApiError):
@@ -51,6 +54,8 @@ class ReadOnlyError(ApiError):
 class ReadOnlyKube(Kube):
     """A Kube that sends only get, list and watch: create, replace, patch, delete and bind raise ReadOnlyError."""
 
+    last_error = ""  # the last failed read's message: the page says why it is disconnected (informers keep none)
+
     @classmethod
     def of(cls, kube: Kube) -> ReadOnlyKube:
         return cls(kube.api, kube.timeout)
@@ -58,7 +63,23 @@ class ReadOnlyKube(Kube):
     def request(self, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
         if method.upper() not in READ_METHODS:
             raise ReadOnlyError(f"{method.upper()} {path}")
-        return super().request(method, path, *args, **kwargs)
+        try:
+            return super().request(method, path, *args, **kwargs)
+        except ApiError as exc:
+            self.last_error = _describe_error(exc)
+            raise
+
+    def watch(self, *args: Any, **kwargs: Any) -> Iterator[JSON]:
+        """Kube.watch, noting a dropped stream or an ERROR event (other than 410 Gone, a routine relist)."""
+        try:
+            for event in super().watch(*args, **kwargs):
+                if event.get("type") == "ERROR" and (event.get("object") or {}).get("code") != 410:
+                    obj = event.get("object") or {}
+                    self.last_error = _describe_error(ApiError(int(obj.get("code") or 0), str(obj.get("message"))))
+                yield event
+        except ApiError as exc:
+            self.last_error = _describe_error(exc)
+            raise
 
     def create(self, resource: k.Resource, body: JSON, namespace: str | None = None) -> JSON:
         raise ReadOnlyError(f"create {resource.plural}")
@@ -76,15 +97,41 @@ class ReadOnlyKube(Kube):
         raise ReadOnlyError(f"bind pods/{name}")
 
 
+def _describe_error(exc: ApiError) -> str:
+    return f"{exc.status} {exc.message}" if exc.status else exc.message
+
+
+def connection_status(
+    watching: Iterable[bool], previous: dict | None, error: str, now: float | None = None
+) -> dict | None:
+    """The page's connection status given whether each informer is watching: ``previous`` while nothing changed
+    (the caller publishes only on a change), ``{"connected": False, "since": ISO UTC, "error": ...}`` on the first
+    check that finds one not watching, ``{"connected": True}`` once all watch again after a failure. None before
+    any failure (nothing to say). ``since`` is when this check saw it: within STATUS_EVERY_SECONDS of the failure."""
+    connected = all(watching)
+    if previous is None and connected:
+        return None
+    if previous is not None and bool(previous.get("connected")) == connected:
+        return previous
+    if connected:
+        return {"connected": True}
+    moment = datetime.datetime.fromtimestamp(time.time() if now is None else now, datetime.UTC)
+    since = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"connected": False, "since": since, "error": error or "a list or watch of the API server failed"}
+
+
 class LiveState(RawState):
     """The cluster as the informers held it at one moment. Its nodes and pods are the API server's objects (what
     ``kubectl get -o json`` prints); a what-if replaces them on a copy, never in the caches."""
 
     mode = "live"
 
-    def __init__(self, snapshot: live_convert.Snapshot, description: str = "cluster") -> None:
+    def __init__(
+        self, snapshot: live_convert.Snapshot, description: str = "cluster", status: dict | None = None
+    ) -> None:
         self.snapshot = snapshot
         self.description = description
+        self.status = status  # connection_status when this state was taken (the Hub shows it as the view's "status")
 
     def nodes(self) -> list[dict]:
         return self.snapshot.nodes
@@ -106,11 +153,12 @@ class LiveState(RawState):
             snapshot.topologies = [*snapshot.topologies, *_renamed_topologies(snapshot.topologies, copies)]
             slices = snapshot.dra.get("ResourceSlice") or []
             snapshot.dra = {**snapshot.dra, "ResourceSlice": [*slices, *_renamed_slices(slices, copies)]}
-        return LiveState(snapshot, self.description)
+        return LiveState(snapshot, self.description, self.status)
 
     def copy(self) -> LiveState:
         """A deep copy (what-if edits its nodes and pods), by ``clone``: several times faster than deepcopy."""
-        return LiveState(dataclasses.replace(self.snapshot, **clone(vars(self.snapshot))), self.description)
+        snapshot = dataclasses.replace(self.snapshot, **clone(vars(self.snapshot)))
+        return LiveState(snapshot, self.description, self.status)
 
     def start(self, config: Any = None, seed: int = 0) -> tuple[Session, list[str]]:
         """A Session over this state's objects, every pending pod of any schedulerName tried (what-if, as
@@ -195,6 +243,7 @@ class LiveSource:
         self._thread: threading.Thread | None = None
         self.hub: Any = None
         self.rebuilds = 0
+        self.status: dict | None = None  # connection_status as last published
         self.informers: dict[str, Informer] = {
             name: Informer(
                 self.kube, resource, self._on_event, self.lock, optional=optional, watch_timeout=watch_timeout,
@@ -252,7 +301,17 @@ class LiveSource:
         )
 
     def state(self) -> LiveState:
-        return LiveState(self.snapshot(), self.description)
+        return LiveState(self.snapshot(), self.description, self.status)
+
+    def check_status(self) -> bool:
+        """Update ``status`` from the informers' ``watching``; True when it changed (the page must be told: an
+        informer that lost the API server backs off and retries, and without this the page would keep showing
+        the last cluster it saw as live)."""
+        watching = [i.watching.is_set() for i in self.informers.values()]
+        status = connection_status(watching, self.status, self.kube.last_error)
+        changed = status is not self.status
+        self.status = status
+        return changed
 
     def follow(self, hub: Any) -> None:
         """Publish to ``hub`` after every burst of events, from a thread of its own."""
@@ -262,8 +321,13 @@ class LiveSource:
 
     def _run(self) -> None:
         collect = gc.isenabled()
+        checked = 0.0
         while not self._stop.is_set():
-            if not self.dirty.wait(0.5):
+            changed = False
+            if time.monotonic() - checked >= STATUS_EVERY_SECONDS:
+                checked = time.monotonic()
+                changed = self.check_status()
+            if not changed and not self.dirty.wait(STATUS_EVERY_SECONDS / 2):
                 continue
             self._settle()
             if self._stop.is_set():

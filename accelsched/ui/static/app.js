@@ -4,12 +4,12 @@
 // body[data-version] is set after each render completes: the browser tests wait on it.
 
 import { getState, getExplain, PodCache } from "./api.js";
-import { AcceleratorMap } from "./map.js";
+import { AcceleratorMap, NO_GANG, keyClass } from "./map.js";
 import { PendingList, explainKey, findEntry } from "./pending.js";
-import { WhatIfPanel } from "./whatif.js";
+import { WhatIfPanel, pendingPods } from "./whatif.js";
 import { renderCapacity } from "./panel.js";
 import { Tooltip, renderPod, renderPodError, renderNode, openDrawer, closeDrawers } from "./details.js";
-import { el, replaceChildren, colorClass, plural } from "./dom.js";
+import { el, replaceChildren, plural } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -52,8 +52,27 @@ function podDetail(key) {
   return pods.get(key, app.view.version);
 }
 
+/** A pod's place in the what-if run, in words, while the map shows it (null while it shows today): the drawer and
+ * the tooltip describe today's run, and must not pass for the what-if's. */
+function whatifPlacement(key) {
+  const r = app.mapMode === "whatif" ? app.whatif : null;
+  if (!r) return null;
+  const find = (list) => (list || []).find((x) => x.pod === key);
+  let x;
+  if ((x = find(r.moved))) return `What-if: moves ${x.from} → ${x.to}`;
+  if ((x = find(r.placed))) return `What-if: placed on ${x.to}`;
+  if ((x = find(r.lost))) return `What-if: loses its place on ${x.from}${x.message ? `: ${x.message}` : ""}`;
+  if ((x = find(r.evicted))) {
+    return `What-if: evicted from ${x.from}${x.recreated ? ", recreated Pending by its controller" : " and deleted"}`;
+  }
+  const node = (r.nodes || []).find((n) => (n.pods || []).includes(key));
+  if (node) return `What-if: on ${node.name}, as today`;
+  if (findEntry(r.pendingAfter || [], key)) return "What-if: still Pending";
+  return "What-if: not in the what-if run";
+}
+
 const map = new AcceleratorMap($("map"), {
-  onHover: (info, e) => tooltip.show(info, e, podDetail),
+  onHover: (info, e) => tooltip.show(info, e, podDetail, app.mapMode === "whatif" ? whatifPlacement : null),
   onHoverMove: (e) => tooltip.move(e),
   onLeave: () => tooltip.hide(),
   onCell: (info) => {
@@ -100,8 +119,9 @@ function renderStatus() {
   status.querySelector('[data-field="source"]').textContent = v.source;
   status.querySelector('[data-field="source"]').title = v.source;
   status.querySelector('[data-field="version"]').textContent = `v${v.version}`;
+  renderConnection(status, v.status);
   const c = v.counts || {};
-  replaceChildren($("counts"),
+  replaceChildren($("counts"), todayTag("the header counts are today's; the map shows the what-if"),
     count(c.nodes, "nodes"), count(c.devices, "devices"), count(c.freeDevices, "free", "free"),
     count(c.pods, "pods"), count(c.pending, "pending", c.pending ? "pending" : ""));
   const warnings = v.warnings || [];
@@ -110,7 +130,63 @@ function renderStatus() {
   button.textContent = plural(warnings.length, "warning");
   replaceChildren($("warnings"), el("ul", null, warnings.map((w) => el("li", null, w))));
   if (!warnings.length) $("warnings").hidden = true;
-  $("pending-count").textContent = String((v.pending || []).length);
+  // Pods, as the header's "pending" and the what-if's numbers count them (a gang is its pending members).
+  const pendingCount = $("pending-count");
+  pendingCount.textContent = plural(pendingPods(v.pending), "pod");
+  pendingCount.title = `${plural((v.pending || []).length, "entry", "entries")} (a gang is one entry)`;
+}
+
+/** Live mode: whether the informers still watch the API server. Disconnected, the page keeps the last state it had,
+ * and must say so rather than pass it off as live. */
+function renderConnection(status, conn) {
+  let box = status.querySelector('[data-field="connection"]');
+  if (!conn) {
+    delete status.dataset.connected;
+    box?.remove();
+    return;
+  }
+  status.dataset.connected = String(!!conn.connected);
+  if (!box) {
+    box = el("span", { class: "conn-warning", "data-field": "connection", role: "alert" });
+    status.insertBefore(box, $("warnings-button"));
+  }
+  if (conn.connected) {
+    box.hidden = true;
+    box.textContent = "";
+    return;
+  }
+  const since = String(conn.since || "").replace("T", " ").replace(/Z$/, " UTC");
+  box.hidden = false;
+  box.textContent = `disconnected from the API server since ${since}: ${conn.error || "unknown error"}`;
+  box.title = `${box.textContent}. The page shows the cluster as it was then; it updates again once the watches `
+    + "resume.";
+}
+
+function todayTag(title) {
+  return el("span", { class: "today-tag", title }, "today");
+}
+
+/** While the map shows the what-if, everything else on the page (header counts, Pending, capacity) is today's:
+ * tag it so, and say where the what-if's numbers are. */
+function renderScope() {
+  const showing = app.mapMode === "whatif" && app.whatif;
+  const r = app.whatif;
+  const pendingNote = $("pending-today-note");
+  pendingNote.textContent = showing
+    ? `This list is today's. In the what-if: ${plural(pendingPods(r.pendingAfter), "pod")} pending `
+      + `(today ${pendingPods(r.pendingBefore)}); see the What-if panel.`
+    : "";
+  $("capacity-today-note").textContent = showing
+    ? "Today's capacity. The what-if's is under \u201cCapacity: today vs what-if\u201d in the What-if panel." : "";
+}
+
+/** The today tags and notes (their elements are made once; CSS shows them only while body.showing-whatif). */
+function addScopeMarks() {
+  $("pending-panel").querySelector("h2").appendChild(todayTag("this list is today's; the map shows the what-if"));
+  $("capacity").querySelector("h2").appendChild(todayTag("this panel is today's; the map shows the what-if"));
+  const note = (id) => el("p", { id, class: "today-note" });
+  $("pending-panel").querySelector(".hint").after(note("pending-today-note"));
+  $("capacity-body").before(note("capacity-today-note"));
 }
 
 function count(n, label, cls = "") {
@@ -131,10 +207,13 @@ function renderGroupSelect() {
 
 function renderLegend() {
   const { top, more, free } = map.legend(8);
-  const items = top.map(([key, n]) =>
-    el("button", { type: "button", class: "legend-item", "data-filter": key,
+  const items = top.map(([key, n]) => map.colorBy === "gang" && key === NO_GANG
+    ? el("span", { class: "legend-item", title: `pods outside any gang: ${plural(n, "device")}` },
+      el("span", { class: `swatch held ${keyClass(key, map.colorBy)}` }), el("span", { class: "legend-key" }, key),
+      el("span", { class: "muted" }, String(n)))
+    : el("button", { type: "button", class: "legend-item", "data-filter": key,
       title: `${key}: ${plural(n, "device")} (click: show only its nodes)` },
-      el("span", { class: `swatch held ${colorClass(key)}` }), el("span", { class: "legend-key" }, key),
+      el("span", { class: `swatch held ${keyClass(key, map.colorBy)}` }), el("span", { class: "legend-key" }, key),
       el("span", { class: "muted" }, String(n))));
   if (more) items.push(el("span", { class: "legend-item muted" }, `+${more} more`));
   items.push(el("span", { class: "legend-item" }, el("span", { class: "swatch free" }), "free",
@@ -163,6 +242,7 @@ function renderAll() {
   renderStatus();
   renderGroupSelect();
   renderMap();
+  renderScope();
   pending.render(app.view.pending || []);
   if (app.pending) pending.showExplain(app.explain, app.explainError);
   renderCapacity($("capacity-body"), app.view.capacity || {});
@@ -271,7 +351,7 @@ function explainSelected() {
       if (token !== app.explainToken) return;
       app.explain = body;
       app.explainError = "";
-      map.setExplain(body.nodes || []);
+      map.setExplain(app.mapMode === "whatif" ? null : body.nodes || []); // today's verdicts, not the what-if's
       pending.showExplain(body, "");
       document.body.dataset.explain = entry.key;
       if (app.openNode) showNode(app.openNode, { keepScroll: true });
@@ -309,11 +389,13 @@ function showPod(key) {
           const entry = findEntry(app.view.pending || [], podKey);
           if (entry) pending.select(entry.key);
         },
-      });
+      }, whatifPlacement(key));
     },
     (err) => {
       if (app.openPod !== key) return;
-      renderPodError(root, key, knownPod(key) ? err.message : `no pod ${key} today: ${err.message}`);
+      const whatif = whatifPlacement(key);
+      const why = knownPod(key) ? err.message : `no pod ${key} today: ${err.message}`;
+      renderPodError(root, key, whatif ? `${whatif}. ${why}` : why);
     },
   );
 }
@@ -345,8 +427,12 @@ function showNode(name, { keepScroll = false } = {}) {
 function setMapMode(mode) {
   app.mapMode = mode === "whatif" && app.whatif ? "whatif" : "today";
   document.body.classList.toggle("showing-whatif", app.mapMode === "whatif");
+  // Explain's verdicts are of today's run: on the what-if map they would mark rows with a stale answer.
+  map.setExplain(app.mapMode === "whatif" ? null : app.explain?.nodes || null);
   renderMap();
+  renderScope();
   if (app.openNode) showNode(app.openNode, { keepScroll: true });
+  if (app.openPod) showPod(app.openPod);
 }
 
 // ---- URL, controls, boot --------------------------------------------------------------------------------------
@@ -465,6 +551,7 @@ async function boot() {
     return;
   }
   wireControls(params);
+  addScopeMarks();
   const g = params.get("group");
   const keys = app.view.groupKeys || [];
   map.groupBy = g === "none" ? null : g && keys.includes(g) ? g : app.view.groupBy || null;

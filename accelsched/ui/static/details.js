@@ -11,8 +11,9 @@ export class Tooltip {
     this.token = 0;
   }
 
-  /** info: from AcceleratorMap.info(); podDetail(key) -> Promise of the pod detail (cached per version). */
-  show(info, event, podDetail) {
+  /** info: from AcceleratorMap.info(); podDetail(key) -> Promise of the pod detail (cached per version);
+   * whatifText(key) -> the pod's what-if placement in words, or null when the map shows today. */
+  show(info, event, podDetail, whatifText = null) {
     const token = ++this.token;
     const { node, cell, slot, nic, holder } = info;
     const body = [];
@@ -46,14 +47,21 @@ export class Tooltip {
       podDetail(holder).then(
         (pod) => {
           if (token !== this.token) return;
+          const whatif = whatifText ? whatifText(holder) : null;
+          const today = `${pod.phase}${pod.node ? ` on ${pod.node}` : ""}`;
           replaceChildren(podBox, el("div", { class: "tt-holder", "data-field": "holder" }, holder),
             el("div", { class: "tt-row", "data-field": "requests" }, formatRequests(pod.requests)),
             el("div", { class: "tt-row", "data-field": "alignment" }, formatAlignment(pod.alignment)),
-            el("div", { class: "tt-row muted" }, `${pod.phase}${pod.gang ? ` · gang ${pod.gang}` : ""}`));
+            el("div", { class: "tt-row muted" },
+              `${whatif ? `today: ${today}` : pod.phase}${pod.gang ? ` · gang ${pod.gang}` : ""}`),
+            whatif ? el("div", { class: "tt-row whatif-place", "data-field": "whatif" }, whatif) : null);
           this.place(this.x, this.y);
         },
         (err) => {
-          if (token === this.token) replaceChildren(podBox, el("div", { class: "tt-holder" }, holder),
+          if (token !== this.token) return;
+          const whatif = whatifText ? whatifText(holder) : null;
+          replaceChildren(podBox, el("div", { class: "tt-holder" }, holder),
+            whatif ? el("div", { class: "tt-row whatif-place", "data-field": "whatif" }, whatif) : null,
             el("div", { class: "tt-row error" }, err.message));
         },
       );
@@ -141,8 +149,9 @@ function devicesList(devices) {
   return ul;
 }
 
-/** pod: /api/pod's body. hooks: onNode(name), onPending(key). */
-export function renderPod(root, pod, hooks = {}) {
+/** pod: /api/pod's body (today's run). hooks: onNode(name), onPending(key). whatif: the pod's placement in the
+ * what-if run in words while the map shows it (the detail below is then labelled "today"), else null. */
+export function renderPod(root, pod, hooks = {}, whatif = null) {
   const actions = el("div", { class: "drawer-actions" });
   if (pod.node) {
     actions.appendChild(el("button", { type: "button", class: "link", "data-action": "node" }, `show ${pod.node}`));
@@ -161,7 +170,9 @@ export function renderPod(root, pod, hooks = {}) {
   replaceChildren(root,
     drawerHead("pod", pod.key),
     el("div", { class: "drawer-body" },
+      whatif ? el("p", { class: "whatif-place", "data-field": "whatif" }, whatif) : null,
       el("p", { class: `phase-line phase-${String(pod.phase).toLowerCase()}` },
+        whatif ? el("span", { class: "scope", title: "the detail below is of today's run" }, "today") : null,
         el("span", { class: "status", "data-field": "phase" }, pod.phase),
         pod.node ? [" on ", el("strong", { "data-field": "node" }, pod.node)]
           : el("span", { "data-field": "node" }, ""),

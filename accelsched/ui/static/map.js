@@ -10,6 +10,19 @@ const OVERSCAN = 12;
 const SLOT_W = 8; // px per MIG slice position
 const SHARED = new Set(["timeslicing", "milli", "slices"]);
 const NO_GROUP = "\u0000";
+export const NO_GANG = "no gang"; // colour-by gang: every gang-less pod shares this one neutral key
+
+/** What a holder is coloured by here: dom.colorKey, except that gang-less pods are one "no gang" key (their own
+ * colours would read as that many gangs). */
+export function holderKey(holder, mode, gangs) {
+  if (mode === "gang" && holder && !(gangs && gangs[holder])) return NO_GANG;
+  return colorKey(holder, mode, gangs);
+}
+
+/** The colour class of a key: the palette's, or the neutral one of "no gang". */
+export function keyClass(key, mode) {
+  return mode === "gang" && key === NO_GANG ? "c-nogang" : colorClass(key);
+}
 
 function collator() {
   return new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
@@ -122,12 +135,29 @@ export class AcceleratorMap {
       this.baseline = baseline;
       this.epoch++;
     }
-    for (const name of [...this.selectedNodes]) if (!this.byName.has(name)) this.selectedNodes.delete(name);
+    // Ticks of nodes this data lacks (a what-if copy ticked, then back to today) and of groups it no longer has
+    // would otherwise go on being staged as a ghost selection.
+    let pruned = false;
+    for (const name of [...this.selectedNodes]) {
+      if (!this.byName.has(name)) pruned = this.selectedNodes.delete(name);
+    }
+    if (this.selectedGroups.size) {
+      const present = new Set(nodes.map((n) => this.groupOf(n)));
+      for (const g of [...this.selectedGroups]) if (!present.has(g)) pruned = this.selectedGroups.delete(g);
+    }
     this.relayout();
+    if (pruned) {
+      this.syncChecks();
+      this.hooks.onSelection?.();
+    }
   }
 
   setGroupBy(key) {
     if (key === this.groupBy) return;
+    // Ticks survive regrouping by node name: a ticked group becomes its nodes (staged actions may rely on them).
+    for (const g of this.selectedGroups) {
+      for (const n of this.nodes || []) if (this.groupOf(n) === g) this.selectedNodes.add(n.name);
+    }
     this.groupBy = key || null;
     this.selectedGroups.clear();
     this.collapsed.clear();
@@ -145,6 +175,10 @@ export class AcceleratorMap {
     const f = text.trim().toLowerCase();
     if (f === this.filter) return;
     this.filter = f;
+    // A match inside a collapsed group would be invisible: open every group that has one.
+    if (f && this.collapsed.size) {
+      for (const n of this.nodes) if (this.matches(n)) this.collapsed.delete(this.groupOf(n));
+    }
     this.relayout(true);
   }
 
@@ -175,6 +209,14 @@ export class AcceleratorMap {
     this.selectedGroups.clear();
     this.syncChecks();
     this.hooks.onSelection?.();
+  }
+
+  /** A group's box is ticked when the group is, or (filtering) when every node of it the filter shows is. */
+  groupChecked(value) {
+    if (this.selectedGroups.has(value)) return true;
+    if (!this.filter) return false;
+    const shown = this.nodes.filter((n) => this.groupOf(n) === value && this.matches(n));
+    return shown.length > 0 && shown.every((n) => this.selectedNodes.has(n.name));
   }
 
   isSelected(name) {
@@ -228,7 +270,8 @@ export class AcceleratorMap {
           if (n.unschedulable) cordoned++;
         }
         const collapsed = this.collapsed.has(value);
-        rows.push({ type: "group", key: `g:${value}`, value, all, total, free, cordoned, collapsed });
+        const hidden = all.length - shown.length;
+        rows.push({ type: "group", key: `g:${value}`, value, all, total, free, cordoned, collapsed, hidden });
         if (!collapsed) for (const n of shown) rows.push({ type: "node", key: `n:${n.name}`, node: n, group: value });
       }
     }
@@ -312,7 +355,7 @@ export class AcceleratorMap {
 
   stamp(row) {
     if (row.type === "group") {
-      return `${this.epoch}|${row.all.length}|${row.total}|${row.free}|${row.cordoned}|${row.collapsed}`;
+      return `${this.epoch}|${row.all.length}|${row.total}|${row.free}|${row.cordoned}|${row.collapsed}|${row.hidden}`;
     }
     return `${this.epoch}|${row.node.etag ?? `serial${this.serial}`}`;
   }
@@ -350,7 +393,8 @@ export class AcceleratorMap {
       "aria-label": `select every node of ${label}`,
       title: row.value === NO_GROUP ? "select these nodes" : `select every node with ${this.groupBy}=${value}`,
     });
-    check.checked = this.selectedGroups.has(row.value);
+    check.checked = this.groupChecked(row.value);
+    if (row.hidden) check.title = `select the ${plural(row.all.length - row.hidden, "matching node")} shown`;
     const bar = el("span", { class: "usage", title: `${used} of ${row.total} devices in use` }, el("span"));
     bar.firstChild.style.width = `${pct}%`;
     return el(
@@ -362,7 +406,11 @@ export class AcceleratorMap {
         el("span", { class: "group-key" }, this.groupBy),
         el("span", { class: "group-value", title: label }, label)),
       el("span", { class: "group-stats" },
-        plural(row.all.length, "node"), " · ", `${row.free}/${row.total} free`,
+        plural(row.all.length, "node"),
+        row.hidden
+          ? el("span", { class: "group-hidden" }, ` (${row.all.length - row.hidden} match, ${row.hidden} hidden)`)
+          : null,
+        " · ", `${row.free}/${row.total} free`,
         row.cordoned ? el("span", { class: "flag cordoned" }, `${row.cordoned} cordoned`) : null),
       bar,
     );
@@ -420,7 +468,7 @@ export class AcceleratorMap {
   }
 
   holderClass(holder) {
-    return holder ? `held ${colorClass(colorKey(holder, this.colorBy, this.gangs))}` : "free";
+    return holder ? `held ${keyClass(holderKey(holder, this.colorBy, this.gangs), this.colorBy)}` : "free";
   }
 
   buildCell(nodeName, c) {
@@ -501,7 +549,7 @@ export class AcceleratorMap {
       if (box.classList.contains("select-node")) box.checked = this.isSelected(r.el.getAttribute("data-node"));
       else {
         const g = r.el.getAttribute("data-group");
-        box.checked = this.selectedGroups.has(g === "" ? NO_GROUP : g);
+        box.checked = this.groupChecked(g === "" ? NO_GROUP : g);
       }
     }
   }
@@ -524,7 +572,12 @@ export class AcceleratorMap {
     } else if (t.classList.contains("select-group")) {
       const raw = t.closest(".group-row").getAttribute("data-group");
       const g = raw === "" ? NO_GROUP : raw;
-      if (t.checked) this.selectedGroups.add(g);
+      const members = this.nodes.filter((m) => this.groupOf(m) === g);
+      const shown = this.filter ? members.filter((m) => this.matches(m)) : members;
+      if (t.checked && shown.length < members.length) {
+        // Filtering: tick only the nodes the filter shows, by name (never the hidden ones of the group).
+        for (const m of shown) this.selectedNodes.add(m.name);
+      } else if (t.checked) this.selectedGroups.add(g);
       else {
         this.selectedGroups.delete(g);
         for (const m of this.nodes) if (this.groupOf(m) === g) this.selectedNodes.delete(m.name);
@@ -614,7 +667,7 @@ export class AcceleratorMap {
       const stats = countCells(n);
       free += stats.free;
       for (const [h, k] of stats.holders) {
-        const key = colorKey(h, this.colorBy, this.gangs);
+        const key = holderKey(h, this.colorBy, this.gangs);
         counts.set(key, (counts.get(key) || 0) + k);
       }
     }

@@ -44,9 +44,12 @@ export class PendingList {
     this.summary = null;
     root.addEventListener("click", (e) => this.onClick(e));
     root.addEventListener("keydown", (e) => {
-      if ((e.key === "Enter" || e.key === " ") && e.target.classList.contains("pending-item")) {
+      // The entry's head is its button (the li holds other buttons: the summary's jumps); the li itself stays
+      // focusable for the keyboard too.
+      const head = e.target.classList.contains("pi-head") || e.target.classList.contains("pending-item");
+      if ((e.key === "Enter" || e.key === " ") && head) {
         e.preventDefault();
-        this.toggle(e.target.getAttribute("data-key"));
+        this.toggle(e.target.closest(".pending-item").getAttribute("data-key"));
       }
     });
   }
@@ -70,15 +73,17 @@ export class PendingList {
       class: `pending-item${selected ? " selected" : ""}`,
       "data-key": entry.key,
       "data-kind": entry.kind,
-      tabindex: "0",
-      role: "button",
-      "aria-pressed": String(selected),
+      "aria-current": selected ? "true" : null,
     });
-    li.appendChild(el("div", { class: "pi-head" },
+    // The name on a line of its own, whole (names that differ only at the end must not truncate to the same text);
+    // namespace, status and device count below it.
+    li.appendChild(el("div", { class: "pi-head", role: "button", tabindex: "0", "aria-pressed": String(selected),
+      "aria-label": `${entry.key}: ${entry.status || "Pending"}` },
       el("span", { class: "pi-name", title: entry.key }, entry.name),
-      el("span", { class: "pi-ns" }, entry.namespace),
-      el("span", { class: statusClass(entry.status) }, entry.status || "Pending"),
-      el("span", { class: "pi-devices", title: "devices requested" }, String(entry.devices ?? 0))));
+      el("span", { class: "pi-meta" },
+        el("span", { class: "pi-ns" }, entry.namespace),
+        el("span", { class: statusClass(entry.status) }, entry.status || "Pending"),
+        el("span", { class: "pi-devices", title: "devices requested" }, String(entry.devices ?? 0)))));
     li.appendChild(el("div", { class: "pi-req" },
       gang ? el("span", { class: "badge gang" }, `gang · ${plural((entry.members || []).length, "pod")}`) : null,
       requestChips(entry.requests),

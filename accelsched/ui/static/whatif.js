@@ -10,11 +10,24 @@ import { renderCapacityCompare } from "./panel.js";
 const NO_GROUP = "\u0000";
 const MAX_ADD_TARGETS = 20;
 const LIST_LIMIT = 200;
+// kube's taint syntax (key[=value]:Effect), checked before staging: the server would refuse it anyway, but only at
+// Run, after other rows were staged around it.
+const TAINT_RE = /^[^=:\s]+(=[^:\s]*)?:(NoSchedule|PreferNoSchedule|NoExecute)$/;
 
-function describe(action) {
-  const target = (nodes) =>
-    !Array.isArray(nodes) ? `${nodes.label}=${nodes.value}`
-      : nodes.length > 4 ? `${nodes.slice(0, 3).join(", ")} +${nodes.length - 3}` : nodes.join(", ");
+/** Pods in PendingEntries: a gang counts its pending members (as the header's "pending" does), not as one. */
+export function pendingPods(entries) {
+  return (entries || []).reduce((n, e) => n + (e.kind === "gang" ? (e.members || []).length || 1 : 1), 0);
+}
+
+/** A staged action in words; `sizes` (action -> node count) says how many nodes a label target covered. */
+function describe(action, sizes) {
+  const target = (nodes) => {
+    if (!Array.isArray(nodes)) {
+      const n = sizes?.get(action);
+      return `${nodes.label}=${nodes.value}${n ? ` (${plural(n, "node")})` : ""}`;
+    }
+    return nodes.length > 4 ? `${nodes.slice(0, 3).join(", ")} +${nodes.length - 3}` : nodes.join(", ");
+  };
   switch (action.op) {
     case "taint":
       return `taint ${target(action.nodes)} with ${action.taint}`;
@@ -34,6 +47,9 @@ export class WhatIfPanel {
     this.root = root;
     this.hooks = hooks;
     this.actions = [];
+    this.sizes = new WeakMap(); // staged action -> nodes its label target covered when staged (for its description)
+    this.ran = []; // the staged actions of the shown result
+    this.errorIndex = null; // the staged row the server's `actions[i]` error names
     this.result = null;
     this.resultVersion = null;
     this.showing = false;
@@ -56,6 +72,7 @@ export class WhatIfPanel {
       const b = e.target.closest("[data-remove]");
       if (!b) return;
       this.actions.splice(Number(b.getAttribute("data-remove")), 1);
+      this.showError("");
       this.renderActions();
     });
     this.out.addEventListener("click", (e) => {
@@ -72,6 +89,13 @@ export class WhatIfPanel {
       }
       const pod = e.target.closest("[data-pod]");
       if (pod) this.hooks.onPod?.(pod.getAttribute("data-pod"));
+    });
+    this.out.addEventListener("keydown", (e) => {
+      if (e.key !== "Enter" && e.key !== " ") return;
+      const pod = e.target.closest?.("li[data-pod]");
+      if (!pod || e.target !== pod) return; // a jump button inside keeps its own Enter
+      e.preventDefault();
+      this.hooks.onPod?.(pod.getAttribute("data-pod"));
     });
     this.selectionChanged();
     this.renderActions();
@@ -132,22 +156,33 @@ export class WhatIfPanel {
       for (const node of names) this.actions.push({ op: "add", node, count });
     } else if (op === "taint") {
       const taint = this.taint.value.trim();
-      if (!taint) {
-        this.showError("taint: write it as key=value:NoSchedule (or PreferNoSchedule, NoExecute)");
+      if (!TAINT_RE.test(taint)) {
+        this.showError(`taint${taint ? ` "${taint}"` : ""}: write it as key=value:NoSchedule `
+          + "(or key:Effect; the effect one of NoSchedule, PreferNoSchedule, NoExecute)");
         this.taint.focus();
         return;
       }
-      for (const nodes of out) this.actions.push({ op, nodes, taint });
+      for (const nodes of out) this.push({ op, nodes, taint }, sel);
     } else {
-      for (const nodes of out) this.actions.push({ op, nodes });
+      for (const nodes of out) this.push({ op, nodes }, sel);
     }
     if (this.actions.length > 100) this.actions.length = 100;
     this.renderActions();
   }
 
+  /** Stage a node-set action, noting how many nodes its label target covers now. */
+  push(action, sel) {
+    if (!Array.isArray(action.nodes)) {
+      const g = sel.groups.find((x) => x.label === action.nodes.label && x.value === action.nodes.value);
+      if (g) this.sizes.set(action, g.nodes.length);
+    }
+    this.actions.push(action);
+  }
+
   renderActions() {
     const items = this.actions.map((a, i) =>
-      el("li", { class: `wi-action op-${a.op}` }, el("span", null, describe(a)),
+      el("li", { class: `wi-action op-${a.op}${i === this.errorIndex ? " invalid" : ""}`,
+        "aria-invalid": i === this.errorIndex ? "true" : null }, el("span", null, describe(a, this.sizes)),
         el("button", { type: "button", class: "close small", "data-remove": String(i), "aria-label": "remove" },
           "×")));
     replaceChildren(this.list, items);
@@ -156,14 +191,22 @@ export class WhatIfPanel {
     this.resetButton.disabled = !this.actions.length && !this.result;
   }
 
+  /** Show (or clear, with "") the error; a server error naming `actions[i]` marks that staged row. */
   showError(message) {
     this.error.textContent = message;
     this.error.hidden = !message;
+    const m = /^actions\[(\d+)\]/.exec(message || "");
+    const index = m && Number(m[1]) < this.actions.length ? Number(m[1]) : null;
+    if (index !== this.errorIndex) {
+      this.errorIndex = index;
+      this.renderActions();
+    }
   }
 
   reset() {
     this.abort?.abort();
     this.actions = [];
+    this.ran = [];
     this.result = null;
     this.showError("");
     this.out.hidden = true;
@@ -184,8 +227,10 @@ export class WhatIfPanel {
     this.runButton.disabled = true;
     this.root.classList.add("busy");
     const version = this.hooks.version();
+    const staged = [...this.actions];
     try {
-      const result = await postWhatif({ actions: this.actions }, { signal: this.abort.signal });
+      const result = await postWhatif({ actions: staged }, { signal: this.abort.signal });
+      this.ran = staged;
       this.result = result;
       this.resultVersion = version;
       this.renderResult();
@@ -219,19 +264,22 @@ export class WhatIfPanel {
     const moved = r.moved || [];
     const placed = r.placed || [];
     const evicted = r.evicted || [];
-    const pb = (r.pendingBefore || []).length;
-    const pa = (r.pendingAfter || []).length;
+    // Every number here counts pods (a gang as its pending members), as the header's "pending" does.
+    const pb = pendingPods(r.pendingBefore);
+    const pa = pendingPods(r.pendingAfter);
+    const pods = (n) => (n === 1 ? "pod" : "pods");
     const summary = el("div", { class: "wi-summary" },
       el("span", { class: `stat ${lost.length ? "bad" : ""}` }, el("b", null, String(lost.length)),
-        " lose their place"),
-      el("span", { class: "stat" }, el("b", null, String(moved.length)), " move"),
-      el("span", { class: `stat ${placed.length ? "good" : ""}` }, el("b", null, String(placed.length)), " get placed"),
-      el("span", { class: "stat" }, el("b", null, String(evicted.length)), " evicted"));
+        ` ${pods(lost.length)} lose their place`),
+      el("span", { class: "stat" }, el("b", null, String(moved.length)), ` ${pods(moved.length)} move`),
+      el("span", { class: `stat ${placed.length ? "good" : ""}` }, el("b", null, String(placed.length)),
+        ` ${pods(placed.length)} get placed`),
+      el("span", { class: "stat" }, el("b", null, String(evicted.length)), ` ${pods(evicted.length)} evicted`));
     const side = el("div", { class: "side-by-side" },
       el("div", { class: "side today" }, el("h4", null, "Today"), el("p", { class: "big" }, String(pb)),
-        el("p", { class: "muted" }, "pending")),
+        el("p", { class: "muted" }, `${pods(pb)} pending`)),
       el("div", { class: "side after" }, el("h4", null, "What-if"), el("p", { class: "big" }, String(pa)),
-        el("p", { class: "muted" }, "pending")));
+        el("p", { class: "muted" }, `${pods(pa)} pending`)));
     const compare = el("div", { class: "wi-compare" });
     const notes = (r.notes || []).length ? el("ul", { class: "notes" }, r.notes.map((n) => el("li", null, n))) : null;
 
@@ -257,11 +305,12 @@ export class WhatIfPanel {
       }
       return s;
     };
+    const ran = this.ran.length ? this.ran : r.actions || []; // as staged: label targets, not their nodes
     const jump = (name) => el("button", { type: "button", class: "link", "data-jump": name }, name);
     replaceChildren(this.out,
       el("p", { class: "stale", hidden: true },
         "The cluster changed since this ran: run it again for current numbers."),
-      el("p", { class: "wi-ran" }, `Ran: ${(r.actions || this.actions).map(describe).join("; ")}`),
+      el("p", { class: "wi-ran" }, `Ran: ${ran.map((a) => describe(a, this.sizes)).join("; ")}`),
       summary, notes, side,
       el("h4", null, "Capacity: today vs what-if"), compare,
       section("lost", "Lose their place", lost, (x) => [el("span", { class: "pod" }, x.pod), " from ", jump(x.from),
