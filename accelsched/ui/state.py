@@ -7,6 +7,7 @@ copy of the dicts without touching what the page shows. hub.py holds the current
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ def object_key(doc: dict[str, Any]) -> str:
     return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
 
 
-class RawState:
+class RawState(ABC):
     """The objects one run is made from, as raw Kubernetes dicts. Subclass contract (LiveState, FilesState, ...):
 
     - ``description`` (for the page's status line) and ``mode`` ("offline" | "demo" | "live") attributes;
@@ -65,20 +66,20 @@ class RawState:
     mode: str = "offline"
     changed_gangs: frozenset[str] = frozenset()
 
-    def nodes(self) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def nodes(self) -> list[dict[str, Any]]: ...
 
-    def pods(self) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def pods(self) -> list[dict[str, Any]]: ...
 
-    def replace(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> RawState:
-        raise NotImplementedError
+    @abstractmethod
+    def replace(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> RawState: ...
 
-    def copy(self) -> RawState:
-        raise NotImplementedError
+    @abstractmethod
+    def copy(self) -> RawState: ...
 
-    def start(self, config: SchedulerConfig | None = None, seed: int = 0) -> tuple[Session, list[str]]:
-        raise NotImplementedError
+    @abstractmethod
+    def start(self, config: SchedulerConfig | None = None, seed: int = 0) -> tuple[Session, list[str]]: ...
 
     def pod_groups(self) -> list[dict[str, Any]]:
         """The raw PodGroups. The default serves a state over a live/convert Snapshot (``self.snapshot``, as
