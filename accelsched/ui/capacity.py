@@ -199,14 +199,12 @@ def panel(cluster: Any, results: list[Any]) -> dict[str, Any]:
         )
         taking = [s for s in shapes if s["nodes"]]
         name = short_name(res)
-        if taking:
-            best = taking[-1]
-            sentences.append(
-                f"{_nodes(best['nodes'])} can still take {_article(best['size'])} {best['size']}-{name} pod"
-            )
         if not taking:
             sentences.append(f"no node can take {_article(1)} 1-{name} pod")
-        elif shapes[-1]["nodes"] == 0 and not _partitioned(cluster, res):  # a split resource's count is a bound
+            continue
+        best = taking[-1]
+        sentences.append(f"{_nodes(best['nodes'])} can still take {_article(best['size'])} {best['size']}-{name} pod")
+        if shapes[-1]["nodes"] == 0 and not _partitioned(cluster, res):  # a split resource's count is a bound
             size = shapes[-1]["size"]
             sentences.append(f"no node can take {_article(size)} {size}-{name} pod")
     any_unusable = np.zeros(cluster.n, dtype=bool)

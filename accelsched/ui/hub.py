@@ -70,11 +70,10 @@ class Hub:
             began = time.perf_counter()
             run = execute(state, self.config, self.seed)
             body = views.build_view(run, self.group_by)
-            body = {"version": 0, "mode": state.mode, "readOnly": True, "source": state.description, **body}
+            body = {"version": 0, "mode": state.mode, **body}  # build_view says readOnly, and source from run.state
             status = getattr(state, "status", None)  # live: whether the watches are current (LiveState.status)
             if status:
                 body["status"] = status
-            body["readOnly"] = True
             seconds = time.perf_counter() - began
             with self._cond:
                 self.version += 1
@@ -135,13 +134,15 @@ class Hub:
         Computation only: the version, the view and the state stay as they were. Busy when every engine slot is
         taken (a bad body is an InputError first: it costs nothing to check)."""
         with self._cond:
-            state, run = self._state, self._run
+            state, run, shown = self._state, self._run, self._view
         assert run is not None
         actions = whatif.parse(body)
         with self._engine_slot():
             applied = whatif.apply(state.copy(), actions)
             after = execute(applied.state, self.config, self.seed)
-            return whatif.compare(run, after, applied.actions, applied.notes, applied.evicted, self.group_by)
+            return whatif.compare(
+                run, after, applied.actions, applied.notes, applied.evicted, self.group_by, before_view=shown
+            )
 
     @contextlib.contextmanager
     def _engine_slot(self) -> Iterator[None]:

@@ -235,6 +235,7 @@ def create_app(
     sim_cache: dict[str, Any] = {"data": sim}
     sim_lock = threading.Lock()
     closing = threading.Event()
+    has_sim = sim_dir is not None or sim is not None
 
     def static_file(name: str) -> Response:
         root = static_dir.resolve()
@@ -255,16 +256,27 @@ def create_app(
             return RedirectResponse("/sim", 307)
         return static_file("index.html")
 
+    def no_sim() -> Response:
+        return error(404, "no simulation results: start accelsched ui with --sim DIR")
+
     async def sim_page(request: Request) -> Response:
-        if sim_dir is None and sim_cache["data"] is None:
-            return error(404, "no simulation results: start accelsched ui with --sim DIR")
-        return static_file("sim.html")
+        return static_file("sim.html") if has_sim else no_sim()
 
     async def static(request: Request) -> Response:
         return static_file(request.path_params["path"])
 
     def no_state() -> Response:
         return error(404, "no cluster state: accelsched ui was started with --sim only")
+
+    async def engine(call: Callable[[], Any]) -> Response:
+        """An engine request (a what-if, an explanation), computed and encoded in a worker thread: bad input is a
+        400, every engine slot taken a 429 (hub.Busy)."""
+        try:
+            return await run_in_threadpool(lambda: json_response(call()))
+        except InputError as exc:
+            return error(400, str(exc))
+        except Busy as exc:
+            return error(429, str(exc))
 
     async def state(request: Request) -> Response:
         if hub is None:
@@ -296,13 +308,9 @@ def create_app(
         if not key:
             return error(400, "pod: required (namespace/name)")
         try:
-            return json_response(await run_in_threadpool(hub.explain, key))
+            return await engine(lambda: hub.explain(key))
         except KeyError:
             return error(404, f"no pod {key}")
-        except InputError as exc:
-            return error(400, str(exc))
-        except Busy as exc:
-            return error(429, str(exc))
 
     async def whatif(request: Request) -> Response:
         if hub is None:
@@ -324,12 +332,7 @@ def create_app(
             return error(400, f"body: not JSON: {str(exc)[:200]}")
         if not isinstance(parsed, dict):
             return error(400, 'body: must be a JSON object {"actions": [...]}')
-        try:
-            return await run_in_threadpool(lambda: json_response(hub.whatif(parsed)))
-        except InputError as exc:
-            return error(400, str(exc))
-        except Busy as exc:
-            return error(429, str(exc))
+        return await engine(lambda: hub.whatif(parsed))
 
     async def events(request: Request) -> Response:
         if hub is None:
@@ -355,8 +358,8 @@ def create_app(
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
 
     async def sim_data(request: Request) -> Response:
-        if sim_dir is None and sim_cache["data"] is None:
-            return error(404, "no simulation results: start accelsched ui with --sim DIR")
+        if not has_sim:
+            return no_sim()
 
         def load() -> dict:
             with sim_lock:

@@ -105,6 +105,11 @@ def _finite(path: Path, column: str, what: str, value: float) -> float:
 
 def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
     """(line number, row) for every data row; the header must hold ``columns`` and every row the header's width."""
+    return _table(path, columns)[1]
+
+
+def _table(path: Path, columns: tuple[str, ...]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """The header and ``_rows``, from one read of the file."""
     try:
         with _open(path) as handle:
             reader = csv.reader(handle)
@@ -123,7 +128,7 @@ def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str
                         f"{len(row)} fields, the header has {len(header)}", source=f"{path}:{reader.line_num}"
                     )
                 out.append((reader.line_num, dict(zip(header, row, strict=True))))
-            return out
+            return header, out
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text ({exc.reason})", source=str(path)) from None
     except csv.Error as exc:
@@ -160,9 +165,7 @@ def _curves(path: Path) -> dict[str, dict[str, list]]:
 
 def _summary(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
     """summary.csv's rows, numbers as numbers (policy stays text)."""
-    rows = _rows(path, ("policy", "seeds"))
-    with _open(path) as handle:
-        columns = next(csv.reader(handle))
+    columns, rows = _table(path, ("policy", "seeds"))
     summary = []
     for line, row in rows:
         summary.append(

@@ -142,29 +142,36 @@ class DocumentState(RawState):
 
     def _companions(self, added: list[Document]) -> list[Document]:
         """For each what-if copy, its original's NodeResourceTopology and accelsched topology slices, renamed."""
-        out = []
+        copies = []
         for d in added:
             original = ((d.doc.get("metadata") or {}).get("annotations") or {}).get(WHATIF_COPY_ANNOTATION)
-            if not original:
+            if isinstance(original, str) and original:
+                copies.append((d.doc["metadata"]["name"], original))
+        if not copies:
+            return []
+        # The originals' companions in one pass over the documents (an add of 1,000 copies would scan them 1,000x).
+        of: dict[str, list[Document]] = {original: [] for _, original in copies}
+        for c in self.docs:
+            meta = c.doc.get("metadata") or {}
+            if c.kind == "NodeResourceTopology":
+                owner = meta.get("name")
+            elif c.kind == "ResourceSlice" and str(meta.get("name", "")).startswith("accelsched"):
+                owner = (c.doc.get("spec") or {}).get("nodeName")
+            else:
                 continue
-            name = d.doc["metadata"]["name"]
-            for c in self.docs:
-                meta = c.doc.get("metadata") or {}
-                if c.kind == "NodeResourceTopology" and meta.get("name") == original:
-                    doc = clone(c.doc)
+            if isinstance(owner, str) and owner in of:
+                of[owner].append(c)
+        out = []
+        for name, original in copies:
+            for c in of[original]:
+                doc = clone(c.doc)
+                if c.kind == "NodeResourceTopology":
                     doc["metadata"]["name"] = name
-                elif (
-                    c.kind == "ResourceSlice"
-                    and str(meta.get("name", "")).startswith("accelsched")
-                    and (c.doc.get("spec") or {}).get("nodeName") == original
-                ):
-                    doc = clone(c.doc)
-                    doc["metadata"]["name"] = f"{meta['name']}-{name}"
+                else:
+                    doc["metadata"]["name"] = f"{c.doc['metadata']['name']}-{name}"
                     doc["spec"]["nodeName"] = name
                     if isinstance(doc["spec"].get("pool"), dict):
                         doc["spec"]["pool"]["name"] = name
-                else:
-                    continue
                 out.append(Document(doc, "what-if", c.kind))
         return out
 

@@ -30,6 +30,7 @@ from accelsched.api.selectors import Taint, Toleration
 from accelsched.api.validation import label_key_problem, label_value_problem
 from accelsched.errors import InputError
 from accelsched.framework import gang
+from accelsched.plugins.nodeunschedulable import UNSCHEDULABLE_TAINT as _UNSCHEDULABLE
 from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
 from accelsched.ui.state import WHATIF_COPY_ANNOTATION, RawState, Run, clone, object_key
 
@@ -40,8 +41,9 @@ MAX_COUNT = 1000
 MAX_NODES = 10000
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 # core/v1 well_known_taints.go: TaintNodeUnschedulable, the taint the node lifecycle controller keeps on a cordoned
-# node (NoSchedule); every node.kubernetes.io/ taint is one the node's controllers set (not-ready, unreachable, ...).
-UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+# node (NoSchedule), as a raw dict of the one NodeUnschedulable checks; every node.kubernetes.io/ taint is one the
+# node's controllers set (not-ready, unreachable, ...).
+UNSCHEDULABLE_TAINT = {"key": _UNSCHEDULABLE.key, "effect": _UNSCHEDULABLE.effect}
 NODE_TAINT_PREFIX = "node.kubernetes.io/"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # core/v1 MirrorPodAnnotationKey: the API's copy of a static pod
 DRAIN_FLAGS = "kubectl drain --force --ignore-daemonsets --delete-emptydir-data"
@@ -167,8 +169,8 @@ def parse_taint(value: Any, where: str) -> dict[str, str]:
 
 
 def taint_text(taint: dict[str, Any]) -> str:
-    value = taint.get("value")
-    return f"{taint['key']}={value}:{taint['effect']}" if value else f"{taint['key']}:{taint['effect']}"
+    """A raw taint as ``key[=value]:effect``, the way selectors.Taint prints one."""
+    return str(Taint(taint["key"], taint.get("value") or "", taint["effect"]))
 
 
 @dataclass
@@ -191,10 +193,11 @@ def apply(state: RawState, actions: list[Action]) -> Applied:
     evicted: list[dict[str, Any]] = []
     normalized = []
     changed: set[str] = set()
+    by_name = {n["metadata"]["name"]: n for n in nodes}  # kept current: only add changes the nodes
     for action in actions:
-        by_name = {n["metadata"]["name"]: n for n in nodes}
         if action.op == "add":
             names = _add(action, by_name, nodes, pods, notes)
+            by_name.update((n["metadata"]["name"], n) for n in nodes[len(nodes) - len(names) :])
             normalized.append(action.normalized())
             continue
         names = _resolve(action, by_name)
@@ -583,9 +586,13 @@ def compare(
     notes: list[str],
     evicted: list[dict[str, Any]],
     group_by: str | None = None,
+    before_view: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The /api/whatif body: who loses their place, who moves, who gets one, and both runs' capacity and
-    Pending lists. "Placed before" counts pods bound in the input and pods the run placed."""
+    Pending lists. "Placed before" counts pods bound in the input and pods the run placed.
+
+    ``before_view``: view.build_view of ``before`` when the caller has it (the Hub's current view), so its capacity
+    panel and Pending list are not computed again for every what-if."""
     from accelsched.ui import capacity, view
 
     was, now = before.placements(), after.placements()
@@ -606,7 +613,7 @@ def compare(
     for key, node in now.items():
         if node is not None and key in was and was[key] is None:
             placed.append({"pod": key, "to": node})
-    shown = view.build_view(after, group_by)
+    shown = view.build_view(after, group_by)  # holds the after run's capacity panel and Pending list too
     return {
         "actions": [a.normalized() if isinstance(a, Action) else a for a in actions],
         "notes": notes,
@@ -614,10 +621,10 @@ def compare(
         "moved": moved,
         "placed": placed,
         "evicted": evicted,
-        "before": capacity.panel(before.session.cluster, before.results),
-        "after": capacity.panel(after.session.cluster, after.results),
-        "pendingBefore": view.pending_list(before),
-        "pendingAfter": view.pending_list(after),
+        "before": before_view["capacity"] if before_view else capacity.panel(before.session.cluster, before.results),
+        "after": shown["capacity"],
+        "pendingBefore": before_view["pending"] if before_view else view.pending_list(before),
+        "pendingAfter": shown["pending"],
         "nodes": shown["nodes"],
         "order": shown["order"],
         "readOnly": READ_ONLY,
