@@ -174,17 +174,23 @@ def partition_cell(part: Any, typical: list[dict[str, int]]) -> str:
     return f"{part.mode}: {used}/{total} {unit} used, {part.fragmentation(typical)} fragmented"
 
 
-def fragmentation_line(cluster: ClusterState, typical: list[dict[str, int]]) -> str | None:
-    """``Fragmentation: mig 12 of 40 free slices (30%), ...: free capacity that none of the requests seen can
-    use`` (None without split devices)."""
+def partitions_by_mode(cluster: ClusterState) -> dict[str, list[Any]]:
+    """The nodes' partition ledgers by mode (mig, slices, ...), sorted by mode: what fragmentation is summed over."""
     by_mode: dict[str, list[Any]] = {}
     for d in cluster.devices:
         if d.partition is not None:
             by_mode.setdefault(d.partition.mode, []).append(d.partition)
+    return dict(sorted(by_mode.items()))
+
+
+def fragmentation_line(cluster: ClusterState, typical: list[dict[str, int]]) -> str | None:
+    """``Fragmentation: mig 12 of 40 free slices (30%), ...: free capacity that none of the requests seen can
+    use`` (None without split devices)."""
+    by_mode = partitions_by_mode(cluster)
     if not by_mode:
         return None
     parts = []
-    for mode, group in sorted(by_mode.items()):
+    for mode, group in by_mode.items():
         frag, free = partitioning.cluster_fragmentation(group, typical)
         share = f" ({100 * frag // free}%)" if free else ""
         parts.append(f"{mode} {frag} of {free} free {partitioning.UNIT_NAMES[mode]}{share}")

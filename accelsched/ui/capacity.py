@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from accelsched import report
 from accelsched.api import quantity
 from accelsched.api.selectors import NO_EXECUTE, NO_SCHEDULE, Taint, Toleration, tolerates_all
 from accelsched.devices import partition as partitioning
@@ -271,12 +272,8 @@ def physical_devices(
 
 def partition_entries(cluster: Any, typical: list[dict[str, int]]) -> list[dict[str, Any]]:
     """Per partition mode, what report.fragmentation_line sums: used, total, free and fragmented units."""
-    by_mode: dict[str, list[Any]] = {}
-    for d in cluster.devices:
-        if d.partition is not None:
-            by_mode.setdefault(d.partition.mode, []).append(d.partition)
     out = []
-    for mode, group in sorted(by_mode.items()):
+    for mode, group in report.partitions_by_mode(cluster).items():
         frag, free = partitioning.cluster_fragmentation(group, typical)
         total = sum(p.total_units for p in group)
         out.append(
