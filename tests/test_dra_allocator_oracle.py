@@ -51,6 +51,7 @@ from accelsched.dra.model import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "live"))  # controlplane.py: the build script's wrapper
+import prereqs
 from controlplane import build_controlplane
 
 pytestmark = pytest.mark.integration
@@ -531,6 +532,8 @@ def run_oracle(binary: Path, cases: list[Case], timeout: str = "0") -> list[Any]
 
 @pytest.fixture(scope="module")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if why := prereqs.no_go_toolchain():
+        prereqs.missing(why)
     log = tmp_path_factory.mktemp("oracle") / "build.log"
     return build_controlplane(log, "dra-allocator-oracle") / "dra-allocator-oracle"
 

@@ -9,7 +9,6 @@ the pods/binding subresource as a scheduler does, then times the page until the 
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ if str(REPO / "tests" / "ui") not in sys.path:  # the browser helpers live with 
     sys.path.insert(0, str(REPO / "tests" / "ui"))
 
 import browserkit  # noqa: E402
+import prereqs  # noqa: E402  (tests/, on the path through tests/live/conftest.py)
 
 if TYPE_CHECKING:  # not imported at run time: with tests/ui in the same run, "conftest" may name tests/ui's
     from conftest import KubeContext
@@ -37,9 +37,7 @@ BIND_DEADLINE_S = 2.0
 def live_browser() -> Iterator[Any]:
     why = browserkit.missing()
     if why:
-        if os.environ.get("ACCELSCHED_SKIP_BROWSER") == "1":
-            pytest.skip(f"ACCELSCHED_SKIP_BROWSER=1: {why}")
-        pytest.fail(f"the browser tests cannot run: {why} (ACCELSCHED_SKIP_BROWSER=1 skips them)", pytrace=False)
+        prereqs.missing(f"the browser tests cannot run: {why}", "ACCELSCHED_SKIP_BROWSER")
     chromium = browserkit.acquire()  # the one of tests/ui's fixtures when both folders run in one session
     try:
         yield chromium
