@@ -7,19 +7,15 @@ import json
 import sys
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from accelsched import report
 from accelsched.api import goyaml, limits
 from accelsched.api.loader import load
-from accelsched.api.objects import SCHEDULING_GATED_REASON
 from accelsched.api.reader import paused_gc
 from accelsched.dra.driver.command import dra_driver
 from accelsched.engine import Session, config_from
 from accelsched.errors import InputError
-from accelsched.explain import Explainer, Explanation, find_pod
+from accelsched.explain import explain_pod
 from accelsched.sim.command import simulate
 from accelsched.terminal import bad_input_exits, console
 from accelsched.ui.command import ui
@@ -170,59 +166,15 @@ def explain(
     """Why POD (name or namespace/name) is Pending, or why it went where it went: node by node."""
     session = _session_from(files, from_cluster, kubeconfig, config, seed)
     session.scheduler.score_all_nodes = score_all_nodes
-    target = find_pod(session.inputs.pods, pod)
-    if target is None:
+    explanation = explain_pod(session, pod)
+    if explanation is None:
         raise InputError(
             f"no pod {pod!r} in the input (use namespace/name when the name is ambiguous)", obj=f"Pod {pod}"
         )
-    explainer = Explainer(session.scheduler, {target.key})
-    results = session.rejected + session.schedule()
-    result = next((r for r in results if r.pod is target), None)
-    explanation = explainer.explanation(target, result)
     if output == "json":
         click.echo(json.dumps(explanation.to_json(), indent=2))
         return
-    print_explanation(console(), explanation)
-
-
-def print_explanation(console: Console, explanation: Explanation) -> None:
-    r = explanation.result
-    pod = explanation.pod
-    if r is None:
-        console.print(f"{pod.key} is already bound to {pod.node_name}; nothing to schedule.")
-        return
-    if r.node:
-        console.print(
-            f"[green]{pod.key} is scheduled on {r.node}[/]" + (f" with devices {r.devices}" if r.devices else "")
-        )
-        if explanation.alignment:
-            aligned = explanation.alignment
-            nic = f", beside {aligned['nic']}" if "nic" in aligned else ""
-            console.print(f"aligned to NUMA node(s) {aligned.get('numaNodes', '?')}{nic}")
-    elif r.preempted_by:
-        console.print(f"[yellow]{pod.key} was preempted[/]")
-        console.print(f"Normal  Preempted  {r.message}", soft_wrap=True)
-    elif r.gated is not None:
-        console.print(f"[yellow]{pod.key} is gated: it is not tried until every scheduling gate is removed[/]")
-        console.print(f"PodScheduled=False  {SCHEDULING_GATED_REASON}  {r.message}", soft_wrap=True)
-    else:
-        console.print(f"[red]{pod.key} stays Pending[/]")
-        console.print(f"Warning  FailedScheduling  {r.message}", soft_wrap=True)
-    for note in explanation.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
-    if r.gated is not None:
-        return  # never tried: no node was looked at
-    table = Table(title="Node by node", title_justify="left", show_lines=True)
-    for col in ("node", "verdict", "why", "what would help"):
-        table.add_column(col, overflow="fold")
-    for v in explanation.nodes:
-        if v.feasible:
-            parts = ", ".join(f"{k} {s}" for k, s in v.scores.items())
-            table.add_row(v.node, f"[green]feasible[/] score {v.score}", parts, "")
-        else:
-            why = "\n".join([f"{v.first_filter}: {', '.join(v.reasons)}", *v.details])
-            table.add_row(v.node, "[red]rejected[/]", why, "\n".join(v.remedies))
-    console.print(table)
+    report.print_explanation(console(), explanation)
 
 
 @main.command()

@@ -164,6 +164,19 @@ def find_pod(pods: list[Pod], name: str) -> Pod | None:
     return matches[0] if len(matches) == 1 else None
 
 
+def explain_pod(session: Any, name: str) -> Explanation | None:
+    """``accelsched explain NAME`` on a started Session (engine.Session): schedule its pending pods with an
+    Explainer watching NAME (``ns/name`` or a unique bare name); None when there is no such pod. The one way the
+    CLI, the web view and the kubectl plugin explain a pod."""
+    target = find_pod(session.inputs.pods, name)
+    if target is None:
+        return None
+    explainer = Explainer(session.scheduler, {target.key})
+    results = session.rejected + session.schedule()
+    result = next((r for r in results if r.pod is target), None)
+    return explainer.explanation(target, result)
+
+
 class Explainer:
     """Records, at each attempt of the watched pods, the node-by-node verdicts (the last attempt wins)."""
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from accelsched.api import quantity
@@ -13,6 +14,9 @@ from accelsched.cluster.state import ClusterState
 from accelsched.devices import partition as partitioning
 from accelsched.dra.model import DeviceID
 from accelsched.framework.scheduler import ScheduleResult
+
+if TYPE_CHECKING:
+    from accelsched.explain import Explanation
 
 
 def pod_json(r: ScheduleResult, dra: Any = None) -> dict[str, Any]:
@@ -216,3 +220,43 @@ def print_tables(console: Console, results: list[ScheduleResult], cluster: Clust
     line = fragmentation_line(cluster, typical)
     if line:
         console.print(line)
+
+
+def print_explanation(console: Console, explanation: Explanation) -> None:
+    r = explanation.result
+    pod = explanation.pod
+    if r is None:
+        console.print(f"{pod.key} is already bound to {pod.node_name}; nothing to schedule.")
+        return
+    if r.node:
+        console.print(
+            f"[green]{pod.key} is scheduled on {r.node}[/]" + (f" with devices {r.devices}" if r.devices else "")
+        )
+        if explanation.alignment:
+            aligned = explanation.alignment
+            nic = f", beside {aligned['nic']}" if "nic" in aligned else ""
+            console.print(f"aligned to NUMA node(s) {aligned.get('numaNodes', '?')}{nic}")
+    elif r.preempted_by:
+        console.print(f"[yellow]{pod.key} was preempted[/]")
+        console.print(f"Normal  Preempted  {r.message}", soft_wrap=True)
+    elif r.gated is not None:
+        console.print(f"[yellow]{pod.key} is gated: it is not tried until every scheduling gate is removed[/]")
+        console.print(f"PodScheduled=False  {SCHEDULING_GATED_REASON}  {r.message}", soft_wrap=True)
+    else:
+        console.print(f"[red]{pod.key} stays Pending[/]")
+        console.print(f"Warning  FailedScheduling  {r.message}", soft_wrap=True)
+    for note in explanation.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
+    if r.gated is not None:
+        return  # never tried: no node was looked at
+    table = Table(title="Node by node", title_justify="left", show_lines=True)
+    for col in ("node", "verdict", "why", "what would help"):
+        table.add_column(col, overflow="fold")
+    for v in explanation.nodes:
+        if v.feasible:
+            parts = ", ".join(f"{k} {s}" for k, s in v.scores.items())
+            table.add_row(v.node, f"[green]feasible[/] score {v.score}", parts, "")
+        else:
+            why = "\n".join([f"{v.first_filter}: {', '.join(v.reasons)}", *v.details])
+            table.add_row(v.node, "[red]rejected[/]", why, "\n".join(v.remedies))
+    console.print(table)

@@ -2,7 +2,7 @@
 # Builds the real control-plane binaries the integration tests run against (tests/live/) from the Go module in
 # hack/controlplane, into a cache keyed by the content that decides them, and prints the bin dir.
 #
-# Usage: hack/build-controlplane.sh [--check] [kube-controller-manager | dra-allocator-oracle]
+# Usage: hack/build-controlplane.sh [--check] [kube-controller-manager | dra-allocator-oracle | helm | kubectl]
 #   (default)                etcd, kube-apiserver and kube-scheduler, from go.mod;
 #   kube-controller-manager  only that (the DRA tests run its resourceclaim controller), from kubelet.mod: it imports
 #                            the volume plugins and the kubelet's modules that go.mod leaves out (cadvisor, the CRI
@@ -10,6 +10,13 @@
 #                            agree). Its own key and cache dir, so it never rebuilds the others nor they it.
 #   dra-allocator-oracle     upstream's DRA allocator (hack/dra-allocator-oracle, tests/test_dra_allocator_oracle.py),
 #                            own module, key and cache dir likewise.
+#   helm                     Helm v4.3.2's own cmd/helm (hack/helm/go.mod's tool line), for the chart's tests; its own
+#                            module with Helm's own k8s.io client versions (nothing of it is linked with the cluster).
+#   kubectl                  kubectl v1.36.3 (cmd/kubectl here, upstream's main) for the kubectl plugin's tests, from
+#                            kubectl.mod: kubelet.mod plus kubectl's own modules (kustomize, ...), the shared ones
+#                            pinned as go.mod pins them (checked), under its own key.
+# The components built from k8s.io/kubernetes are stamped with its version (a module build has no git tree to take
+# it from), so the API server's /version, `kubectl version` and Helm's kubeVersion check see v1.36.3.
 # Idempotent: when the binaries for the current module files and mains are already in the cache, it builds nothing.
 # The Go module and build caches stay in their default places, so a rebuild after a version bump is incremental.
 # The first build on a 2-core machine takes several minutes (see docs/live-testing.md); the log goes to stderr.
@@ -21,6 +28,8 @@ check=""
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/accelsched"
+# The lines that stamp the version into a k8s.io/kubernetes binary: part of those components' keys.
+stamp() { grep -- 'component-base/version\|stamped=' "$here/build-controlplane.sh"; }
 # The module a component builds from, and its package (default: hack/controlplane's ./cmd/<component>).
 moddir="$src"
 pkg=""
@@ -31,14 +40,15 @@ case "${1:-}" in
     # The key covers everything that decides the binaries' content: the module files and the mains. cmd/kubelet is
     # hack/build-node.sh's and cmd/kube-controller-manager the component below (own keys, kubelet.mod), so adding or
     # changing them never rebuilds these.
-    key="$(cd "$src" && cat go.mod go.sum $(find cmd -name '*.go' -not -path 'cmd/kubelet/*' \
-      -not -path 'cmd/kube-controller-manager/*' | LC_ALL=C sort) | sha256sum | cut -c1-16)"
+    key="$( (cd "$src" && cat go.mod go.sum $(find cmd -name '*.go' -not -path 'cmd/kubelet/*' \
+      -not -path 'cmd/kube-controller-manager/*' -not -path 'cmd/kubectl/*' | LC_ALL=C sort); stamp) | sha256sum \
+      | cut -c1-16)"
     root="${ACCELSCHED_CONTROLPLANE_DIR:-$cache/controlplane}"
     ;;
   kube-controller-manager)
     cmds=(kube-controller-manager)
     modfile=kubelet.mod
-    key="$(cd "$src" && cat kubelet.mod kubelet.sum cmd/kube-controller-manager/*.go | sha256sum | cut -c1-16)"
+    key="$( (cd "$src" && cat kubelet.mod kubelet.sum cmd/kube-controller-manager/*.go; stamp) | sha256sum | cut -c1-16)"
     root="${ACCELSCHED_CONTROLLER_MANAGER_DIR:-$cache/controller-manager}"
     ;;
   dra-allocator-oracle)
@@ -52,8 +62,23 @@ case "${1:-}" in
     key="$(cd "$moddir" && cat go.mod go.sum main.go | sha256sum | cut -c1-16)"
     root="${ACCELSCHED_DRA_ORACLE_DIR:-$cache/dra-allocator-oracle}"
     ;;
+  helm)
+    cmds=(helm)
+    modfile=go.mod
+    moddir="$here/helm"
+    pkg=helm.sh/helm/v4/cmd/helm
+    own_versions=1
+    key="$(cd "$moddir" && cat go.mod go.sum | sha256sum | cut -c1-16)"
+    root="${ACCELSCHED_HELM_DIR:-$cache/helm}"
+    ;;
+  kubectl)
+    cmds=(kubectl)
+    modfile=kubectl.mod
+    key="$( (cd "$src" && cat kubectl.mod kubectl.sum cmd/kubectl/*.go; stamp) | sha256sum | cut -c1-16)"
+    root="${ACCELSCHED_KUBECTL_DIR:-$cache/kubectl}"
+    ;;
   *)
-    echo "build-controlplane: unknown component '$1' (known: kube-controller-manager, dra-allocator-oracle)" >&2
+    echo "build-controlplane: unknown component '$1' (known: kube-controller-manager, dra-allocator-oracle, helm, kubectl)" >&2
     exit 2
     ;;
 esac
@@ -74,7 +99,7 @@ fi
 # A second module file must pin what go.mod pins (hack/check-modfile.py).
 if [ "$modfile" != go.mod ]; then python3 "$here/check-modfile.py" "$src" "$modfile"; fi
 # So must a module of its own, for every module it requires.
-if [ "$moddir" != "$src" ]; then python3 "$here/check-modfile.py" --subset "$src" "$moddir/go.mod"; fi
+if [ "$moddir" != "$src" ] && [ -z "${own_versions:-}" ]; then python3 "$here/check-modfile.py" --subset "$src" "$moddir/go.mod"; fi
 
 mkdir -p "$bin"
 # One build at a time per key (two test sessions starting together): the second waits, then finds it cached.
@@ -92,7 +117,14 @@ for cmd in "${cmds[@]}"; do
   if [ ! -x "$bin/$cmd" ]; then
     echo "build-controlplane: building $cmd (cache $bin)" >&2
     start=$SECONDS
-    (cd "$moddir" && CGO_ENABLED=0 go build -modfile="$modfile" -p "$jobs" -buildvcs=false -trimpath -ldflags "-s -w" \
+    ldflags="-s -w"
+    if [ "$moddir" = "$src" ]; then  # built from k8s.io/kubernetes: stamped=its version
+      version="$(cd "$src" && go list -modfile="$modfile" -m -f '{{.Version}}' k8s.io/kubernetes)"
+      minor="${version#v*.}"; minor="${minor%%.*}"; major="${version#v}"; major="${major%%.*}"
+      v=k8s.io/component-base/version
+      ldflags="$ldflags -X $v.gitVersion=$version -X $v.gitMajor=$major -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
+    fi
+    (cd "$moddir" && CGO_ENABLED=0 go build -modfile="$modfile" -p "$jobs" -buildvcs=false -trimpath -ldflags "$ldflags" \
       -o "$tmp/$cmd" "${pkg:-./cmd/$cmd}") >&2
     # Move into place only when complete, so an interrupted build never leaves a half-written binary "cached".
     mv "$tmp/$cmd" "$bin/$cmd"

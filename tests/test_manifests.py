@@ -36,6 +36,8 @@ CUSTOM_KINDS: frozenset[tuple[str, str]] = frozenset(
         ("kubescheduler.config.k8s.io", "KubeSchedulerConfiguration"),
         ("scheduling.x-k8s.io", "PodGroup"),
         ("topology.node.k8s.io", "NodeResourceTopology"),
+        # the kubectl plugin's krew manifest (deploy/krew), checked by tests/test_chart.py against hack/krew.py
+        ("krew.googlecontainertools.github.com", "Plugin"),
     }
 )
 

@@ -65,12 +65,15 @@ WORKLOAD_POD_GROUPS = Resource("/apis/scheduling.k8s.io/v1alpha2", "podgroups") 
 NODE_RESOURCE_TOPOLOGIES = Resource("/apis/topology.node.k8s.io/v1alpha2", "noderesourcetopologies", namespaced=False)
 
 
-def api_client(kubeconfig: str | None = None, pool_size: int = 32) -> k8s.ApiClient:
-    """An ApiClient from ``kubeconfig``, else $KUBECONFIG / ~/.kube/config, else the in-cluster service account."""
+def api_client(kubeconfig: str | None = None, pool_size: int = 32, context: str | None = None) -> k8s.ApiClient:
+    """An ApiClient from ``kubeconfig``, else $KUBECONFIG / ~/.kube/config, else the in-cluster service account;
+    ``context`` picks a kubeconfig context other than the current one (kubectl's --context)."""
     configuration = k8s.Configuration()
     try:
         if kubeconfig:
-            k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+            k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
+        elif context:  # a named context needs a kubeconfig: no in-cluster fallback
+            k8s_config.load_kube_config(context=context, client_configuration=configuration)
         else:
             try:
                 k8s_config.load_kube_config(client_configuration=configuration)

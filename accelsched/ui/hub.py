@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from accelsched.explain import Explainer, find_pod
+from accelsched.explain import explain_pod
 from accelsched.framework.profile import SchedulerConfig
 from accelsched.ui import view as views
 from accelsched.ui import whatif
@@ -114,14 +114,8 @@ class Hub:
             return cached
         with self._engine_slot():
             session, _ = state.start(self.config, self.seed)
-            target = find_pod(session.inputs.pods, key)
-            if target is None:
-                body: Any = _UNKNOWN
-            else:
-                explainer = Explainer(session.scheduler, {target.key})
-                results = session.rejected + session.schedule()
-                result = next((r for r in results if r.pod is target), None)
-                body = explainer.explanation(target, result).to_json()
+            explanation = explain_pod(session, key)
+            body: Any = _UNKNOWN if explanation is None else explanation.to_json()
         with self._cond:
             if self.version == version:
                 self._explained[key] = body

@@ -289,16 +289,7 @@ class LiveSource:
         """The caches now (lists of the cached objects: an informer replaces an object, never edits it)."""
         with self.lock:
             stores = {name: list(i.store.values()) for name, i in self.informers.items()}
-        workload = [{**o, "apiVersion": gang.WORKLOAD_API} for o in stores["workload_podgroups"]]
-        return live_convert.Snapshot(
-            nodes=stores["nodes"],
-            pods=stores["pods"],
-            namespaces=stores["namespaces"],
-            pod_groups=stores["podgroups"] + workload,
-            topologies=stores["noderesourcetopologies"],
-            storage={kind: stores[kind] for kind in live_volumes.RESOURCES},
-            dra={kind: stores[kind] for kind in live_dra.RESOURCES},
-        )
+        return snapshot_of(stores)
 
     def state(self) -> LiveState:
         return LiveState(self.snapshot(), self.description, self.status)
@@ -375,3 +366,42 @@ class LiveSource:
             self._thread.join(5)
         for informer in self.informers.values():
             informer.join(5)
+
+
+LIST_ATTEMPTS = 10  # client-go's default for a 429 with Retry-After
+LIST_RETRY_SECONDS = 1.0
+
+
+def snapshot_of(stores: dict[str, list[JSON]]) -> live_convert.Snapshot:
+    """A Snapshot of the objects of each of ``_resources()`` (by its name)."""
+    workload = [{**o, "apiVersion": gang.WORKLOAD_API} for o in stores["workload_podgroups"]]
+    return live_convert.Snapshot(
+        nodes=stores["nodes"],
+        pods=stores["pods"],
+        namespaces=stores["namespaces"],
+        pod_groups=stores["podgroups"] + workload,
+        topologies=stores["noderesourcetopologies"],
+        storage={kind: stores[kind] for kind in live_volumes.RESOURCES},
+        dra={kind: stores[kind] for kind in live_dra.RESOURCES},
+    )
+
+
+def list_state(kube: Kube) -> LiveState:
+    """Everything the informers would watch, listed once: the state of a one-shot reader (the kubectl plugin).
+    A resource the server does not serve (a CRD not installed) is empty, as for the informers."""
+    stores: dict[str, list[JSON]] = {}
+    for name, resource, optional, query in _resources():
+        for attempt in range(LIST_ATTEMPTS):
+            try:
+                stores[name] = kube.list(resource, **query).get("items") or []
+                break
+            except ApiError as exc:
+                if optional and exc.status == 404:
+                    stores[name] = []
+                    break
+                # 429: the server asks to come back (a watch cache re-initializing after a CRD appeared, or
+                # priority and fairness); client-go retries it, and so does this one, a bounded number of times.
+                if exc.status != 429 or attempt == LIST_ATTEMPTS - 1:
+                    raise
+                time.sleep(LIST_RETRY_SECONDS)
+    return LiveState(snapshot_of(stores), describe(kube))

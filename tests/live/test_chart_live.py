@@ -1,0 +1,101 @@
+"""charts/accelsched installed with the real Helm v4 into the test API server: the server accepts every object the
+chart makes (its own schema validation, RBAC escalation checks), `helm upgrade` with a changed config rolls the
+scheduler's pod template and nothing else, `helm rollback` restores it, and `helm uninstall` leaves nothing.
+
+There is no kubelet here, so no pod runs (tests/node does that part); what is checked is what the API server holds.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import prereqs
+import pytest
+from conftest import KubeContext
+from controlplane import REPO, ControlPlaneError, build_controlplane, find_binaries
+
+pytestmark = pytest.mark.integration
+
+CHART = REPO / "charts" / "accelsched"
+
+
+@pytest.fixture(scope="module")
+def helm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if find_binaries() is None and (why := prereqs.no_go_toolchain()):
+        prereqs.missing(why)
+    try:
+        return build_controlplane(tmp_path_factory.mktemp("helm") / "build.log", "helm") / "helm"
+    except ControlPlaneError as e:
+        pytest.fail(f"building helm failed: {e}", pytrace=False)
+
+
+def _helm(helm: Path, kube: KubeContext, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),  # helm's cache, config and data dirs: nothing of the machine's
+        "KUBECONFIG": str(kube.kubeconfig),
+    }
+    return subprocess.run([str(helm), *args], env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def _objects(kube: KubeContext, release: str) -> dict[str, Any]:
+    """What the release made, by kind and name, as the API server holds it."""
+    from kubernetes import client
+
+    selector = f"app.kubernetes.io/instance={release}"
+    ns = kube.namespace
+    apps, rbac = client.AppsV1Api(kube.api), client.RbacAuthorizationV1Api(kube.api)
+    core = kube.core
+    found = {
+        "Deployment": apps.list_namespaced_deployment(ns, label_selector=selector).items,
+        "DaemonSet": apps.list_namespaced_daemon_set(ns, label_selector=selector).items,
+        "ConfigMap": core.list_namespaced_config_map(ns, label_selector=selector).items,
+        "ServiceAccount": core.list_namespaced_service_account(ns, label_selector=selector).items,
+        "Service": core.list_namespaced_service(ns, label_selector=selector).items,
+        "Role": rbac.list_namespaced_role(ns, label_selector=selector).items,
+        "ClusterRole": rbac.list_cluster_role(label_selector=selector).items,
+        "ClusterRoleBinding": rbac.list_cluster_role_binding(label_selector=selector).items,
+        "DeviceClass": client.ResourceV1Api(kube.api).list_device_class(label_selector=selector).items,
+    }
+    return {kind: {o.metadata.name: o for o in items} for kind, items in found.items() if items}
+
+
+def test_install_upgrade_rollback_uninstall(kube: KubeContext, helm: Path, tmp_path: Path) -> None:
+    release, ns = "gpu", kube.namespace
+    common = ["--namespace", ns, "--set", "image.tag=test", "--set", "draDriver.enabled=true"]
+    installed = _helm(helm, kube, tmp_path, "install", release, str(CHART), *common)
+    assert installed.returncode == 0, installed.stderr
+    assert f"accelsched 0.1.0 is installed as release {release} in namespace {ns}" in installed.stdout  # NOTES.txt
+    objects = _objects(kube, release)
+    assert set(objects["Deployment"]) == {"gpu-accelsched-scheduler", "gpu-accelsched-ui"}
+    assert set(objects["DaemonSet"]) == {"gpu-accelsched-device-plugin", "gpu-accelsched-dra-driver"}
+    assert set(objects["DeviceClass"]) == {"accelerator.accelsched.io", "nic.accelsched.io", "mig.accelsched.io"}
+    scheduler = objects["Deployment"]["gpu-accelsched-scheduler"]
+    assert scheduler.spec.template.spec.containers[0].image == "accelsched/accelsched:test"
+    before = scheduler.spec.template.metadata.annotations["checksum/config"]
+    plugin_before = objects["DaemonSet"]["gpu-accelsched-device-plugin"].spec.template.metadata.annotations
+
+    upgraded = _helm(
+        helm, kube, tmp_path, "upgrade", release, str(CHART), *common, "--set", "scheduler.config.podMaxBackoffSeconds=30"
+    )
+    assert upgraded.returncode == 0, upgraded.stderr
+    objects = _objects(kube, release)
+    scheduler = objects["Deployment"]["gpu-accelsched-scheduler"]
+    assert scheduler.spec.template.metadata.annotations["checksum/config"] != before  # the scheduler's pods roll
+    assert "podMaxBackoffSeconds: 30" in objects["ConfigMap"]["gpu-accelsched-scheduler"].data["config.yaml"]
+    # the device plugin's pods (and the devices they hand out) are left alone by a scheduler-only change
+    assert objects["DaemonSet"]["gpu-accelsched-device-plugin"].spec.template.metadata.annotations == plugin_before
+
+    rolled = _helm(helm, kube, tmp_path, "rollback", release, "1", "--namespace", ns)
+    assert rolled.returncode == 0, rolled.stderr
+    scheduler = _objects(kube, release)["Deployment"]["gpu-accelsched-scheduler"]
+    assert scheduler.spec.template.metadata.annotations["checksum/config"] == before
+    history = json.loads(_helm(helm, kube, tmp_path, "history", release, "--namespace", ns, "-o", "json").stdout)
+    assert [h["revision"] for h in history] == [1, 2, 3]
+
+    removed = _helm(helm, kube, tmp_path, "uninstall", release, "--namespace", ns, "--wait")
+    assert removed.returncode == 0, removed.stderr
+    assert _objects(kube, release) == {}
