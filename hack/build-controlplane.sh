@@ -2,7 +2,7 @@
 # Builds the real control-plane binaries the integration tests run against (tests/live/) from the Go module in
 # hack/controlplane, into a cache keyed by the content that decides them, and prints the bin dir.
 #
-# Usage: hack/build-controlplane.sh [--check] [kube-controller-manager | dra-allocator-oracle | helm | kubectl]
+# Usage: hack/build-controlplane.sh [--check] [kube-controller-manager | dra-allocator-oracle | helm | kubectl | prometheus]
 #   (default)                etcd, kube-apiserver and kube-scheduler, from go.mod;
 #   kube-controller-manager  only that (the DRA tests run its resourceclaim controller), from kubelet.mod: it imports
 #                            the volume plugins and the kubelet's modules that go.mod leaves out (cadvisor, the CRI
@@ -15,6 +15,9 @@
 #   kubectl                  kubectl v1.36.3 (cmd/kubectl here, upstream's main) for the kubectl plugin's tests, from
 #                            kubectl.mod: kubelet.mod plus kubectl's own modules (kustomize, ...), the shared ones
 #                            pinned as go.mod pins them (checked), under its own key.
+#   prometheus               Prometheus v0.316.0's prometheus and promtool (hack/prometheus/go.mod's tool lines), without
+#                            the cloud service discoveries (-tags remove_all_sd: static and file configs are enough to
+#                            scrape a process on loopback), for the rules' and the dashboard's tests.
 # The components built from k8s.io/kubernetes are stamped with its version (a module build has no git tree to take
 # it from), so the API server's /version, `kubectl version` and Helm's kubeVersion check see v1.36.3.
 # Idempotent: when the binaries for the current module files and mains are already in the cache, it builds nothing.
@@ -71,6 +74,16 @@ case "${1:-}" in
     key="$(cd "$moddir" && cat go.mod go.sum | sha256sum | cut -c1-16)"
     root="${ACCELSCHED_HELM_DIR:-$cache/helm}"
     ;;
+  prometheus)
+    cmds=(prometheus promtool)
+    modfile=go.mod
+    moddir="$here/prometheus"
+    pkgprefix=github.com/prometheus/prometheus/cmd/
+    tags=remove_all_sd
+    own_versions=1
+    key="$( (cd "$moddir" && cat go.mod go.sum; echo "$tags") | sha256sum | cut -c1-16)"
+    root="${ACCELSCHED_PROMETHEUS_DIR:-$cache/prometheus}"
+    ;;
   kubectl)
     cmds=(kubectl)
     modfile=kubectl.mod
@@ -78,7 +91,7 @@ case "${1:-}" in
     root="${ACCELSCHED_KUBECTL_DIR:-$cache/kubectl}"
     ;;
   *)
-    echo "build-controlplane: unknown component '$1' (known: kube-controller-manager, dra-allocator-oracle, helm, kubectl)" >&2
+    echo "build-controlplane: unknown component '$1' (known: kube-controller-manager, dra-allocator-oracle, helm, kubectl, prometheus)" >&2
     exit 2
     ;;
 esac
@@ -125,7 +138,7 @@ for cmd in "${cmds[@]}"; do
       ldflags="$ldflags -X $v.gitVersion=$version -X $v.gitMajor=$major -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
     fi
     (cd "$moddir" && CGO_ENABLED=0 go build -modfile="$modfile" -p "$jobs" -buildvcs=false -trimpath -ldflags "$ldflags" \
-      -o "$tmp/$cmd" "${pkg:-./cmd/$cmd}") >&2
+      -tags "${tags:-}" -o "$tmp/$cmd" "${pkg:-${pkgprefix:-./cmd/}$cmd}") >&2
     # Move into place only when complete, so an interrupted build never leaves a half-written binary "cached".
     mv "$tmp/$cmd" "$bin/$cmd"
     echo "build-controlplane: $cmd built in $((SECONDS - start))s" >&2
