@@ -78,9 +78,8 @@ def test_install_upgrade_rollback_uninstall(kube: KubeContext, helm: Path, tmp_p
     before = scheduler.spec.template.metadata.annotations["checksum/config"]
     plugin_before = objects["DaemonSet"]["gpu-accelsched-device-plugin"].spec.template.metadata.annotations
 
-    upgraded = _helm(
-        helm, kube, tmp_path, "upgrade", release, str(CHART), *common, "--set", "scheduler.config.podMaxBackoffSeconds=30"
-    )
+    backoff = ["--set", "scheduler.config.podMaxBackoffSeconds=30"]
+    upgraded = _helm(helm, kube, tmp_path, "upgrade", release, str(CHART), *common, *backoff)
     assert upgraded.returncode == 0, upgraded.stderr
     objects = _objects(kube, release)
     scheduler = objects["Deployment"]["gpu-accelsched-scheduler"]
