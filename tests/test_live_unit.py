@@ -32,7 +32,8 @@ from accelsched.live.kube import PODS, Kube, _camel
 from accelsched.live.leaderelection import ElectionConfig, held_by_other, micro_time, next_spec, released_spec
 from accelsched.live.logs import JSONFormatter
 from accelsched.live.metrics import HealthServer, Metrics
-from accelsched.live.scheduler import Decision, LiveScheduler, _as_bound, _node_changed
+from accelsched.live.podjson import as_bound, node_changed
+from accelsched.live.scheduler import Decision, LiveScheduler
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = [ROOT / "examples/lab" / f for f in ("00-nodes.yaml", "02-train-16.yaml", "03-maintenance.yaml", "06-fill.yaml")]
@@ -327,9 +328,9 @@ def test_a_cluster_event_wakes_unschedulable_pods_and_marks_the_session_stale(li
 def test_node_heartbeats_are_not_cluster_events(live: LiveScheduler) -> None:
     old = node("n1")
     beat = {**old, "status": {**old["status"], "conditions": [{"type": "Ready", "lastHeartbeatTime": "t2"}]}}
-    assert not _node_changed(old, beat)
+    assert not node_changed(old, beat)
     more = {**old, "status": {**old["status"], "allocatable": {**old["status"]["allocatable"], ACCEL: "8"}}}
-    assert _node_changed(old, more)
+    assert node_changed(old, more)
     live.dirty = False
     live._on_node("MODIFIED", beat, old)
     assert not live.dirty
@@ -437,7 +438,7 @@ def _eventually(condition, timeout: float = 5.0) -> bool:
 def test_assumed_pods_are_accounted_as_bound_with_their_devices() -> None:
     obj = pod("p")
     decision = Decision(live_convert.objects.parse_pod(obj), "n1", 0.0, {"accelsched.io/devices": '{"x": ["a"]}'})
-    bound = _as_bound(obj, decision)
+    bound = as_bound(obj, decision)
     assert bound["spec"]["nodeName"] == "n1" and bound["metadata"]["annotations"]["accelsched.io/devices"]
     assert "nodeName" not in obj["spec"]  # the cache's object is untouched
 
