@@ -7,6 +7,7 @@ Helm is only looked up here, never built (the unit suite stays fast): `make test
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -171,3 +172,14 @@ def test_the_krew_manifest_names_the_archive_it_describes() -> None:
     )  # fmt: skip
     assert shim.returncode == 0, shim.stderr
     assert "explain" in shim.stdout and "map" in shim.stdout and "whatif" in shim.stdout
+
+
+def test_the_rules_and_the_dashboard_ship_as_the_files_say(helm: Path) -> None:
+    docs = render(helm, "metrics.prometheusRule.enabled=true", "metrics.dashboard.enabled=true")
+    rule = next(d for d in docs if d["kind"] == "PrometheusRule")
+    assert rule["spec"] == yaml.safe_load((CHART / "files" / "prometheus-rules.yaml").read_text())
+    dashboard = by_kind(docs, "ConfigMap")["gpu-accelsched-dashboard"]
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    shipped = json.loads((CHART / "files" / "dashboard.json").read_text())
+    assert json.loads(dashboard["data"]["accelsched.json"]) == shipped
+    assert not [d for d in render(helm) if d["kind"] == "PrometheusRule"]  # off by default

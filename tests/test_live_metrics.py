@@ -309,3 +309,30 @@ def test_node_row_and_queue_from_a_live_schedulers_session() -> None:
         assert [p["pod"] for p in debugstate.state(live, {})["queue"]["backoff"]] == ["default/big"]
     finally:
         live.stop()
+
+
+def test_unschedulable_pods_counts_each_rejecting_plugin_until_the_pod_is_popped_bound_or_deleted() -> None:
+    """scheduler_unschedulable_pods as kube-scheduler's queue keeps it: +1 per rejecting plugin at the failure,
+    -1 when the pod is popped for its next attempt, bound, or leaves the queue."""
+    metrics = Metrics()
+    q = metrics.queue
+
+    def gauge(plugin: str) -> float:
+        return _value(metrics, "scheduler_unschedulable_pods", plugin=plugin, profile="accelsched")
+
+    for uid in ("a", "b"):
+        q.moved(uid, m.ACTIVE, m.POD_ADD)
+        q.attempted([uid])
+    fit_and_taint = frozenset({"NodeResourcesFit", "TaintToleration"})
+    q.failed("a", m.UNSCHEDULABLE, "0/2 nodes are available: ...", fit_and_taint, "accelsched")
+    q.failed("b", m.UNSCHEDULABLE, "0/2 nodes are available: ...", frozenset({"NodeResourcesFit"}), "accelsched")
+    assert (gauge("NodeResourcesFit"), gauge("TaintToleration")) == (2, 1)
+    q.attempted(["a"])  # popped for another attempt
+    assert (gauge("NodeResourcesFit"), gauge("TaintToleration")) == (1, 0)
+    q.failed("a", m.UNSCHEDULABLE, "again", frozenset({"TaintToleration"}), "accelsched")
+    q.failed("a", m.BACKOFF, "a failed binding: no plugin", frozenset(), "accelsched")  # replaces, never adds
+    assert (gauge("NodeResourcesFit"), gauge("TaintToleration")) == (1, 0)
+    q.failed("a", m.UNSCHEDULABLE, "again", frozenset({"TaintToleration"}), "accelsched")
+    q.forget("a")  # deleted
+    q.scheduled("b")  # bound
+    assert (gauge("NodeResourcesFit"), gauge("TaintToleration")) == (0, 0)

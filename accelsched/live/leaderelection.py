@@ -85,6 +85,7 @@ class LeaderElector:
         on_started: Callable[[], None] | None = None,
         on_stopped: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        status: Callable[[bool], None] | None = None,
     ) -> None:
         config.check()
         self.kube = kube
@@ -92,6 +93,9 @@ class LeaderElector:
         self.on_started = on_started
         self.on_stopped = on_stopped
         self.clock = clock
+        # leader_election_master_status as client-go keeps it: 0 from the start (a standby reports 0), 1 while leading.
+        self.status = status or (lambda leading: None)
+        self.status(False)
         self.leading = threading.Event()
         self.observed: JSON | None = None
         self.observed_at = 0.0
@@ -153,6 +157,7 @@ class LeaderElector:
         except ApiError as exc:
             log.warning("cannot release lease", extra={"lease": cfg.name, "error": exc.message})
         self.leading.clear()
+        self.status(False)
 
     def _observe(self, lease: Any, now: float) -> None:
         self.observed = lease
@@ -167,6 +172,7 @@ class LeaderElector:
                 continue
             log.info("became leader", extra={"lease": f"{cfg.namespace}/{cfg.name}", "identity": cfg.identity})
             self.leading.set()
+            self.status(True)
             if self.on_started:
                 self.on_started()
             last_renew = self.clock()
@@ -178,6 +184,7 @@ class LeaderElector:
             if self._stop.is_set():
                 return
             self.leading.clear()
+            self.status(False)
             log.error("leader election lost", extra={"lease": f"{cfg.namespace}/{cfg.name}", "identity": cfg.identity})
             if self.on_stopped:
                 self.on_stopped()

@@ -8,6 +8,7 @@ accelsched unchanged. ``QueueMetrics`` follows each pod of ours through the queu
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import threading
@@ -132,6 +133,22 @@ class Metrics:
             buckets=SLI_BUCKETS,
             registry=self.registry,
         )
+        self.unschedulable_pods = Gauge(
+            "scheduler_unschedulable_pods",
+            "[BETA] The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for "
+            "all plugins that caused it to not schedule and so this metric have meaning only when broken down by "
+            "plugin.",
+            ["plugin", "profile"],
+            registry=self.registry,
+        )
+        # client-go's (component-base registers it in kube-scheduler), by the Lease's name.
+        self.leader = Gauge(
+            "leader_election_master_status",
+            "[ALPHA] Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates "
+            "master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+            ["name"],
+            registry=self.registry,
+        )
         self.binds = Counter(
             "accelsched_binds", "Bindings written to the API server, by outcome.", ["outcome"], registry=self.registry
         )
@@ -154,6 +171,10 @@ class QueuedPod:
     initial: float | None = None
     attempts: int = 0
     last_failure: str = ""
+    # The plugins that rejected its last attempt (UnschedulablePlugins), counted in scheduler_unschedulable_pods
+    # under ``profile`` (its schedulerName) from the failure until it is popped again, bound or deleted.
+    rejectors: frozenset[str] = frozenset()
+    profile: str = ""
 
 
 class QueueMetrics:
@@ -220,29 +241,48 @@ class QueueMetrics:
                     pod.attempts += 1
                     if pod.initial is None:
                         pod.initial = self.clock()
+                    self._unreject(pod)  # popped: activeQ's pop drops it from unschedulable_pods
 
-    def failed(self, uid: str, queue: str, message: str) -> None:
-        """The attempt failed (or its binding did): the pod goes to ``queue`` with ScheduleAttemptFailure."""
+    def failed(
+        self, uid: str, queue: str, message: str, rejectors: frozenset[str] = frozenset(), profile: str = ""
+    ) -> None:
+        """The attempt failed (or its binding did): the pod goes to ``queue`` with ScheduleAttemptFailure, counted
+        under each plugin that rejected it (kube-scheduler's addUnschedulablePodIfNotPresent)."""
         with self._lock:
-            self.pods.setdefault(uid, QueuedPod(queue)).last_failure = message
+            pod = self.pods.setdefault(uid, QueuedPod(queue))
+            pod.last_failure = message
+            self._unreject(pod)
+            pod.rejectors, pod.profile = rejectors, profile
+            for plugin in rejectors:
+                self.metrics.unschedulable_pods.labels(plugin, profile).inc()
         self.moved(uid, queue, ATTEMPT_FAILURE)
+
+    def _unreject(self, pod: QueuedPod) -> None:
+        for plugin in pod.rejectors:
+            self.metrics.unschedulable_pods.labels(plugin, pod.profile).dec()
+        pod.rejectors = frozenset()
 
     def scheduled(self, uid: str) -> None:
         """Bound: observe the SLI duration (first queued to bound, labelled by attempts) and forget the pod."""
         with self._lock:
             pod = self.pods.pop(uid, None)
+            if pod is not None:
+                self._unreject(pod)
         if pod is not None and pod.initial is not None:
             elapsed = max(0.0, self.clock() - pod.initial)
             self.metrics.sli_duration.labels(attempts_label(max(1, pod.attempts))).observe(elapsed)
 
     def forget(self, uid: str) -> None:
+        """Deleted, or bound by another scheduler: out of the queues (and of unschedulable_pods)."""
         with self._lock:
-            self.pods.pop(uid, None)
+            pod = self.pods.pop(uid, None)
+            if pod is not None:
+                self._unreject(pod)
 
     def info(self, uid: str) -> QueuedPod | None:
         with self._lock:
             pod = self.pods.get(uid)
-            return None if pod is None else QueuedPod(pod.queue, pod.initial, pod.attempts, pod.last_failure)
+            return None if pod is None else dataclasses.replace(pod)
 
 
 class DebugStateError(Exception):

@@ -44,6 +44,7 @@ from accelsched.live import dra as live_dra
 from accelsched.live import kube as k
 from accelsched.live import volumes as live_volumes
 from accelsched.live.backoff import PodBackoff
+from accelsched.live.devicemetrics import AcceleratorCollector
 from accelsched.live.events import (
     Recorder,
 )
@@ -92,6 +93,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.seed = seed
         self.identity = identity
         self.metrics = Metrics()
+        self.metrics.registry.register(AcceleratorCollector(lambda: self.session.cluster if self.session else None))
         self.recorder = Recorder(kube)
         self.backoff = PodBackoff(self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds)
         self.lock = threading.RLock()
@@ -141,7 +143,10 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._round_claim_events = 0
         self.claims_applied = 0
 
-        self.elector = LeaderElector(kube, election, on_stopped=self._lost_lease) if election else None
+        self._lease_name = election.name if election else ""
+        self.elector = (
+            LeaderElector(kube, election, on_stopped=self._lost_lease, status=self._leader_status) if election else None
+        )
         self.lost_lease = False
 
         # Guarded by self.lock (informer handlers and the loop):
@@ -205,6 +210,9 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _leader_status(self, leading: bool) -> None:
+        self.metrics.leader.labels(self._lease_name).set(1 if leading else 0)
 
     def _lost_lease(self) -> None:
         self.lost_lease = True

@@ -102,9 +102,8 @@ class WritePipeline:
                 self.backoff.failed(r.pod.uid, time.monotonic())
                 if obj is not None and (obj.get("metadata") or {}).get("uid") == r.pod.uid:
                     pool[r.pod.key] = obj
-                    self.metrics.queue.failed(
-                        r.pod.uid, queue_metrics.BACKOFF if missed else queue_metrics.UNSCHEDULABLE, r.message
-                    )
+                    queue = queue_metrics.BACKOFF if missed else queue_metrics.UNSCHEDULABLE
+                    self.metrics.queue.failed(r.pod.uid, queue, r.message, plugins, name)
                     if plugins & set(self.session.scheduler.hints):
                         self.hinted[r.pod.key] = (r.pod, plugins)
             if obj is not None:
