@@ -13,6 +13,7 @@ from accelsched.cluster.state import ClusterState
 from accelsched.devices import partition as partitioning
 from accelsched.dra.model import DeviceID
 from accelsched.framework.scheduler import ScheduleResult
+from accelsched.queues import report as queue_report
 
 
 def pod_json(r: ScheduleResult, dra: Any = None) -> dict[str, Any]:
@@ -54,6 +55,16 @@ def to_json(results: list[ScheduleResult], cluster: ClusterState) -> dict[str, A
     dra = getattr(cluster, "dra", None)
     pods = [pod_json(r, dra) for r in results]
     return {"pods": pods, "nodes": [node_json(cluster, i) for i in range(cluster.n)]}
+
+
+def queues_json(queues: Any) -> dict[str, Any]:
+    """The contract's ``workloads`` and ``clusterQueues``, when the input had Kueue's objects (queues/report.py)."""
+    if queues is None:
+        return {}
+    return {
+        "workloads": queue_report.workloads_json(queues),
+        "clusterQueues": queue_report.cluster_queues_json(queues),
+    }
 
 
 def to_objects(results: list[ScheduleResult], cluster: ClusterState | None = None) -> dict[str, Any]:
