@@ -36,6 +36,9 @@ CUSTOM_KINDS: frozenset[tuple[str, str]] = frozenset(
         ("kubescheduler.config.k8s.io", "KubeSchedulerConfiguration"),
         ("scheduling.x-k8s.io", "PodGroup"),
         ("topology.node.k8s.io", "NodeResourceTopology"),
+        # Kueue's (checked against its CRDs by accelsched's own schema: tests/test_queues_api.py)
+        *(("kueue.x-k8s.io", kind) for kind in ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort")),
+        *(("kueue.x-k8s.io", kind) for kind in ("WorkloadPriorityClass", "Workload")),
     }
 )
 

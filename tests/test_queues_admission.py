@@ -379,3 +379,22 @@ def test_a_workload_object_is_admitted_by_its_own_name(tmp_path: Path) -> None:
     w = workloads(out)["wl-1"]
     assert w["admitted"] and w["flavors"] == {"workers": {GPU: "default"}}
     assert out["clusterQueues"][0]["usage"] == {"default": {GPU: "6"}}
+
+
+def test_the_two_teams_example_borrows_idle_gpus_and_says_why_the_last_job_waits(tmp_path: Path) -> None:
+    """examples/queues/two-teams.yaml, as its header says: cycle 1 admits each queue's head (pretrain 8 of
+    team-a's 8, eval 4 of team-b's 8); cycle 2 finetune borrows 4 of team-b's idle 4; cycle 3 ablation finds the
+    cohort's 16 used (its 4 are under team-a's nominal 8, so Kueue would look for preemption candidates: none)."""
+    example = Path(__file__).resolve().parents[1] / "examples" / "queues" / "two-teams.yaml"
+    out = run(tmp_path, list(yaml.safe_load_all(example.read_text())))
+    admitted = {w["name"].rsplit("-", 1)[0]: w["admitted"] for w in out["workloads"]}
+    assert admitted == {"job-pretrain": True, "job-finetune": True, "job-eval": True, "job-ablation": False}
+    ablation = next(w for w in out["workloads"] if w["name"].startswith("job-ablation"))
+    assert quota_reserved(ablation)[2] == (
+        "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor a100, "
+        "4 more needed"
+    )
+    team_a = next(c for c in out["clusterQueues"] if c["name"] == "team-a")
+    assert team_a["usage"]["a100"]["nvidia.com/gpu"] == "12" and team_a["borrowed"]["a100"]["nvidia.com/gpu"] == "4"
+    placed = [p for p in out["pods"] if p["node"]]
+    assert len(placed) == 4 and {p["node"] for p in placed} == {"gpu-node-1", "gpu-node-2"}
