@@ -336,15 +336,21 @@ def test_an_untolerated_flavor_taint_is_skipped_and_worded_as_kueue_prints_it(tm
     )
 
 
+def pod(name: str, gpus: int, node_name: str = "", queue: str = "lq", **labels: str) -> dict:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"limits": {GPU: str(gpus)}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    meta = {
+        "name": name,
+        "namespace": "default",
+        "uid": f"uid-{name}",
+        "labels": {"kueue.x-k8s.io/queue-name": queue, **labels},
+    }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
 def test_a_running_workload_holds_its_quota(tmp_path: Path) -> None:
     """A pod already bound with the queue label is admitted already: its 6 GPUs count, so a new 4-GPU pod waits."""
-
-    def pod(name: str, gpus: int, node_name: str = "") -> dict:
-        spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"limits": {GPU: str(gpus)}}}]}
-        if node_name:
-            spec["nodeName"] = node_name
-        meta = {"name": name, "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "lq"}}
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
     docs = [
         node("n1", gpus=16), flavor("default"),
@@ -398,3 +404,104 @@ def test_the_two_teams_example_borrows_idle_gpus_and_says_why_the_last_job_waits
     assert team_a["usage"]["a100"]["nvidia.com/gpu"] == "12" and team_a["borrowed"]["a100"]["nvidia.com/gpu"] == "4"
     placed = [p for p in out["pods"] if p["node"]]
     assert len(placed) == 4 and {p["node"] for p in placed} == {"gpu-node-1", "gpu-node-2"}
+
+
+def test_within_cluster_queue_a_higher_priority_workload_preempts_a_running_lower_one(tmp_path: Path) -> None:
+    """withinClusterQueue LowerPriority, nominal 8, "low" (priority 0) runs with 6. "high" (WorkloadPriorityClass
+    100) wants 4: 2 available, 8 >= 4 so the oracle looks, finds low (same queue, lower priority): Preempt. low
+    is evicted (InClusterQueue), high is admitted the next cycle and placed; low is requeued and, 6 wanted with 4
+    left, waits "2 more needed" (it may not preempt high: higher priority)."""
+    docs = [
+        node("n1"), flavor("default"),
+        {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": "high"}, "value": 100},
+        cluster_queue("team-a", [("default", [quota(GPU, 8)])], preemption={"withinClusterQueue": "LowerPriority"}),
+        local_queue("lq", "team-a"),
+        pod("low", 6, "n1"), pod("high", 4, **{"kueue.x-k8s.io/priority-class": "high"}),
+    ]  # fmt: skip
+    out = run(tmp_path, docs)
+    w = {n.split("-")[1]: x for n, x in workloads(out).items()}
+    assert w["high"]["admitted"] and not w["high"]["preempted"]
+    assert not w["low"]["admitted"] and w["low"]["preempted"]
+    message = (
+        "Preempted to accommodate a workload (UID: UNKNOWN, JobUID: uid-high) due to prioritization in the "
+        "ClusterQueue; preemptor path: /team-a; preemptee path: /team-a"
+    )
+    assert w["low"]["conditions"] == [
+        {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": (
+            "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor "
+            "default, 2 more needed")},
+        {"type": "Admitted", "status": "False", "reason": "NoReservation",
+         "message": "The workload has no reservation"},
+        {"type": "Preempted", "status": "True", "reason": "InClusterQueue", "message": message},
+        {"type": "Evicted", "status": "True", "reason": "Preempted", "message": message},
+        {"type": "Requeued", "status": "True", "reason": "Preempted", "message": message},
+    ]  # fmt: skip
+    pods = {p["name"]: p for p in out["pods"]}
+    assert pods["high"]["node"] == "n1" and pods["low"]["node"] is None
+    assert out["clusterQueues"][0]["usage"] == {"default": {GPU: "4"}}
+
+
+def test_a_queue_reclaims_its_nominal_quota_from_a_borrowing_neighbour(tmp_path: Path) -> None:
+    """team-a and team-b (4 GPUs each) in a cohort; team-b runs two 4-GPU pods (4 borrowed). team-a
+    (reclaimWithinCohort Any) wants its 4: none available, within its nominal, so the oracle looks across the
+    cohort: team-b is over its nominal, its most recently admitted workload goes (InCohortReclamation). team-a
+    is admitted next cycle; the evicted one, back in team-b's queue, would have to borrow again: it waits."""
+    docs = [
+        node("n1"), flavor("gpu"),
+        cluster_queue("team-a", [("gpu", [quota(GPU, 4)])], cohort="research",
+                      preemption={"reclaimWithinCohort": "Any"}),
+        cluster_queue("team-b", [("gpu", [quota(GPU, 4)])], cohort="research"),
+        local_queue("lq-a", "team-a"), local_queue("lq-b", "team-b"),
+        pod("b1", 4, "n1", queue="lq-b"), pod("b2", 4, "n1", queue="lq-b"), pod("a1", 4, queue="lq-a"),
+    ]  # fmt: skip
+    out = run(tmp_path, docs)
+    w = {n.split("-")[1]: x for n, x in workloads(out).items()}
+    assert w["a1"]["admitted"] and w["b1"]["admitted"]
+    assert w["b2"]["preempted"] and not w["b2"]["admitted"]
+    preempted = next(c for c in w["b2"]["conditions"] if c["type"] == "Preempted")
+    assert preempted["reason"] == "InCohortReclamation"
+    assert preempted["message"].endswith(
+        "due to reclamation within the cohort; preemptor path: /research/team-a; preemptee path: /research/team-b"
+    )
+    assert quota_reserved(w["b2"])[2] == (
+        "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor gpu, "
+        "4 more needed"
+    )
+    pods = {p["name"]: p["node"] for p in out["pods"]}
+    assert pods["a1"] == "n1" and pods["b2"] is None
+    cqs = {c["name"]: c["usage"]["gpu"][GPU] for c in out["clusterQueues"]}
+    assert cqs == {"team-a": "4", "team-b": "4"}
+
+
+def test_borrow_within_cohort_lets_a_borrowing_workload_preempt_lower_priority_borrowers(tmp_path: Path) -> None:
+    """team-a (2 GPUs) and team-b (6) in a cohort of 8; team-b runs two 4-GPU pods (borrowing 2). "urgent"
+    (priority 100) in team-a wants 4, so it must borrow 2: with borrowWithinCohort LowerPriority the oracle may
+    take team-b's newest workload while borrowing (InCohortReclaimWhileBorrowing), after which the cohort has 4
+    free. Without it (policy Never) a queue past its nominal may not preempt at all: it waits."""
+
+    def docs(borrow_policy: str) -> list[dict]:
+        preemption: dict[str, Any] = {"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": borrow_policy}}
+        return [
+            node("n1"), flavor("gpu"),
+            {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": "urgent"}, "value": 100},
+            cluster_queue("team-a", [("gpu", [quota(GPU, 2)])], cohort="research", preemption=preemption),
+            cluster_queue("team-b", [("gpu", [quota(GPU, 6)])], cohort="research"),
+            local_queue("lq-a", "team-a"), local_queue("lq-b", "team-b"),
+            pod("b1", 4, "n1", queue="lq-b"), pod("b2", 4, "n1", queue="lq-b"),
+            pod("urgent", 4, queue="lq-a", **{"kueue.x-k8s.io/priority-class": "urgent"}),
+        ]  # fmt: skip
+
+    out = run(tmp_path, docs("LowerPriority"))
+    w = {n.split("-")[1]: x for n, x in workloads(out).items()}
+    assert w["urgent"]["admitted"] and w["b1"]["admitted"] and w["b2"]["preempted"]
+    preempted = next(c for c in w["b2"]["conditions"] if c["type"] == "Preempted")
+    assert preempted["reason"] == "InCohortReclaimWhileBorrowing"
+    assert "due to reclamation within the cohort while borrowing;" in preempted["message"]
+    team_a = next(c for c in out["clusterQueues"] if c["name"] == "team-a")
+    assert team_a["borrowed"] == {"gpu": {GPU: "2"}}
+
+    w = {n.split("-")[1]: x for n, x in workloads(run(tmp_path, docs("Never"))).items()}
+    assert not w["urgent"]["admitted"] and not w["b2"]["preempted"]
+    assert quota_reserved(w["urgent"])[2].endswith(
+        "insufficient unused quota for nvidia.com/gpu in flavor gpu, 4 more needed"
+    )

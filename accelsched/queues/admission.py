@@ -9,6 +9,9 @@ pkg/scheduler/scheduler.go with its queue manager (pkg/cache/queue), on a still 
 - a head that does not fit gets QuotaReserved=False with reason Pending and Kueue's message. In a
   BestEffortFIFO queue it steps aside for the next workload; in a StrictFIFO queue it stays the head and
   blocks the queue. A head that lost its room to another admitted in the same cycle is retried next cycle;
+- a head that fits only by evicting others (queues.preemption) evicts them at the end of the cycle, with
+  Kueue's Preempted, Evicted and Requeued conditions, and is admitted in a later cycle; the evicted go back to
+  their queues, their pods off their nodes;
 - a workload whose LocalQueue or ClusterQueue is missing or stopped is Inadmissible (the workload controller's
   words), one whose namespace the ClusterQueue's namespaceSelector does not match is refused as Kueue does.
 
@@ -22,16 +25,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from accelsched.api.objects import Namespace, Node, Pod
-from accelsched.queues import api, quota
+from accelsched.queues import api, preemption, quota
 from accelsched.queues.api import ClusterQueue, QueueObjects
 from accelsched.queues.flavorassigner import Assignment, AssignmentMode, FlavorAssigner
+from accelsched.queues.preemption import Admitted, Oracle, Preemptor, Target
 from accelsched.queues.quota import QuotaTree
 from accelsched.queues.workloads import Info, find
 
 QUOTA_RESERVED, ADMITTED = "QuotaReserved", "Admitted"
+PREEMPTED, EVICTED, REQUEUED = "Preempted", "Evicted", "Requeued"
 PENDING, INADMISSIBLE = "Pending", "Inadmissible"
 NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"  # workload.ErrNamespaceMismatch
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+OVERLAPPING = "Workload has overlapping preemption targets with another workload"
 
 
 @dataclass
@@ -44,20 +50,47 @@ class Outcome:
     flavors: dict[str, dict[str, str]] = field(default_factory=dict)
     conditions: list[dict[str, str]] = field(default_factory=list)
     held_message: str = ""  # for its pods while it is not admitted
+    preempted: bool = False
+
+    def _set(self, kind: str, status: str, reason: str, message: str) -> None:
+        """apimeta.SetStatusCondition: replaced in place, or appended."""
+        new = _condition(kind, status, reason, message)
+        for i, c in enumerate(self.conditions):
+            if c["type"] == kind:
+                self.conditions[i] = new
+                return
+        self.conditions.append(new)
+
+    def _reset(self, kind: str, reason: str) -> None:
+        """resetActiveCondition: a True condition turned False, its message kept as "Previously: ..."."""
+        for c in self.conditions:
+            if c["type"] == kind and c["status"] == "True":
+                self._set(kind, "False", reason, "Previously: " + c["message"])
 
     def refuse(self, reason: str, message: str) -> None:
-        """UnsetQuotaReservationWithCondition (no Admitted condition added while it never had one)."""
-        self.conditions = [_condition(QUOTA_RESERVED, "False", reason, message)]
+        """UnsetQuotaReservationWithCondition (an Admitted condition only once it has been admitted)."""
+        self._set(QUOTA_RESERVED, "False", reason, message)
         self.held_message = message
 
     def admit(self, cluster_queue: str, flavors: dict[str, dict[str, str]]) -> None:
         """SetQuotaReservation and SyncAdmittedCondition with no admission checks."""
         self.admitted, self.flavors = True, flavors
-        self.conditions = [
-            _condition(QUOTA_RESERVED, "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}"),
-            _condition(ADMITTED, "True", "Admitted", "The workload is admitted"),
-        ]
+        self._set(QUOTA_RESERVED, "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}")
+        self._reset(EVICTED, "QuotaReserved")
+        self._reset(PREEMPTED, "QuotaReserved")
+        self._set(ADMITTED, "True", "Admitted", "The workload is admitted")
         self.held_message = ""
+
+    def evict(self, reason: str, message: str) -> None:
+        """Preempted: the preemptor sets Preempted and Evicted; the job reconciler then stops the job, marks it
+        Requeued and unsets its quota reservation, which turns Admitted False."""
+        self.admitted, self.preempted, self.flavors = False, True, {}
+        self._set(PREEMPTED, "True", reason, message)
+        self._set(EVICTED, "True", "Preempted", message)
+        self._set(REQUEUED, "True", "Preempted", message)
+        self._set(QUOTA_RESERVED, "False", PENDING, message)
+        self._set(ADMITTED, "False", "NoReservation", "The workload has no reservation")
+        self.held_message = message
 
 
 def _condition(kind: str, status: str, reason: str, message: str) -> dict[str, str]:
@@ -93,6 +126,9 @@ class _Admission:
         self.namespace_labels = {ns.name: ns.label_map() for ns in namespaces}
         self.node_labels = {n.name: n.labels for n in nodes}
         self.reserved: list[tuple[quota.Node, tuple[str, str], int]] = []  # this cycle's reserveCapacity...
+        self.admitted: dict[str, list[Admitted]] = {}  # per ClusterQueue, what holds its quota
+        self.preemptor = Preemptor(self.tree, objects.cluster_queues, self.admitted)
+        self.sequence = 0
         self.inactive = {
             name
             for name, cq in objects.cluster_queues.items()
@@ -147,13 +183,22 @@ class _Admission:
         flavors = outcome.info.admitted or {}
         if not flavors:
             flavors = {ps.name: self._flavors_of_node(ps.pods, ps.requests, cq) for ps in outcome.info.pod_sets}
-        node = self.tree.cluster_queues[cq.name]
+        usage: dict[tuple[str, str], int] = {}
         for ps in outcome.info.pod_sets:
             for res, amount in ps.requests.items():
                 flavor = flavors.get(ps.name, {}).get(res)
-                if flavor is not None and cq.name not in self.tree.in_cycle:
-                    node.add_usage((flavor, res), amount * ps.count)
+                if flavor is not None:
+                    usage[(flavor, res)] = usage.get((flavor, res), 0) + amount * ps.count
+        if cq.name not in self.tree.in_cycle:
+            self._hold(outcome, cq, usage)
         outcome.admit(cq.name, flavors)
+
+    def _hold(self, outcome: Outcome, cq: ClusterQueue, usage: dict[tuple[str, str], int]) -> None:
+        """The workload's usage into the tree and the cache's list of admitted workloads."""
+        self.sequence += 1
+        record = Admitted(outcome.info, cq.name, usage, self.sequence)
+        self.admitted.setdefault(cq.name, []).append(record)
+        self.preemptor.add(record)
 
     def _flavors_of_node(self, pods: list[Pod], requests: Mapping[str, int], cq: ClusterQueue) -> dict[str, str]:
         labels = next((self.node_labels.get(p.node_name, {}) for p in pods if p.node_name), {})
@@ -172,7 +217,10 @@ class _Admission:
         return out
 
     def _cycles(self, queues: dict[str, list[Outcome]]) -> None:
-        while True:
+        self.by_info = {id(o.info): o for o in self.outcomes}
+        budget = 10 * (len(self.outcomes) + 1)  # every cycle admits, steps aside or evicts: this is never reached
+        while budget:
+            budget -= 1
             heads = []
             for name, pending in queues.items():
                 cq = self.objects.cluster_queues[name]
@@ -198,23 +246,32 @@ class _Admission:
                 break
             progress = False
             self.reserved = []
+            # This cycle's preemption targets, by id of their record, with the workload that preempts them.
+            self.victims: dict[int, tuple[Target, Info]] = {}
             heads.sort(key=lambda h: (h[2].borrowing, -h[0].info.priority, h[0].info.created, h[0].info.order))
             for outcome, cq, assignment in heads:
                 progress |= self._process(outcome, cq, assignment, queues[cq.name])
             for node, fr, amount in self.reserved:  # a cycle's reservations end with it (a fresh snapshot next)
                 node.remove_usage(fr, amount)
+            for target, by in self.victims.values():
+                self._evict(target, by, queues)
             if not progress:
                 self._mark_blocked(queues)
                 break
 
     def _assign(self, outcome: Outcome, cq: ClusterQueue) -> Assignment:
         node = self.tree.cluster_queues[cq.name]
-        return FlavorAssigner(outcome.info, cq, node, self.tree, self.objects.flavors).assign()
+        oracle = Oracle(self.preemptor, outcome.info, cq)
+        return FlavorAssigner(outcome.info, cq, node, self.tree, self.objects.flavors, oracle).assign()
 
     def _process(self, outcome: Outcome, cq: ClusterQueue, assignment: Assignment, pending: list[Outcome]) -> bool:
         """processEntry: True when the queue moved (admitted, or a BestEffortFIFO head stepped aside)."""
         node = self.tree.cluster_queues[cq.name]
         mode = assignment.mode
+        if mode == AssignmentMode.PREEMPT:
+            targets = self.preemptor.targets(outcome.info, cq, assignment.usage, assignment.needs_preemption())
+            if targets:
+                return self._preempt(outcome, cq, assignment, targets)
         if mode != AssignmentMode.FIT:
             outcome.refuse(PENDING, assignment.message())
             if mode == AssignmentMode.PREEMPT and cq.preemption.reclaim_within_cohort != "Any":
@@ -228,11 +285,53 @@ class _Admission:
         if any(node.available(fr) < amount for fr, amount in assignment.usage.items()):
             outcome.refuse(PENDING, NO_LONGER_FITS)
             return False  # requeued at once: tried again next cycle
-        for fr, amount in assignment.usage.items():
-            node.add_usage(fr, amount)
+        self._hold(outcome, cq, dict(assignment.usage))
         outcome.admit(cq.name, assignment.flavors())
         pending.remove(outcome)
         return True
+
+    def _preempt(self, outcome: Outcome, cq: ClusterQueue, assignment: Assignment, targets: list[Target]) -> bool:
+        """processEntry in Preempt mode with targets: skipped when another head of the cycle took one of them or
+        the room; else the targets are evicted (at the end of the cycle) and the workload waits for them."""
+        if any(id(t.workload) in self.victims for t in targets):
+            outcome.refuse(PENDING, OVERLAPPING)
+            return False
+        node = self.tree.cluster_queues[cq.name]
+        removed = [v.workload for v, _ in self.victims.values()] + [t.workload for t in targets]
+        for w in removed:
+            self.preemptor.remove(w)
+        fits = all(node.available(fr) >= amount for fr, amount in assignment.usage.items())
+        for w in removed:
+            self.preemptor.add(w)
+        if not fits:
+            outcome.refuse(PENDING, NO_LONGER_FITS)
+            return False
+        for t in targets:
+            self.victims[id(t.workload)] = (t, outcome.info)
+        for fr, amount in assignment.usage.items():
+            node.add_usage(fr, amount)  # the cycle's snapshot counts it, so later heads do not take the room
+            self.reserved.append((node, fr, amount))
+        outcome.refuse(PENDING, f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)")
+        return True
+
+    def _evict(self, target: Target, preemptor_info: Info, queues: dict[str, list[Outcome]]) -> None:
+        """IssuePreemptions, then what the job reconciler does: quota released, pods stopped, back in the queue."""
+        w = target.workload
+        self.preemptor.remove(w)
+        self.admitted[w.cluster_queue].remove(w)
+        victim = self.by_info[id(w.info)]
+        message = preemption.message(
+            preemptor_info,
+            target.reason,
+            preemption.path(self.tree, self.by_info[id(preemptor_info)].cluster_queue),
+            preemption.path(self.tree, w.cluster_queue),
+        )
+        victim.evict(target.reason, message)
+        for pod in w.info.pods:
+            pod.node_name = ""  # the job is stopped; its pods come back Pending when it is admitted again
+        pending = queues.setdefault(w.cluster_queue, [])
+        pending.append(victim)
+        pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
 
     def _mark_blocked(self, queues: dict[str, list[Outcome]]) -> None:
         """StrictFIFO queues that stopped: the workloads behind the head were never tried (no condition), their

@@ -5,8 +5,8 @@ TopologyAwareScheduling off for these workloads, PartialAdmission off, quotaChec
 flavor is skipped when the pod set does not tolerate its taints or its node labels contradict the pod's node
 affinity; otherwise each requested resource of the group is checked against the quota tree. The messages are
 Kueue's, word for word (the format strings of fitsResourceQuota, findFlavorForPodSets, checkFlavorForPodSets and
-Assignment.Message). Preemption is not simulated yet: where Kueue asks its preemption oracle, the answer here is
-"no candidates" (right whenever the ClusterQueue's preemption policies are Never, the default).
+Assignment.Message). Where Kueue asks its preemption oracle whether evicting others would make room, the
+``oracle`` given (queues.preemption.Oracle) answers; without one the answer is "no candidates".
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from accelsched.api import quantity
 from accelsched.api.selectors import NodeSelectorTerm, Taint
 from accelsched.queues import api
 from accelsched.queues.api import ClusterQueue, ResourceFlavor, ResourceGroup
+from accelsched.queues.preemption import OracleFn
 from accelsched.queues.quota import Node, QuotaTree
 from accelsched.queues.resources import format_amount
 from accelsched.queues.workloads import Info, PodSet
@@ -41,6 +42,9 @@ class AssignmentMode(IntEnum):
     NO_FIT = 0
     PREEMPT = 1
     FIT = 3
+
+
+_POSSIBILITY = {"NoCandidates": Mode.NO_PREEMPTION_CANDIDATES, "Preempt": Mode.PREEMPT, "Reclaim": Mode.RECLAIM}
 
 
 def _coarse(mode: Mode) -> AssignmentMode:
@@ -137,6 +141,10 @@ class Assignment:
         ]
         return "; ".join(parts)
 
+    def needs_preemption(self) -> set[tuple[str, str]]:
+        """flavorResourcesNeedPreemption: the (flavor, resource) pairs assigned in Preempt mode."""
+        return {(f.name, r) for ps in self.pod_sets for r, f in ps.flavors.items() if f.mode == AssignmentMode.PREEMPT}
+
     def flavors(self) -> dict[str, dict[str, str]]:
         return {ps.name: {r: f.name for r, f in ps.flavors.items()} for ps in self.pod_sets}
 
@@ -169,9 +177,16 @@ class FlavorAssigner:
     """One workload's assignment in one ClusterQueue, against the tree's current usage."""
 
     def __init__(
-        self, info: Info, cq: ClusterQueue, node: Node, tree: QuotaTree, flavors: dict[str, ResourceFlavor]
+        self,
+        info: Info,
+        cq: ClusterQueue,
+        node: Node,
+        tree: QuotaTree,
+        flavors: dict[str, ResourceFlavor],
+        oracle: OracleFn | None = None,
     ) -> None:
         self.info, self.cq, self.node, self.tree, self.flavors = info, cq, node, tree, flavors
+        self.oracle = oracle
         self.groups: dict[str, ResourceGroup] = {r: rg for rg in cq.resource_groups for r in rg.covered}
 
     def assign(self) -> Assignment:
@@ -272,7 +287,8 @@ class FlavorAssigner:
         quota = self.node.quotas.get(fr)
         nominal = quota.nominal if quota is not None else 0
         if nominal >= total or may_reclaim or self._can_preempt_while_borrowing():
-            return Granular(Mode.NO_PREEMPTION_CANDIDATES, borrow), [reason]  # the oracle: no candidates yet
+            possibility, after = self.oracle(fr, total) if self.oracle is not None else ("NoCandidates", borrow)
+            return Granular(_POSSIBILITY[possibility], after), [reason]
         return Granular(Mode.NO_FIT, borrow), [reason]
 
     def _can_preempt_while_borrowing(self) -> bool:

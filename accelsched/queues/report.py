@@ -21,7 +21,7 @@ def workloads_json(result: QueueResult) -> list[dict[str, Any]]:
                 "localQueue": info.queue_name,
                 "clusterQueue": o.cluster_queue,
                 "admitted": o.admitted,
-                "preempted": False,  # preemption is not simulated yet (docs/queues.md)
+                "preempted": o.preempted,
                 "flavors": o.flavors if o.admitted else {},
                 "conditions": list(o.conditions),
             }

@@ -27,6 +27,7 @@ _HASH_LENGTH = 5
 _MAX_PREFIX = 253 - 1 - _HASH_LENGTH  # maxWorkloadNameLength (ShortWorkloadNames off) less "-" and the hash
 # (kind, group) of the owners Kueue names workloads after.
 POD_GVK = ("Pod", "")
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 JOB_GVK = ("Job", "batch")
 
 
@@ -54,7 +55,8 @@ class Info:
     priority: int = 0
     created: str = ""  # creationTimestamp; with ``order`` (the input's order) it is the queue order
     order: int = 0
-    uid: str = ""
+    uid: str = ""  # the Workload's own uid, when the input has the Workload (else the API server would make one)
+    job_uid: str = ""  # its owner's (Kueue's kueue.x-k8s.io/job-uid label): the Job's, or the pod's
     admitted: dict[str, dict[str, str]] | None = None  # pod set -> resource -> flavor, when it runs already
     waiting: str = ""  # why Kueue has made no Workload yet (a pod group short of its total count)
 
@@ -205,6 +207,7 @@ def find(queues: api.QueueObjects, pods: list[Pod]) -> list[Info]:
             obj.created,
             len(infos),
             obj.uid,
+            obj.labels.get(JOB_UID_LABEL, ""),
         )
         if obj.admission:
             info.admitted = {
@@ -224,20 +227,19 @@ def find(queues: api.QueueObjects, pods: list[Pod]) -> list[Info]:
             groups.setdefault((pod.namespace, pod.labels[api.POD_GROUP_NAME_LABEL]), []).append(pod)
         elif api.QUEUE_NAME_LABEL in pod.labels:
             name = workload_name(pod.name, pod.uid, POD_GVK)
-            infos.append(_from_pods(name, pod.labels, [(api.DEFAULT_POD_SET_NAME, [pod])], queues, len(infos)))
+            sets = [(api.DEFAULT_POD_SET_NAME, [pod])]
+            infos.append(_from_pods(name, pod.labels, sets, queues, len(infos), pod.uid))
     for (namespace, job), members in jobs.items():
         labels = queues.jobs[f"{namespace}/{job}"]
         uid = _owner_uid(members[0])
-        info = _from_pods(
-            workload_name(job, uid, JOB_GVK), labels, [(api.DEFAULT_POD_SET_NAME, members)], queues, len(infos)
-        )
-        infos.append(info)
+        sets = [(api.DEFAULT_POD_SET_NAME, members)]
+        infos.append(_from_pods(workload_name(job, uid, JOB_GVK), labels, sets, queues, len(infos), uid))
     for (_, group), members in groups.items():
         by_role: dict[str, list[Pod]] = {}
         for pod in members:
             spec = pod.raw.get("spec") or {}
             by_role.setdefault(role_hash(spec, pod.priority), []).append(pod)
-        info = _from_pods(group, members[0].labels, sorted(by_role.items()), queues, len(infos))
+        info = _from_pods(group, members[0].labels, sorted(by_role.items()), queues, len(infos), members[0].uid)
         total = members[0].annotations.get(api.POD_GROUP_TOTAL_COUNT_ANNOTATION, "")
         if total.isdigit() and int(total) > len(members):
             info.waiting = f"pod group {group} has {len(members)} of its {total} pods"
@@ -253,7 +255,12 @@ def _owner_uid(pod: Pod) -> str:
 
 
 def _from_pods(
-    name: str, labels: Mapping[str, str], sets: list[tuple[str, list[Pod]]], queues: api.QueueObjects, order: int
+    name: str,
+    labels: Mapping[str, str],
+    sets: list[tuple[str, list[Pod]]],
+    queues: api.QueueObjects,
+    order: int,
+    job_uid: str,
 ) -> Info:
     first = sets[0][1][0]
     meta = first.raw.get("metadata") or {}
@@ -265,7 +272,8 @@ def _from_pods(
         _priority(labels, first, queues),
         str(meta.get("creationTimestamp") or ""),
         order,
-        first.uid,
+        "",
+        job_uid,
     )
     if _admitted_on(info.pods):
         info.admitted = {}  # flavors found from the nodes (admission.py)
