@@ -9,6 +9,7 @@ import hashlib
 
 import pytest
 
+from accelsched.api.selectors import Taint
 from accelsched.queues import quota
 from accelsched.queues.api import (
     ClusterQueue,
@@ -18,6 +19,7 @@ from accelsched.queues.api import (
     ResourceGroup,
     ResourceQuota,
 )
+from accelsched.queues.flavorassigner import _go_taint
 from accelsched.queues.resources import format_amount, value
 from accelsched.queues.workloads import JOB_GVK, POD_GVK, role_hash, workload_name
 
@@ -134,3 +136,37 @@ def test_pods_of_one_shape_share_a_role_hash_and_another_shape_does_not() -> Non
     assert role_hash(spec, 0) == role_hash(other, 0)  # names and images are not part of the shape; 1 == 1000m
     assert role_hash(spec, 0) != role_hash(spec, 10)
     assert len(role_hash(spec, 0)) == 8
+
+
+# What Kueue v0.19.2's own functions print for these (hack/kueue-names-oracle: `go run .`).
+KUEUE_SAYS = {
+    "job": "job-sample-job-78174",
+    "pod": "pod-trainer-9c3d9",
+    "role": "e86b8ca2",
+    "role-small": "f55ee73c",
+    "taint": "untolerated taint {nvidia.com/gpu present NoSchedule <nil>} in flavor gpu",
+}
+
+
+def test_names_hashes_and_taint_words_match_what_kueue_itself_computes() -> None:
+    assert workload_name("sample-job", "3f0b4a6e-1111-4222-8333-944455556666", JOB_GVK) == KUEUE_SAYS["job"]
+    assert workload_name("trainer", "", POD_GVK) == KUEUE_SAYS["pod"]
+    container = {
+        "name": "c",
+        "image": "x",
+        "resources": {
+            "requests": {"cpu": "1", "memory": "200Mi", "nvidia.com/gpu": "2"},
+            "limits": {"nvidia.com/gpu": "2"},
+        },
+        "ports": [{"containerPort": 8080}],
+    }
+    spec = {
+        "containers": [container],
+        "nodeSelector": {"pool": "a100"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    }
+    assert role_hash(spec, 0) == KUEUE_SAYS["role"]
+    small = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "500m"}}}]}
+    assert role_hash(small, 0) == KUEUE_SAYS["role-small"]
+    taint = Taint("nvidia.com/gpu", "present", "NoSchedule")
+    assert f"untolerated taint {_go_taint(taint)} in flavor gpu" == KUEUE_SAYS["taint"]

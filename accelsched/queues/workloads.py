@@ -99,7 +99,13 @@ def _canonical(name: str, raw: Any) -> str:
     return f"{int(mantissa)}{suffix}" if mantissa else "0"
 
 
+def _sorted(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """A Go map as json.Marshal writes it: keys in order (structs keep their field order, so no global sort)."""
+    return {str(k): mapping[k] for k in sorted(mapping, key=str)}
+
+
 def _containers_shape(containers: Any) -> list[dict[str, Any]] | None:
+    """ContainersShape: each container's requests (defaulted from limits, as the API server does) and ports."""
     if not containers:
         return None
     out = []
@@ -107,8 +113,8 @@ def _containers_shape(containers: Any) -> list[dict[str, Any]] | None:
         res = (c.get("resources") or {}) if isinstance(c, Mapping) else {}
         requests = dict(res.get("requests") or {})
         for name, limit in (res.get("limits") or {}).items():
-            requests.setdefault(name, limit)  # the API server defaults requests to limits
-        ports = [
+            requests.setdefault(name, limit)
+        ports = [  # corev1.ContainerPort's field order; protocol defaulted to TCP
             {
                 **({"name": p["name"]} if p.get("name") else {}),
                 **({"hostPort": p["hostPort"]} if p.get("hostPort") else {}),
@@ -118,38 +124,41 @@ def _containers_shape(containers: Any) -> list[dict[str, Any]] | None:
             }
             for p in c.get("ports") or []
         ]
-        shaped = {str(k): _canonical(str(k), v) for k, v in sorted(requests.items())}
+        shaped = _sorted({str(k): _canonical(str(k), v) for k, v in requests.items()})
         out.append({"ports": ports or None, "resources": {"requests": shaped or None}})
     return out
 
 
 def _tolerations_shape(tolerations: Any) -> list[dict[str, Any]] | None:
-    keys = ("key", "operator", "value", "effect", "tolerationSeconds")
+    keys = ("key", "operator", "value", "effect", "tolerationSeconds")  # corev1.Toleration's field order
     return [{k: t[k] for k in keys if t.get(k) not in (None, "")} for t in tolerations] if tolerations else None
 
 
 def role_hash(spec: Mapping[str, Any], priority: int) -> str:
     """GenerateRoleHash: 8 hex digits of the SHA-256 of the pod's shape as Go's json.Marshal writes it.
 
-    Byte-exact for what pods usually carry (requests and limits, ports, nodeSelector, tolerations, priority);
-    affinity, topology spread constraints and resource claims are written with sorted keys where Go keeps its
-    struct order, so pods using them get a hash of their own, consistent within a run, not Kueue's."""
+    Byte-exact for what pods usually carry (requests and limits, ports, nodeSelector, tolerations, priority:
+    checked against Kueue's own function); affinity, topology spread constraints and resource claims are written
+    in the manifest's key order where Go keeps its struct order, so pods using them get a hash of their own,
+    consistent within a run, not necessarily Kueue's."""
     shape: dict[str, Any] = {
         "affinity": spec.get("affinity"),
         "containers": _containers_shape(spec.get("containers")),
         "initContainers": _containers_shape(spec.get("initContainers")),
-        "nodeSelector": dict(spec["nodeSelector"]) if spec.get("nodeSelector") else None,
-        "overhead": {k: _canonical(k, v) for k, v in spec["overhead"].items()} if spec.get("overhead") else None,
+        "nodeSelector": _sorted(spec["nodeSelector"]) if spec.get("nodeSelector") else None,
+        "overhead": _sorted({k: _canonical(k, v) for k, v in spec["overhead"].items()})
+        if spec.get("overhead")
+        else None,
         "priority": priority,
         "resourceClaims": spec.get("resourceClaims") or None,
         "runtimeClassName": spec.get("runtimeClassName"),
         "tolerations": _tolerations_shape(spec.get("tolerations")),
         "topologySpreadConstraints": spec.get("topologySpreadConstraints") or None,
     }
-    requests = (spec.get("resources") or {}).get("requests") if isinstance(spec.get("resources"), Mapping) else None
     if spec.get("resources") is not None:
-        shape["resources"] = {k: _canonical(k, v) for k, v in (requests or {}).items()} or None
-    text = json.dumps({"spec": shape}, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+        requests = (spec.get("resources") or {}).get("requests") or {}
+        shape["resources"] = _sorted({k: _canonical(k, v) for k, v in requests.items()}) or None
+    text = json.dumps({"spec": _sorted(shape)}, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
