@@ -146,6 +146,7 @@ def schedule(
         click.echo(goyaml.dump(report.to_objects(results, session.cluster), sort_keys=False), nl=False)
     else:
         report.print_tables(console(), results, session.cluster)
+        report.print_queue_tables(console(), session.queues)
 
 
 @main.command()

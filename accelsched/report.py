@@ -67,6 +67,13 @@ def queues_json(queues: Any) -> dict[str, Any]:
     }
 
 
+def print_queue_tables(console: Console, queues: Any) -> None:
+    """The workloads and ClusterQueues, when the input had Kueue's objects (queues/report.py)."""
+    if queues is not None:
+        console.print(queue_report.workloads_table(queues))
+        console.print(queue_report.cluster_queues_table(queues))
+
+
 def to_objects(results: list[ScheduleResult], cluster: ClusterState | None = None) -> dict[str, Any]:
     """The pods as a ``kind: List`` with spec.nodeName, the devices annotation and PodScheduled condition set; with
     DRA, a pod's ``status.resourceClaimStatuses`` for claims made from its templates (the resourceclaim controller's),

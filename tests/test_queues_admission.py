@@ -505,3 +505,13 @@ def test_borrow_within_cohort_lets_a_borrowing_workload_preempt_lower_priority_b
     assert quota_reserved(w["urgent"])[2].endswith(
         "insufficient unused quota for nvidia.com/gpu in flavor gpu, 4 more needed"
     )
+
+
+def test_the_table_output_lists_workloads_and_what_each_queue_borrows(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[1] / "examples" / "queues" / "two-teams.yaml"
+    result = CliRunner().invoke(main, ["schedule", "-f", str(example)])
+    assert result.exit_code == 0, result.output
+    assert "Workloads (Kueue)" in result.output
+    assert "nvidia.com/gpu 12/8 (4 borrowed)" in result.output
+    rows = [line for line in result.output.splitlines() if "team-a/job-ablation" in line]
+    assert len(rows) == 1 and " no " in rows[0] and "insufficient unused quota for nvidia.com/gpu" in rows[0]
