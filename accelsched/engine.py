@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelsched.api.loader import Inputs, load
-from accelsched.api.objects import SCHEDULING_GATED_REASON
+from accelsched.api.objects import SCHEDULING_GATED_REASON, Pod
 from accelsched.cluster.state import ClusterState
 from accelsched.cluster.volumes import VolumeState
 from accelsched.config import default_config, load_config
 from accelsched.dra.state import DRAState
 from accelsched.framework import gang
+from accelsched.framework.interface import Code, Status
 from accelsched.framework.profile import SchedulerConfig
 from accelsched.framework.scheduler import Scheduler, ScheduleResult
 from accelsched.queues import admission as queue_admission
@@ -67,9 +68,14 @@ class Session:
         if not held:
             return self.scheduler.run(pending)
         results = self.scheduler.run([p for p in pending if p.key not in held])
-        return results + [
-            ScheduleResult(p, message=held[p.key], reason=SCHEDULING_GATED_REASON) for p in pending if p.key in held
-        ]
+        return results + [_held(p, *held[p.key]) for p in pending if p.key in held]
+
+
+def _held(pod: Pod, message: str, why: str) -> ScheduleResult:
+    """A pod Kueue has not let go: gated (never tried, as behind kueue.x-k8s.io/admission), with its workload's
+    message."""
+    gate = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (why,), "Kueue")
+    return ScheduleResult(pod, message=message, gated=gate, reason=SCHEDULING_GATED_REASON)
 
 
 def config_from(path: str | Path | None) -> SchedulerConfig | None:

@@ -515,3 +515,15 @@ def test_the_table_output_lists_workloads_and_what_each_queue_borrows(tmp_path: 
     assert "nvidia.com/gpu 12/8 (4 borrowed)" in result.output
     rows = [line for line in result.output.splitlines() if "team-a/job-ablation" in line]
     assert len(rows) == 1 and " no " in rows[0] and "insufficient unused quota for nvidia.com/gpu" in rows[0]
+
+
+def test_explain_says_a_held_pod_waits_for_its_workloads_admission_not_for_a_node(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[1] / "examples" / "queues" / "two-teams.yaml"
+    out = run(tmp_path, list(yaml.safe_load_all(example.read_text())))
+    held = next(p for p in out["pods"] if p["node"] is None)
+    workload = next(w["name"] for w in out["workloads"] if not w["admitted"])
+    result = CliRunner().invoke(main, ["explain", f"{held['namespace']}/{held['name']}", "-f", str(example)])
+    assert result.exit_code == 0, result.output
+    assert "is gated" in result.output and "SchedulingGated" in result.output
+    assert f"Kueue: workload team-a/{workload} is not admitted in ClusterQueue team-a" in result.output
+    assert "Node by node" not in result.output  # never tried: no node was looked at

@@ -105,9 +105,17 @@ class QueueResult:
     tree: QuotaTree
     objects: QueueObjects
 
-    def held(self) -> dict[str, str]:
-        """Pods (namespace/name) of workloads not admitted, with the message their pods show."""
-        return {p.key: o.held_message for o in self.outcomes if not o.admitted for p in o.info.pods if not p.node_name}
+    def held(self) -> dict[str, tuple[str, str]]:
+        """Pods (namespace/name) of workloads not admitted: the message their pods show, and which workload holds
+        them back."""
+        out = {}
+        for o in self.outcomes:
+            if o.admitted:
+                continue
+            where = f" in ClusterQueue {o.cluster_queue}" if o.cluster_queue else ""
+            why = f"workload {o.info.key} is not admitted{where}"
+            out.update({p.key: (o.held_message, why) for p in o.info.pods if not p.node_name})
+        return out
 
 
 def admit(
