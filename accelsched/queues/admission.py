@@ -137,6 +137,9 @@ class _Admission:
         self.admitted: dict[str, list[Admitted]] = {}  # per ClusterQueue, what holds its quota
         self.preemptor = Preemptor(self.tree, objects.cluster_queues, self.admitted)
         self.sequence = 0
+        self.by_info = {id(o.info): o for o in self.outcomes}
+        # This cycle's preemption targets (by id of their record, with the workload that preempts them).
+        self.victims: dict[int, tuple[Target, Info]] = {}
         self.inactive = {
             name
             for name, cq in objects.cluster_queues.items()
@@ -225,7 +228,6 @@ class _Admission:
         return out
 
     def _cycles(self, queues: dict[str, list[Outcome]]) -> None:
-        self.by_info = {id(o.info): o for o in self.outcomes}
         budget = 10 * (len(self.outcomes) + 1)  # every cycle admits, steps aside or evicts: this is never reached
         while budget:
             budget -= 1
@@ -253,9 +255,7 @@ class _Admission:
                     continue  # queues whose heads stepped aside have new heads
                 break
             progress = False
-            self.reserved = []
-            # This cycle's preemption targets, by id of their record, with the workload that preempts them.
-            self.victims: dict[int, tuple[Target, Info]] = {}
+            self.reserved, self.victims = [], {}
             heads.sort(key=lambda h: (h[2].borrowing, -h[0].info.priority, h[0].info.created, h[0].info.order))
             for outcome, cq, assignment in heads:
                 progress |= self._process(outcome, cq, assignment, queues[cq.name])
@@ -282,7 +282,7 @@ class _Admission:
                 return self._preempt(outcome, cq, assignment, targets)
         if mode != AssignmentMode.FIT:
             outcome.refuse(PENDING, assignment.message())
-            if mode == AssignmentMode.PREEMPT and cq.preemption.reclaim_within_cohort != "Any":
+            if mode == AssignmentMode.PREEMPT and cq.preemption.reclaim_within_cohort != api.ANY:
                 for fr, amount in _reservable(assignment, node).items():
                     node.add_usage(fr, amount)  # reserveCapacityForUnreclaimablePreempt, for this cycle
                     self.reserved.append((node, fr, amount))
@@ -290,7 +290,7 @@ class _Admission:
                 pending.remove(outcome)
                 return True
             return False
-        if any(node.available(fr) < amount for fr, amount in assignment.usage.items()):
+        if not self._fits(node, assignment, []):
             outcome.refuse(PENDING, NO_LONGER_FITS)
             return False  # requeued at once: tried again next cycle
         self._hold(outcome, cq, dict(assignment.usage))
@@ -305,13 +305,7 @@ class _Admission:
             outcome.refuse(PENDING, OVERLAPPING)
             return False
         node = self.tree.cluster_queues[cq.name]
-        removed = [v.workload for v, _ in self.victims.values()] + [t.workload for t in targets]
-        for w in removed:
-            self.preemptor.remove(w)
-        fits = all(node.available(fr) >= amount for fr, amount in assignment.usage.items())
-        for w in removed:
-            self.preemptor.add(w)
-        if not fits:
+        if not self._fits(node, assignment, targets):
             outcome.refuse(PENDING, NO_LONGER_FITS)
             return False
         for t in targets:
@@ -321,6 +315,16 @@ class _Admission:
             self.reserved.append((node, fr, amount))
         outcome.refuse(PENDING, f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)")
         return True
+
+    def _fits(self, node: quota.Node, assignment: Assignment, targets: list[Target]) -> bool:
+        """The scheduler's ``fits``: the usage fits with this cycle's preemption targets (and ``targets``) gone."""
+        removed = [v.workload for v, _ in self.victims.values()] + [t.workload for t in targets]
+        for w in removed:
+            self.preemptor.remove(w)
+        fits = all(node.available(fr) >= amount for fr, amount in assignment.usage.items())
+        for w in removed:
+            self.preemptor.add(w)
+        return fits
 
     def _evict(self, target: Target, preemptor_info: Info, queues: dict[str, list[Outcome]]) -> None:
         """IssuePreemptions, then what the job reconciler does: quota released, pods stopped, back in the queue."""

@@ -37,7 +37,7 @@ DEFAULT_POD_SET_NAME = "main"
 STRICT_FIFO, BEST_EFFORT_FIFO = "StrictFIFO", "BestEffortFIFO"
 STOP_NONE, HOLD, HOLD_AND_DRAIN = "None", "Hold", "HoldAndDrain"
 MAY_STOP_SEARCH, TRY_NEXT_FLAVOR = "MayStopSearch", "TryNextFlavor"
-NEVER = "Never"
+NEVER, ANY = "Never", "Any"
 
 
 def is_kueue(doc: Mapping[str, Any]) -> bool:
