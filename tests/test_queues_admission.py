@@ -527,3 +527,29 @@ def test_explain_says_a_held_pod_waits_for_its_workloads_admission_not_for_a_nod
     assert "is gated" in result.output and "SchedulingGated" in result.output
     assert f"Kueue: workload team-a/{workload} is not admitted in ClusterQueue team-a" in result.output
     assert "Node by node" not in result.output  # never tried: no node was looked at
+
+
+def test_hold_keeps_running_workloads_and_hold_and_drain_evicts_them(tmp_path: Path) -> None:
+    """stopPolicy on the ClusterQueue: Hold admits nothing new but leaves the running pod; HoldAndDrain also
+    evicts it (Evicted, reason ClusterQueueStopped, "The ClusterQueue is stopped"; not requeued), its pod off
+    its node, and it waits as Inadmissible, "ClusterQueue team-a is stopped"."""
+
+    def docs(policy: str) -> list[dict]:
+        return [
+            node("n1"), flavor("default"),
+            cluster_queue("team-a", [("default", [quota(GPU, 8)])], stopPolicy=policy),
+            local_queue("lq", "team-a"), pod("running", 2, "n1"), pod("new", 2),
+        ]  # fmt: skip
+
+    out = run(tmp_path, docs("Hold"))
+    w = {n.split("-")[1]: x for n, x in workloads(out).items()}
+    assert w["running"]["admitted"] and not w["new"]["admitted"]
+    assert quota_reserved(w["new"]) == ("False", "Inadmissible", "ClusterQueue team-a is stopped")
+    out = run(tmp_path, docs("HoldAndDrain"))
+    w = {n.split("-")[1]: x for n, x in workloads(out).items()}
+    assert not w["running"]["admitted"] and not w["running"]["preempted"]
+    conditions = {c["type"]: (c["status"], c["reason"], c["message"]) for c in w["running"]["conditions"]}
+    assert conditions["Evicted"] == ("True", "ClusterQueueStopped", "The ClusterQueue is stopped")
+    assert conditions["Requeued"][0] == "False"
+    assert conditions["QuotaReserved"] == ("False", "Inadmissible", "ClusterQueue team-a is stopped")
+    assert {p["name"]: p["node"] for p in out["pods"]}["running"] is None

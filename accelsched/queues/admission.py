@@ -81,6 +81,16 @@ class Outcome:
         self._set(ADMITTED, "True", "Admitted", "The workload is admitted")
         self.held_message = ""
 
+    def drain(self, reason: str, message: str) -> None:
+        """Evicted by a stopped queue (HoldAndDrain): not requeued, its reservation released."""
+        self.admitted, self.flavors = False, {}
+        self._set(EVICTED, "True", reason, message)
+        self._set(REQUEUED, "False", reason, message)
+        self._set(QUOTA_RESERVED, "False", PENDING, message)
+        self._set(ADMITTED, "False", "NoReservation", "The workload has no reservation")
+        for pod in self.info.pods:
+            pod.node_name = ""  # the job is stopped
+
     def evict(self, reason: str, message: str) -> None:
         """Preempted: the preemptor sets Preempted and Evicted; the job reconciler then stops the job, marks it
         Requeued and unsets its quota reservation, which turns Admitted False."""
@@ -176,17 +186,27 @@ class _Admission:
         if local is None:
             outcome.refuse(INADMISSIBLE, f"LocalQueue {info.queue_name} is terminating or missing")
             return None
-        if local.stop_policy != api.STOP_NONE:
-            outcome.refuse(INADMISSIBLE, f"LocalQueue {info.queue_name} is stopped")
+        if self._stopped(outcome, "LocalQueue", info.queue_name, local.stop_policy, local.cluster_queue):
             return None
         cq = self.objects.cluster_queues.get(local.cluster_queue)
         if cq is None:
             outcome.refuse(INADMISSIBLE, f"ClusterQueue {local.cluster_queue} is terminating or missing")
             return None
-        if cq.stop_policy != api.STOP_NONE and info.admitted is None:
-            outcome.refuse(INADMISSIBLE, f"ClusterQueue {cq.name} is stopped")
+        if self._stopped(outcome, "ClusterQueue", cq.name, cq.stop_policy, cq.name):
             return None
         return cq
+
+    def _stopped(self, outcome: Outcome, kind: str, name: str, policy: str, cluster_queue: str) -> bool:
+        """stopPolicy: Hold admits nothing new and keeps what runs; HoldAndDrain evicts what runs too."""
+        info = outcome.info
+        if policy == api.STOP_NONE or (info.admitted is not None and policy == api.HOLD):
+            return False
+        outcome.cluster_queue = cluster_queue
+        if info.admitted is not None:
+            outcome.admit(cluster_queue, info.admitted)
+            outcome.drain(f"{kind}Stopped", f"The {kind} is stopped")
+        outcome.refuse(INADMISSIBLE, f"{kind} {name} is stopped")
+        return True
 
     def _keep_running(self, outcome: Outcome, cq: ClusterQueue) -> None:
         """A workload already running holds its quota whatever the quota says now: its flavors are those its
