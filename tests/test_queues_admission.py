@@ -553,3 +553,78 @@ def test_hold_keeps_running_workloads_and_hold_and_drain_evicts_them(tmp_path: P
     assert conditions["Requeued"][0] == "False"
     assert conditions["QuotaReserved"] == ("False", "Inadmissible", "ClusterQueue team-a is stopped")
     assert {p["name"]: p["node"] for p in out["pods"]}["running"] is None
+
+
+def _group_pod(name: str, gpus: int, total: int) -> dict:
+    doc = pod(name, gpus, **{"kueue.x-k8s.io/pod-group-name": "trainers"})
+    doc["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": str(total)}
+    return doc
+
+
+def test_a_pod_group_is_one_workload_admitted_whole_or_not_at_all(tmp_path: Path) -> None:
+    """Three pods of one shape in the group "trainers": one Workload named after the group, one pod set named
+    by the shape's role hash, count 3. 3 x 2 = 6 GPUs fit a quota of 8 (all three placed) but not one of 4
+    (none placed: maximum capacity 4)."""
+
+    def docs(nominal: int) -> list[dict]:
+        members = [_group_pod(f"t{i}", 2, 3) for i in range(3)]
+        return [node("n1"), flavor("default"), cluster_queue("team-a", [("default", [quota(GPU, nominal)])]),
+                local_queue("lq", "team-a"), *members]  # fmt: skip
+
+    out = run(tmp_path, docs(8))
+    (w,) = out["workloads"]
+    assert w["name"] == "trainers" and w["admitted"]
+    (pod_set,) = w["flavors"]
+    assert len(pod_set) == 8 and all(c in "0123456789abcdef" for c in pod_set)
+    assert all(p["node"] == "n1" for p in out["pods"])
+    out = run(tmp_path, docs(4))
+    (w,) = out["workloads"]
+    assert not w["admitted"]
+    assert quota_reserved(w)[2].startswith(f"couldn't assign flavors to pod set {pod_set}: insufficient quota")
+    assert all(p["node"] is None for p in out["pods"])
+
+
+def test_a_pod_group_short_of_its_total_count_has_no_workload_yet(tmp_path: Path) -> None:
+    docs = [node("n1"), flavor("default"), cluster_queue("team-a", [("default", [quota(GPU, 8)])]),
+            local_queue("lq", "team-a"), _group_pod("t0", 2, 4), _group_pod("t1", 2, 4)]  # fmt: skip
+    out = run(tmp_path, docs)
+    (w,) = out["workloads"]
+    assert not w["admitted"] and w["conditions"] == []
+    assert {p["message"] for p in out["pods"]} == {"pod group trainers has 2 of its 4 pods"}
+
+
+def test_a_workload_with_an_admission_holds_its_flavors_quota(tmp_path: Path) -> None:
+    """A Workload whose status.admission names flavor "spot" for its 3 x 2 GPUs runs already, so spot has 2 of
+    its 8 left. A new 4-GPU job tries on-demand first (no quota: maximum capacity (0), NoFit, next flavor), then
+    spot (2 more needed): it waits, and the message lists both flavors' reasons, sorted, as Kueue joins them."""
+    running = {
+        "apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": "running", "namespace": "default"},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 3, "template": {"spec": {
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {GPU: "2"}, "limits": {GPU: "2"}}}],
+        }}}]},
+        "status": {"admission": {"clusterQueue": "team-a", "podSetAssignments": [
+            {"name": "main", "flavors": {GPU: "spot"}, "count": 3}]}},
+    }  # fmt: skip
+    docs = [
+        node("n1"), flavor("on-demand"), flavor("spot"),
+        cluster_queue("team-a", [("on-demand", [quota(GPU, 0)]), ("spot", [quota(GPU, 8)])]),
+        local_queue("lq", "team-a"), running, job("new", "lq", 1, gpus=4, cpu="0"),
+    ]  # fmt: skip
+    docs[-1]["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {GPU: "4"}
+    out = run(tmp_path, docs)
+    w = workloads(out)
+    assert w["running"]["admitted"] and w["running"]["flavors"] == {"main": {GPU: "spot"}}
+    new = next(x for n, x in w.items() if n.startswith("job-new"))
+    assert quota_reserved(new)[2] == (
+        "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor on-demand, "
+        "previously considered podsets requests (0) + current podset request (4) > maximum capacity (0), "
+        "insufficient unused quota for nvidia.com/gpu in flavor spot, 2 more needed"
+    )
+
+
+def test_a_cluster_queue_naming_a_missing_flavor_is_inactive(tmp_path: Path) -> None:
+    docs = [node("n1"), cluster_queue("team-a", [("ghost", [quota(GPU, 8)])]), local_queue("lq", "team-a"),
+            job("j", "lq", 1, gpus=1, cpu="0")]  # fmt: skip
+    docs[-1]["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {GPU: "1"}
+    (w,) = run(tmp_path, docs)["workloads"]
+    assert quota_reserved(w) == ("False", "Pending", "ClusterQueue team-a is inactive")
