@@ -628,3 +628,24 @@ def test_a_cluster_queue_naming_a_missing_flavor_is_inactive(tmp_path: Path) -> 
     docs[-1]["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {GPU: "1"}
     (w,) = run(tmp_path, docs)["workloads"]
     assert quota_reserved(w) == ("False", "Pending", "ClusterQueue team-a is inactive")
+
+
+def test_a_workload_object_and_the_job_kueue_made_it_for_are_one_workload(tmp_path: Path) -> None:
+    """A cluster dump holds the Job and the Workload Kueue made for it (named job-<name>-<hash>): one workload,
+    its quota counted once, the Job's pods its pods."""
+    first = run(tmp_path, [node("n1"), flavor("default"), cluster_queue("team-a", [("default", [quota(GPU, 8)])]),
+                           local_queue("lq", "team-a"), job("train", "lq", 2, gpus=2, cpu="0")])  # fmt: skip
+    name = first["workloads"][0]["name"]
+    docs = [node("n1"), flavor("default"), cluster_queue("team-a", [("default", [quota(GPU, 8)])]),
+            local_queue("lq", "team-a"), job("train", "lq", 2, gpus=2, cpu="0")]  # fmt: skip
+    docs[-1]["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {GPU: "2"}
+    docs.append({
+        "apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": name, "namespace": "default"},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 2, "template": {"spec": {
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {GPU: "2"}, "limits": {GPU: "2"}}}],
+        }}}]},
+    })  # fmt: skip
+    out = run(tmp_path, docs)
+    assert [w["name"] for w in out["workloads"]] == [name] and out["workloads"][0]["admitted"]
+    assert out["clusterQueues"][0]["usage"] == {"default": {GPU: "4"}}
+    assert all(p["node"] == "n1" for p in out["pods"]) and len(out["pods"]) == 2

@@ -291,3 +291,16 @@ def test_the_cli_exits_2_with_one_line_for_a_bad_cluster_queue(tmp_path: Path) -
         f"accelsched: error: {path}: ClusterQueue cluster-queue: spec.resourceGroups[0].flavors[0].resources[0]"
         '.nominalQuota: Invalid value: "-9": must be greater than or equal to 0'
     ]
+
+
+def test_kueue_kinds_not_read_yet_are_read_past(tmp_path: Path) -> None:
+    """An AdmissionCheck (not modelled yet) is counted among the ignored kinds, not an error."""
+    check = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": "prov"},
+        "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"},
+    }
+    inputs = _load(tmp_path, [*_docs(), check])
+    assert inputs.ignored["AdmissionCheck"] == 1
+    assert "cluster-queue" in inputs.queues.cluster_queues

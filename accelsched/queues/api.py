@@ -41,9 +41,10 @@ NEVER, ANY = "Never", "Any"
 
 
 def is_kueue(doc: Mapping[str, Any]) -> bool:
-    """An object of Kueue's API group (any version: the schema refuses the versions not served)."""
+    """One of the Kueue kinds read here (any version: the schema refuses those not served). Kueue's other kinds
+    (AdmissionCheck, Topology, MultiKueue's) are read past, as other kinds that do not change placement."""
     api_version = doc.get("apiVersion")
-    return isinstance(api_version, str) and api_version.split("/", 1)[0] == GROUP
+    return doc.get("kind") in KINDS and isinstance(api_version, str) and api_version.split("/", 1)[0] == GROUP
 
 
 @dataclass(frozen=True)

@@ -204,7 +204,25 @@ def _admitted_on(pods: list[Pod]) -> bool:
 
 
 def find(queues: api.QueueObjects, pods: list[Pod]) -> list[Info]:
-    """Every workload of the input, in input order: Workload objects first, then those made from pods."""
+    """Every workload of the input, in input order: Workload objects first, then those made from pods. A Workload
+    object Kueue made for a Job, pod or pod group of the input (a cluster dump holds both) is that workload: its
+    pods join it, matched by name, rather than making a second one."""
+    infos = _find(queues, pods)
+    objects_by_key = {i.key: i for i in infos[: len(queues.workloads)]}
+    out = infos[: len(queues.workloads)]
+    for info in infos[len(queues.workloads) :]:
+        own = objects_by_key.get(info.key)
+        if own is None:
+            out.append(info)
+            continue
+        for ps in own.pod_sets:
+            ps.pods = [p for derived in info.pod_sets if derived.name == ps.name for p in derived.pods]
+        if own.admitted is None and any(p.node_name for p in own.pods):
+            own.admitted = {}
+    return out
+
+
+def _find(queues: api.QueueObjects, pods: list[Pod]) -> list[Info]:
     infos: list[Info] = []
     for obj in queues.workloads.values():
         info = Info(
