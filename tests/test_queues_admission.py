@@ -649,3 +649,11 @@ def test_a_workload_object_and_the_job_kueue_made_it_for_are_one_workload(tmp_pa
     assert [w["name"] for w in out["workloads"]] == [name] and out["workloads"][0]["admitted"]
     assert out["clusterQueues"][0]["usage"] == {"default": {GPU: "4"}}
     assert all(p["node"] == "n1" for p in out["pods"]) and len(out["pods"]) == 2
+
+
+def test_without_kueues_objects_a_queue_label_is_inert(tmp_path: Path) -> None:
+    """No ClusterQueue, LocalQueue or flavor in the input: nothing reads the label, a suspended Job stays
+    suspended (no pods) and a labelled pod is scheduled as any other; the output has no queue keys."""
+    out = run(tmp_path, [node("n1"), job("j", "lq", 2, gpus=1), pod("p", 1)])
+    assert [p["name"] for p in out["pods"]] == ["p"] and out["pods"][0]["node"] == "n1"
+    assert "workloads" not in out and "clusterQueues" not in out

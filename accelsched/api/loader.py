@@ -243,7 +243,8 @@ def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claim
         if d.kind == "Pod":
             new = [objects.parse_pod(d.doc, d.source)]
         elif d.kind in workloads.WORKLOAD_KINDS:
-            expanded = workloads.expand(queue_api.unsuspended(d.doc), d.source, inputs.nodes)  # queued: made, held
+            queued = queue_api.unsuspended(d.doc) if inputs.queues else d.doc  # Kueue in play: made, then held
+            expanded = workloads.expand(queued, d.source, inputs.nodes)
             new = [objects.parse_pod(p, d.source) for p in expanded]
             _, name, namespace, _ = objects.metadata(d.doc, d.source, d.kind, namespaced=True)
             claim(d.kind, namespace, name, d.source)

@@ -178,6 +178,7 @@ class QueueObjects:
     jobs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
+        """Whether Kueue is in play: without any of its objects a queue-name label is inert (no Kueue to read it)."""
         return bool(self.cluster_queues or self.local_queues or self.workloads or self.flavors or self.cohorts)
 
     def add(self, kind: str, doc: Mapping[str, Any], source: str) -> Any:
