@@ -135,11 +135,14 @@ def schedule(
     _warn_ignored(session)
     results = session.rejected + session.schedule()
     if output == "json":
-        click.echo(json.dumps(report.to_json(results, session.cluster), indent=2))
+        click.echo(
+            json.dumps({**report.to_json(results, session.cluster), **report.queues_json(session.queues)}, indent=2)
+        )
     elif output == "yaml":
         click.echo(goyaml.dump(report.to_objects(results, session.cluster), sort_keys=False), nl=False)
     else:
         report.print_tables(console(), results, session.cluster)
+        report.print_queue_tables(console(), session.queues)
 
 
 @main.command()

@@ -11,13 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelsched.api.loader import Inputs, load
+from accelsched.api.objects import SCHEDULING_GATED_REASON, Pod
 from accelsched.cluster.state import ClusterState
 from accelsched.cluster.volumes import VolumeState
 from accelsched.config import default_config, load_config
 from accelsched.dra.state import DRAState
 from accelsched.framework import gang
+from accelsched.framework.interface import Code, Status
 from accelsched.framework.profile import SchedulerConfig
 from accelsched.framework.scheduler import Scheduler, ScheduleResult
+from accelsched.queues import admission as queue_admission
 
 
 @dataclass
@@ -28,9 +31,15 @@ class Session:
     cluster: ClusterState
     scheduler: Scheduler
     rejected: list[ScheduleResult] = field(default_factory=list)
+    # Kueue's admission of the input's queued workloads (accelsched/queues), when it has any: admitted first,
+    # then placed; the pods of workloads not admitted are held back (``schedule``).
+    queues: queue_admission.QueueResult | None = None
 
     @classmethod
     def start(cls, inputs: Inputs, config: SchedulerConfig | None = None, seed: int = 0) -> Session:
+        queues = None
+        if inputs.queues:
+            queues = queue_admission.admit(inputs.queues, inputs.pods, inputs.namespaces, inputs.nodes)
         cluster = ClusterState(inputs.nodes, inputs.namespaces)
         cluster.volumes = VolumeState(inputs.storage, cluster)
         dra = getattr(inputs, "dra", None)
@@ -48,10 +57,25 @@ class Session:
                 refused[id(pod)] = result
         cluster.keep_bind_order(bound)
         rejected = [refused[id(pod)] for pod in bound if id(pod) in refused]  # both in the order of the inputs
-        return cls(inputs, cluster, scheduler, rejected)
+        return cls(inputs, cluster, scheduler, rejected, queues)
 
     def schedule(self, pods: list | None = None) -> list[ScheduleResult]:
-        return self.scheduler.run(self.inputs.pending if pods is None else pods)
+        """The pending pods (or ``pods``) placed in queue order. Pods whose workload Kueue would not admit are
+        not placed: they come last, Pending, with the workload's QuotaReserved message, and with the reason
+        SchedulingGated (Kueue holds them with a scheduling gate), so they never look unschedulable."""
+        pending = self.inputs.pending if pods is None else pods
+        held = self.queues.held() if self.queues is not None else {}
+        if not held:
+            return self.scheduler.run(pending)
+        results = self.scheduler.run([p for p in pending if p.key not in held])
+        return results + [_held(p, *held[p.key]) for p in pending if p.key in held]
+
+
+def _held(pod: Pod, message: str, why: str) -> ScheduleResult:
+    """A pod Kueue has not let go: gated (never tried, as behind kueue.x-k8s.io/admission), with its workload's
+    message."""
+    gate = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (why,), "Kueue")
+    return ScheduleResult(pod, message=message, gated=gate, reason=SCHEDULING_GATED_REASON)
 
 
 def config_from(path: str | Path | None) -> SchedulerConfig | None:

@@ -14,6 +14,7 @@ from accelsched.cluster.state import ClusterState
 from accelsched.devices import partition as partitioning
 from accelsched.dra.model import DeviceID
 from accelsched.framework.scheduler import ScheduleResult
+from accelsched.queues import report as queue_report
 
 if TYPE_CHECKING:
     from accelsched.explain import Explanation
@@ -58,6 +59,23 @@ def to_json(results: list[ScheduleResult], cluster: ClusterState) -> dict[str, A
     dra = getattr(cluster, "dra", None)
     pods = [pod_json(r, dra) for r in results]
     return {"pods": pods, "nodes": [node_json(cluster, i) for i in range(cluster.n)]}
+
+
+def queues_json(queues: Any) -> dict[str, Any]:
+    """The contract's ``workloads`` and ``clusterQueues``, when the input had Kueue's objects (queues/report.py)."""
+    if queues is None:
+        return {}
+    return {
+        "workloads": queue_report.workloads_json(queues),
+        "clusterQueues": queue_report.cluster_queues_json(queues),
+    }
+
+
+def print_queue_tables(console: Console, queues: Any) -> None:
+    """The workloads and ClusterQueues, when the input had Kueue's objects (queues/report.py)."""
+    if queues is not None:
+        console.print(queue_report.workloads_table(queues))
+        console.print(queue_report.cluster_queues_table(queues))
 
 
 def to_objects(results: list[ScheduleResult], cluster: ClusterState | None = None) -> dict[str, Any]:

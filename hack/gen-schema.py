@@ -6,10 +6,12 @@ Run at dev time when the pinned Kubernetes version changes; the output is commit
     python hack/gen-schema.py [--spec DIR] [--out accelsched/api/schema.json.gz]
 
 Inputs: the real OpenAPI v3 documents of k8s.io/kubernetes (api/openapi-spec/v3/*.json) and the
-openAPIV3Schema of the CRDs in deploy/crds. The output keeps only what validation needs: for every
-served apiVersion of the kinds below, its fields and their types, required fields, and enums. The spec
-itself carries no enums at this version (the +enum markers are not published), so the enums of the fields
-we check come from the Go constants in k8s.io/api (ENUMS below, with their Go type names).
+openAPIV3Schema of the CRDs in deploy/crds and of Kueue's CRDs (kueue.x-k8s.io/v1beta2, from the Go module
+sigs.k8s.io/kueue@v0.19.2: ``go mod download sigs.k8s.io/kueue@v0.19.2``). The output keeps only what
+validation needs: for every served apiVersion of the kinds below, its fields and their types, required
+fields, and enums. The spec itself carries no enums at this version (the +enum markers are not published),
+so the enums of the fields we check come from the Go constants in k8s.io/api (ENUMS below, with their Go
+type names).
 
 Compact node forms (accelsched/api/validation.py reads them):
   "s" string, "t" date-time string, "i32"/"i64" integer, "n" number, "b" boolean, "q" quantity,
@@ -52,6 +54,11 @@ KINDS = {
 }  # fmt: skip
 # Kinds accelsched reads from CRDs (deploy/crds), not from the built-in spec.
 CRD_KINDS = {"PodGroup", "NodeResourceTopology"}
+# Kueue's kinds (accelsched/queues reads them), at its storage version only.
+KUEUE_CRDS = "/root/go/pkg/mod/sigs.k8s.io/kueue@v0.19.2/config/components/crd/bases"
+KUEUE_KINDS = {"ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort", "WorkloadPriorityClass", "Workload"}
+KUEUE_VERSIONS = {"v1beta2"}
+POD_TEMPLATE = "io.k8s.api.core.v1.PodTemplateSpec"
 
 # Enums from the Go constants of k8s.io/api@v0.36.3 (the spec does not publish them). "" where the API allows
 # the empty value (it means a default).
@@ -161,7 +168,9 @@ def load_spec(spec_dir: str) -> tuple[dict[str, dict], dict[tuple[str, str], str
     return schemas, gvks
 
 
-def crd_schemas(builder: Builder, crd_dir: str) -> dict[str, dict[str, str]]:
+def crd_schemas(
+    builder: Builder, crd_dir: str, kinds: set[str] = CRD_KINDS, versions: set[str] | None = None
+) -> dict[str, dict[str, str]]:
     """Each served version of the CRDs we read: its openAPIV3Schema, with metadata as the API server checks it."""
     out: dict[str, dict[str, str]] = {}
     for path in sorted(glob.glob(os.path.join(crd_dir, "*.yaml"))):
@@ -169,24 +178,34 @@ def crd_schemas(builder: Builder, crd_dir: str) -> dict[str, dict[str, str]]:
             crd = yaml.safe_load(f)
         spec = crd["spec"]
         kind = spec["names"]["kind"]
-        if kind not in CRD_KINDS:
+        if kind not in kinds:
             continue
         for version in spec["versions"]:
-            if not version.get("served", True):
+            if not version.get("served", True) or (versions is not None and version["name"] not in versions):
                 continue
             api_version = f"{spec['group']}/{version['name']}"
             schema = json.loads(json.dumps(version["schema"]["openAPIV3Schema"]))
             schema.setdefault("properties", {})["metadata"] = {"$ref": f"#/components/schemas/{META}"}
+            _pod_templates_by_ref(schema)
             name = f"crd:{api_version}.{kind}"
             builder.defs[name] = builder.node(schema, name)
             out.setdefault(kind, {})[api_version] = name
     return out
 
 
+def _pod_templates_by_ref(schema: dict) -> None:
+    """A Workload's podSets[].template is a PodTemplateSpec inlined into the CRD (10,000 lines): the built-in
+    definition stands in for it, so the schema stays small and a template is checked as a Pod's spec is."""
+    pod_sets = (schema.get("properties") or {}).get("spec", {}).get("properties", {}).get("podSets")
+    if pod_sets and "template" in (pod_sets.get("items") or {}).get("properties", {}):
+        pod_sets["items"]["properties"]["template"] = {"$ref": f"#/components/schemas/{POD_TEMPLATE}"}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spec", default=SPEC, help="the OpenAPI v3 folder of the pinned k8s.io/kubernetes")
     ap.add_argument("--crds", default=os.path.join(ROOT, "deploy", "crds"))
+    ap.add_argument("--kueue-crds", default=KUEUE_CRDS, help="config/components/crd/bases of sigs.k8s.io/kueue")
     ap.add_argument("--out", default=os.path.join(ROOT, "accelsched", "api", "schema.json.gz"))
     args = ap.parse_args()
     schemas, gvks = load_spec(args.spec)
@@ -198,7 +217,9 @@ def main() -> int:
             kinds.setdefault(kind, {})[api_version] = name
     for kind, versions in crd_schemas(builder, args.crds).items():  # PodGroup: the built-in and the CRD's
         kinds.setdefault(kind, {}).update(versions)
-    missing = (KINDS | CRD_KINDS) - set(kinds)
+    for kind, versions in crd_schemas(builder, args.kueue_crds, KUEUE_KINDS, KUEUE_VERSIONS).items():
+        kinds.setdefault(kind, {}).update(versions)  # Workload: the upstream gang API's and Kueue's
+    missing = (KINDS | CRD_KINDS | KUEUE_KINDS) - set(kinds)
     if missing:
         print(f"gen-schema: kinds not found: {', '.join(sorted(missing))}", file=sys.stderr)
         return 1

@@ -38,6 +38,9 @@ CUSTOM_KINDS: frozenset[tuple[str, str]] = frozenset(
         ("topology.node.k8s.io", "NodeResourceTopology"),
         # the kubectl plugin's krew manifest (deploy/krew), checked by tests/test_chart.py against hack/krew.py
         ("krew.googlecontainertools.github.com", "Plugin"),
+        # Kueue's (checked against its CRDs by accelsched's own schema: tests/test_queues_api.py)
+        *(("kueue.x-k8s.io", kind) for kind in ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort")),
+        *(("kueue.x-k8s.io", kind) for kind in ("WorkloadPriorityClass", "Workload")),
     }
 )
 

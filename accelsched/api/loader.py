@@ -25,6 +25,7 @@ from accelsched.dra import objects as dra_objects
 from accelsched.dra.model import DRAInputs
 from accelsched.errors import InputError, Where
 from accelsched.framework import gang
+from accelsched.queues import api as queue_api
 from accelsched.topology import layout as topology_layout
 
 # Kinds that exist in clusters but do not change placement: read past without a word.
@@ -58,7 +59,7 @@ QUIET_KINDS = {
 # Kinds the first pass reads (with the nodes), so the pod pass passes them by.
 _READ_FIRST = (
     "Node", "Namespace", "PriorityClass", "NodeResourceTopology", "PodGroup", "Workload",
-    *storage_objects.KINDS, *dra_objects.KINDS,
+    *storage_objects.KINDS, *dra_objects.KINDS, *queue_api.KINDS,
 )  # fmt: skip
 
 
@@ -79,6 +80,7 @@ class Inputs:
     storage: storage_objects.Storage = field(default_factory=storage_objects.Storage)  # PVs, claims, CSI
     dra: DRAInputs = field(default_factory=DRAInputs)  # DeviceClasses, ResourceSlices, ResourceClaims, templates
     ignored: Counter[str] = field(default_factory=Counter)
+    queues: queue_api.QueueObjects = field(default_factory=queue_api.QueueObjects)  # Kueue's objects (queues/)
 
     @property
     def pending(self) -> list[Pod]:
@@ -192,6 +194,12 @@ def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claim
     namespaces = {n.name: n for n in inputs.namespaces}
     group_where: dict[str, Where] = {}
     for d in docs:
+        if queue_api.is_kueue(d.doc):  # kueue.x-k8s.io objects: read by accelsched/queues
+            obj = inputs.queues.add(d.kind, d.doc, d.source)
+            claim(d.kind, getattr(obj, "namespace", ""), obj.name, d.source)
+            continue
+        if d.kind == "Job" and queue_api.queue_name(d.doc):
+            inputs.queues.note_job(d.doc, d.source)
         if d.kind == "Node":
             node = objects.parse_node(d.doc, d.source)
             claim("Node", "", node.name, d.source)
@@ -235,7 +243,9 @@ def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claim
         if d.kind == "Pod":
             new = [objects.parse_pod(d.doc, d.source)]
         elif d.kind in workloads.WORKLOAD_KINDS:
-            new = [objects.parse_pod(p, d.source) for p in workloads.expand(d.doc, d.source, inputs.nodes)]
+            queued = queue_api.unsuspended(d.doc) if inputs.queues else d.doc  # Kueue in play: made, then held
+            expanded = workloads.expand(queued, d.source, inputs.nodes)
+            new = [objects.parse_pod(p, d.source) for p in expanded]
             _, name, namespace, _ = objects.metadata(d.doc, d.source, d.kind, namespaced=True)
             claim(d.kind, namespace, name, d.source)
         elif d.kind in _READ_FIRST:

@@ -207,6 +207,7 @@ _CLUSTER_SCOPED = {
     "Node", "Namespace", "PriorityClass", "NodeResourceTopology", "ResourceSlice", "PersistentVolume",
     "StorageClass", "CSIDriver", "CSINode", "RuntimeClass", "ClusterRole", "ClusterRoleBinding",
     "CustomResourceDefinition", "DeviceClass",
+    "ResourceFlavor", "ClusterQueue", "Cohort", "WorkloadPriorityClass",  # Kueue's (accelsched/queues)
 }  # fmt: skip
 
 

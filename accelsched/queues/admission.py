@@ -1,0 +1,413 @@
+"""Kueue's admission over the input: its scheduling cycles run until nothing more is admitted.
+
+pkg/scheduler/scheduler.go with its queue manager (pkg/cache/queue), on a still input:
+
+- running workloads (their pods bound, or a Workload with status.admission) hold their quota first;
+- each cycle takes the head of every active ClusterQueue (priority, then creation time, then input order),
+  assigns flavors against the tree (flavorassigner), orders the entries (no borrowing first, then priority,
+  then creation time) and admits each that still fits, adding its usage up the cohort tree;
+- a head that does not fit gets QuotaReserved=False with reason Pending and Kueue's message. In a
+  BestEffortFIFO queue it steps aside for the next workload; in a StrictFIFO queue it stays the head and
+  blocks the queue. A head that lost its room to another admitted in the same cycle is retried next cycle;
+- a head that fits only by evicting others (queues.preemption) evicts them at the end of the cycle, with
+  Kueue's Preempted, Evicted and Requeued conditions, and is admitted in a later cycle; the evicted go back to
+  their queues, their pods off their nodes;
+- a workload whose LocalQueue or ClusterQueue is missing or stopped is Inadmissible (the workload controller's
+  words), one whose namespace the ClusterQueue's namespaceSelector does not match is refused as Kueue does.
+
+Conditions carry Kueue's reasons and messages with its default feature gates (UnadmittedWorkloadsObservability
+off: a waiting workload has QuotaReserved=False, reason Pending, and no Admitted condition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from accelsched.api.objects import Namespace, Node, Pod
+from accelsched.queues import api, preemption, quota
+from accelsched.queues.api import ClusterQueue, QueueObjects
+from accelsched.queues.flavorassigner import Assignment, AssignmentMode, FlavorAssigner
+from accelsched.queues.preemption import Admitted, Oracle, Preemptor, Target
+from accelsched.queues.quota import QuotaTree
+from accelsched.queues.workloads import Info, find
+
+QUOTA_RESERVED, ADMITTED = "QuotaReserved", "Admitted"
+PREEMPTED, EVICTED, REQUEUED = "Preempted", "Evicted", "Requeued"
+PENDING, INADMISSIBLE = "Pending", "Inadmissible"
+NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"  # workload.ErrNamespaceMismatch
+NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+OVERLAPPING = "Workload has overlapping preemption targets with another workload"
+
+
+@dataclass
+class Outcome:
+    """What became of one workload."""
+
+    info: Info
+    cluster_queue: str = ""
+    admitted: bool = False
+    flavors: dict[str, dict[str, str]] = field(default_factory=dict)
+    conditions: list[dict[str, str]] = field(default_factory=list)
+    held_message: str = ""  # for its pods while it is not admitted
+    preempted: bool = False
+
+    def _set(self, kind: str, status: str, reason: str, message: str) -> None:
+        """apimeta.SetStatusCondition: replaced in place, or appended."""
+        new = _condition(kind, status, reason, message)
+        for i, c in enumerate(self.conditions):
+            if c["type"] == kind:
+                self.conditions[i] = new
+                return
+        self.conditions.append(new)
+
+    def _reset(self, kind: str, reason: str) -> None:
+        """resetActiveCondition: a True condition turned False, its message kept as "Previously: ..."."""
+        for c in self.conditions:
+            if c["type"] == kind and c["status"] == "True":
+                self._set(kind, "False", reason, "Previously: " + c["message"])
+
+    def refuse(self, reason: str, message: str) -> None:
+        """UnsetQuotaReservationWithCondition (an Admitted condition only once it has been admitted)."""
+        self._set(QUOTA_RESERVED, "False", reason, message)
+        self.held_message = message
+
+    def admit(self, cluster_queue: str, flavors: dict[str, dict[str, str]]) -> None:
+        """SetQuotaReservation and SyncAdmittedCondition with no admission checks."""
+        self.admitted, self.flavors = True, flavors
+        self._set(QUOTA_RESERVED, "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}")
+        self._reset(EVICTED, "QuotaReserved")
+        self._reset(PREEMPTED, "QuotaReserved")
+        self._set(ADMITTED, "True", "Admitted", "The workload is admitted")
+        self.held_message = ""
+
+    def drain(self, reason: str, message: str) -> None:
+        """Evicted by a stopped queue (HoldAndDrain): not requeued, its reservation released."""
+        self.admitted, self.flavors = False, {}
+        self._set(EVICTED, "True", reason, message)
+        self._set(REQUEUED, "False", reason, message)
+        self._set(QUOTA_RESERVED, "False", PENDING, message)
+        self._set(ADMITTED, "False", "NoReservation", "The workload has no reservation")
+        for pod in self.info.pods:
+            pod.node_name = ""  # the job is stopped
+
+    def evict(self, reason: str, message: str) -> None:
+        """Preempted: the preemptor sets Preempted and Evicted; the job reconciler then stops the job, marks it
+        Requeued and unsets its quota reservation, which turns Admitted False."""
+        self.admitted, self.preempted, self.flavors = False, True, {}
+        self._set(PREEMPTED, "True", reason, message)
+        self._set(EVICTED, "True", "Preempted", message)
+        self._set(REQUEUED, "True", "Preempted", message)
+        self._set(QUOTA_RESERVED, "False", PENDING, message)
+        self._set(ADMITTED, "False", "NoReservation", "The workload has no reservation")
+        self.held_message = message
+
+
+def _condition(kind: str, status: str, reason: str, message: str) -> dict[str, str]:
+    return {"type": kind, "status": status, "reason": reason, "message": message}
+
+
+@dataclass
+class QueueResult:
+    """Every workload's outcome, and the quota tree as admission left it (usage per ClusterQueue)."""
+
+    outcomes: list[Outcome]
+    tree: QuotaTree
+    objects: QueueObjects
+
+    def held(self) -> dict[str, tuple[str, str]]:
+        """Pods (namespace/name) of workloads not admitted: the message their pods show, and which workload holds
+        them back."""
+        out = {}
+        for o in self.outcomes:
+            if o.admitted:
+                continue
+            where = f" in ClusterQueue {o.cluster_queue}" if o.cluster_queue else ""
+            why = f"workload {o.info.key} is not admitted{where}"
+            out.update({p.key: (o.held_message, why) for p in o.info.pods if not p.node_name})
+        return out
+
+
+def admit(
+    objects: QueueObjects, pods: list[Pod], namespaces: Iterable[Namespace], nodes: Iterable[Node]
+) -> QueueResult:
+    """Admit the input's workloads as Kueue would; pods of admitted workloads get their flavors' node labels and
+    tolerations (what Kueue injects when it lets them go)."""
+    return _Admission(objects, pods, namespaces, nodes).run()
+
+
+class _Admission:
+    def __init__(self, objects: QueueObjects, pods: list[Pod], namespaces: Iterable[Namespace], nodes: Iterable[Node]):
+        self.objects = objects
+        self.tree = quota.build(objects)
+        self.outcomes = [Outcome(info) for info in find(objects, pods)]
+        self.namespace_labels = {ns.name: ns.label_map() for ns in namespaces}
+        self.node_labels = {n.name: n.labels for n in nodes}
+        self.reserved: list[tuple[quota.Node, tuple[str, str], int]] = []  # this cycle's reserveCapacity...
+        self.admitted: dict[str, list[Admitted]] = {}  # per ClusterQueue, what holds its quota
+        self.preemptor = Preemptor(self.tree, objects.cluster_queues, self.admitted)
+        self.sequence = 0
+        self.by_info = {id(o.info): o for o in self.outcomes}
+        # This cycle's preemption targets (by id of their record, with the workload that preempts them).
+        self.victims: dict[int, tuple[Target, Info]] = {}
+        self.inactive = {
+            name
+            for name, cq in objects.cluster_queues.items()
+            if name in self.tree.in_cycle
+            or any(fq.name not in objects.flavors for rg in cq.resource_groups for fq in rg.flavors)
+        }
+
+    def run(self) -> QueueResult:
+        queues: dict[str, list[Outcome]] = {}
+        for outcome in self.outcomes:
+            cq = self._cluster_queue(outcome)
+            if cq is None:
+                continue
+            outcome.cluster_queue = cq.name
+            if outcome.info.admitted is not None:
+                self._keep_running(outcome, cq)
+            else:
+                queues.setdefault(cq.name, []).append(outcome)
+        for pending in queues.values():
+            pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
+        self._cycles(queues)
+        for outcome in self.outcomes:
+            if outcome.admitted:
+                self._inject_flavors(outcome)
+        return QueueResult(self.outcomes, self.tree, self.objects)
+
+    def _cluster_queue(self, outcome: Outcome) -> ClusterQueue | None:
+        """The workload's ClusterQueue through its LocalQueue, or None with the condition Kueue sets."""
+        info = outcome.info
+        if info.waiting:
+            outcome.held_message = info.waiting  # Kueue makes no Workload until the group is complete
+            return None
+        local = self.objects.local_queues.get(f"{info.namespace}/{info.queue_name}")
+        if local is None:
+            outcome.refuse(INADMISSIBLE, f"LocalQueue {info.queue_name} is terminating or missing")
+            return None
+        if self._stopped(outcome, "LocalQueue", info.queue_name, local.stop_policy, local.cluster_queue):
+            return None
+        cq = self.objects.cluster_queues.get(local.cluster_queue)
+        if cq is None:
+            outcome.refuse(INADMISSIBLE, f"ClusterQueue {local.cluster_queue} is terminating or missing")
+            return None
+        if self._stopped(outcome, "ClusterQueue", cq.name, cq.stop_policy, cq.name):
+            return None
+        return cq
+
+    def _stopped(self, outcome: Outcome, kind: str, name: str, policy: str, cluster_queue: str) -> bool:
+        """stopPolicy: Hold admits nothing new and keeps what runs; HoldAndDrain evicts what runs too."""
+        info = outcome.info
+        if policy == api.STOP_NONE or (info.admitted is not None and policy == api.HOLD):
+            return False
+        outcome.cluster_queue = cluster_queue
+        if info.admitted is not None:
+            outcome.admit(cluster_queue, info.admitted)
+            outcome.drain(f"{kind}Stopped", f"The {kind} is stopped")
+        outcome.refuse(INADMISSIBLE, f"{kind} {name} is stopped")
+        return True
+
+    def _keep_running(self, outcome: Outcome, cq: ClusterQueue) -> None:
+        """A workload already running holds its quota whatever the quota says now: its flavors are those its
+        admission names, or, for pods bound without one, the flavor whose node labels their node carries."""
+        flavors = outcome.info.admitted or {}
+        if not flavors:
+            flavors = {ps.name: self._flavors_of_node(ps.pods, ps.requests, cq) for ps in outcome.info.pod_sets}
+        usage: dict[tuple[str, str], int] = {}
+        for ps in outcome.info.pod_sets:
+            for res, amount in ps.requests.items():
+                flavor = flavors.get(ps.name, {}).get(res)
+                if flavor is not None:
+                    usage[(flavor, res)] = usage.get((flavor, res), 0) + amount * ps.count
+        if cq.name not in self.tree.in_cycle:
+            self._hold(outcome, cq, usage)
+        outcome.admit(cq.name, flavors)
+
+    def _hold(self, outcome: Outcome, cq: ClusterQueue, usage: dict[tuple[str, str], int]) -> None:
+        """The workload's usage into the tree and the cache's list of admitted workloads."""
+        self.sequence += 1
+        record = Admitted(outcome.info, cq.name, usage, self.sequence)
+        self.admitted.setdefault(cq.name, []).append(record)
+        self.preemptor.add(record)
+
+    def _flavors_of_node(self, pods: list[Pod], requests: Mapping[str, int], cq: ClusterQueue) -> dict[str, str]:
+        labels = next((self.node_labels.get(p.node_name, {}) for p in pods if p.node_name), {})
+        out = {}
+        for rg in cq.resource_groups:
+            names = [fq.name for fq in rg.flavors]
+            match = next(
+                (
+                    n
+                    for n in names
+                    if n in self.objects.flavors and _subset(self.objects.flavors[n].node_labels, labels)
+                ),
+                names[0],
+            )
+            out.update({res: match for res in rg.covered if res in requests})
+        return out
+
+    def _cycles(self, queues: dict[str, list[Outcome]]) -> None:
+        budget = 10 * (len(self.outcomes) + 1)  # every cycle admits, steps aside or evicts: this is never reached
+        while budget:
+            budget -= 1
+            heads = []
+            for name, pending in queues.items():
+                cq = self.objects.cluster_queues[name]
+                if not pending:
+                    continue
+                head = pending[0]
+                if name in self.inactive:
+                    head.refuse(PENDING, f"ClusterQueue {name} is inactive")
+                    pending.pop(0)  # an inactive queue yields no heads: each of its workloads waits
+                    continue
+                selector = cq.namespace_selector
+                labels = self.namespace_labels.get(
+                    head.info.namespace, {"kubernetes.io/metadata.name": head.info.namespace}
+                )
+                if selector is None or not selector.matches(labels):
+                    head.refuse(PENDING, NAMESPACE_MISMATCH)
+                    pending.pop(0)  # requeued as inadmissible in both strategies
+                    continue
+                heads.append((head, cq, self._assign(head, cq)))
+            if not heads:
+                if any(queues.values()):
+                    continue  # queues whose heads stepped aside have new heads
+                break
+            progress = False
+            self.reserved, self.victims = [], {}
+            heads.sort(key=lambda h: (h[2].borrowing, -h[0].info.priority, h[0].info.created, h[0].info.order))
+            for outcome, cq, assignment in heads:
+                progress |= self._process(outcome, cq, assignment, queues[cq.name])
+            for node, fr, amount in self.reserved:  # a cycle's reservations end with it (a fresh snapshot next)
+                node.remove_usage(fr, amount)
+            for target, by in self.victims.values():
+                self._evict(target, by, queues)
+            if not progress:
+                self._mark_blocked(queues)
+                break
+
+    def _assign(self, outcome: Outcome, cq: ClusterQueue) -> Assignment:
+        node = self.tree.cluster_queues[cq.name]
+        oracle = Oracle(self.preemptor, outcome.info, cq)
+        return FlavorAssigner(outcome.info, cq, node, self.tree, self.objects.flavors, oracle).assign()
+
+    def _process(self, outcome: Outcome, cq: ClusterQueue, assignment: Assignment, pending: list[Outcome]) -> bool:
+        """processEntry: True when the queue moved (admitted, or a BestEffortFIFO head stepped aside)."""
+        node = self.tree.cluster_queues[cq.name]
+        mode = assignment.mode
+        if mode == AssignmentMode.PREEMPT:
+            targets = self.preemptor.targets(outcome.info, cq, assignment.usage, assignment.needs_preemption())
+            if targets:
+                return self._preempt(outcome, cq, assignment, targets)
+        if mode != AssignmentMode.FIT:
+            outcome.refuse(PENDING, assignment.message())
+            if mode == AssignmentMode.PREEMPT and cq.preemption.reclaim_within_cohort != api.ANY:
+                for fr, amount in _reservable(assignment, node).items():
+                    node.add_usage(fr, amount)  # reserveCapacityForUnreclaimablePreempt, for this cycle
+                    self.reserved.append((node, fr, amount))
+            if cq.queueing_strategy == api.BEST_EFFORT_FIFO:
+                pending.remove(outcome)
+                return True
+            return False
+        if not self._fits(node, assignment, []):
+            outcome.refuse(PENDING, NO_LONGER_FITS)
+            return False  # requeued at once: tried again next cycle
+        self._hold(outcome, cq, dict(assignment.usage))
+        outcome.admit(cq.name, assignment.flavors())
+        pending.remove(outcome)
+        return True
+
+    def _preempt(self, outcome: Outcome, cq: ClusterQueue, assignment: Assignment, targets: list[Target]) -> bool:
+        """processEntry in Preempt mode with targets: skipped when another head of the cycle took one of them or
+        the room; else the targets are evicted (at the end of the cycle) and the workload waits for them."""
+        if any(id(t.workload) in self.victims for t in targets):
+            outcome.refuse(PENDING, OVERLAPPING)
+            return False
+        node = self.tree.cluster_queues[cq.name]
+        if not self._fits(node, assignment, targets):
+            outcome.refuse(PENDING, NO_LONGER_FITS)
+            return False
+        for t in targets:
+            self.victims[id(t.workload)] = (t, outcome.info)
+        for fr, amount in assignment.usage.items():
+            node.add_usage(fr, amount)  # the cycle's snapshot counts it, so later heads do not take the room
+            self.reserved.append((node, fr, amount))
+        outcome.refuse(PENDING, f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)")
+        return True
+
+    def _fits(self, node: quota.Node, assignment: Assignment, targets: list[Target]) -> bool:
+        """The scheduler's ``fits``: the usage fits with this cycle's preemption targets (and ``targets``) gone."""
+        removed = [v.workload for v, _ in self.victims.values()] + [t.workload for t in targets]
+        for w in removed:
+            self.preemptor.remove(w)
+        fits = all(node.available(fr) >= amount for fr, amount in assignment.usage.items())
+        for w in removed:
+            self.preemptor.add(w)
+        return fits
+
+    def _evict(self, target: Target, preemptor_info: Info, queues: dict[str, list[Outcome]]) -> None:
+        """IssuePreemptions, then what the job reconciler does: quota released, pods stopped, back in the queue."""
+        w = target.workload
+        self.preemptor.remove(w)
+        self.admitted[w.cluster_queue].remove(w)
+        victim = self.by_info[id(w.info)]
+        message = preemption.message(
+            preemptor_info,
+            target.reason,
+            preemption.path(self.tree, self.by_info[id(preemptor_info)].cluster_queue),
+            preemption.path(self.tree, w.cluster_queue),
+        )
+        victim.evict(target.reason, message)
+        for pod in w.info.pods:
+            pod.node_name = ""  # the job is stopped; its pods come back Pending when it is admitted again
+        pending = queues.setdefault(w.cluster_queue, [])
+        pending.append(victim)
+        pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
+
+    def _mark_blocked(self, queues: dict[str, list[Outcome]]) -> None:
+        """StrictFIFO queues that stopped: the workloads behind the head were never tried (no condition), their
+        pods say what they wait for."""
+        for name, pending in queues.items():
+            for behind in pending[1:]:
+                if not behind.conditions:
+                    head = pending[0].info
+                    behind.held_message = (
+                        f"waiting for quota in ClusterQueue {name}: queued behind workload {head.namespace}/{head.name}"
+                    )
+
+    def _inject_flavors(self, outcome: Outcome) -> None:
+        """What Kueue's job reconciler does when it admits: the flavors' node labels join each pod's nodeSelector
+        and their tolerations its tolerations, so the pods land on the flavor's nodes."""
+        for ps in outcome.info.pod_sets:
+            names = dict.fromkeys((outcome.flavors.get(ps.name) or {}).values())
+            for pod in ps.pods:
+                if pod.node_name:
+                    continue
+                for name in names:
+                    flavor = self.objects.flavors.get(name)
+                    if flavor is None:
+                        continue
+                    pod.node_selector.update(flavor.node_labels)
+                    pod.tolerations = pod.tolerations + tuple(t for t in flavor.tolerations if t not in pod.tolerations)
+
+
+def _reservable(assignment: Assignment, node: quota.Node) -> dict[tuple[str, str], int]:
+    """quotaResourcesToReserve for a head that would need preemption: up to its nominal quota (or, borrowing, up
+    to nominal plus borrowingLimit), so that lower entries of the cycle do not take the room it waits for."""
+    out = {}
+    for fr, amount in assignment.usage.items():
+        q = node.quotas.get(fr)
+        nominal = q.nominal if q is not None else 0
+        used = node.usage.get(fr, 0)
+        if assignment.borrowing > 0:
+            out[fr] = (
+                amount if q is None or q.borrowing_limit is None else min(amount, nominal + q.borrowing_limit - used)
+            )
+        else:
+            out[fr] = max(0, min(amount, nominal - used))
+    return {fr: a for fr, a in out.items() if a > 0}
+
+
+def _subset(wanted: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    return bool(wanted) and all(labels.get(k) == v for k, v in wanted.items())

@@ -1,0 +1,295 @@
+"""Flavor assignment: for each pod set and resource group, the first flavor (in the ClusterQueue's order) that fits.
+
+Kueue's pkg/scheduler/flavorassigner/flavorassigner.go with its default feature gates (FlavorFungibility on,
+TopologyAwareScheduling off for these workloads, PartialAdmission off, quotaCheckStrategy BlockUndeclared): a
+flavor is skipped when the pod set does not tolerate its taints or its node labels contradict the pod's node
+affinity; otherwise each requested resource of the group is checked against the quota tree. The messages are
+Kueue's, word for word (the format strings of fitsResourceQuota, findFlavorForPodSets, checkFlavorForPodSets and
+Assignment.Message). Where Kueue asks its preemption oracle whether evicting others would make room, the
+``oracle`` given (queues.preemption.Oracle) answers; without one the answer is "no candidates".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from accelsched.api import quantity
+from accelsched.api.selectors import NodeSelectorTerm, Taint
+from accelsched.queues import api
+from accelsched.queues.api import ClusterQueue, ResourceFlavor, ResourceGroup
+from accelsched.queues.preemption import OracleFn
+from accelsched.queues.quota import Node, QuotaTree
+from accelsched.queues.resources import format_amount
+from accelsched.queues.workloads import Info, PodSet
+
+_INFINITE = 1 << 62
+
+
+class Mode(IntEnum):
+    """preemptionMode: how a flavor can take a request, worst first."""
+
+    NO_FIT = 0
+    NO_PREEMPTION_CANDIDATES = 1
+    PREEMPT = 2
+    RECLAIM = 3
+    FIT = 4
+
+
+class AssignmentMode(IntEnum):
+    """FlavorAssignmentMode, the coarse view the scheduler acts on."""
+
+    NO_FIT = 0
+    PREEMPT = 1
+    FIT = 3
+
+
+_POSSIBILITY = {"NoCandidates": Mode.NO_PREEMPTION_CANDIDATES, "Preempt": Mode.PREEMPT, "Reclaim": Mode.RECLAIM}
+
+
+def _coarse(mode: Mode) -> AssignmentMode:
+    if mode == Mode.FIT:
+        return AssignmentMode.FIT
+    return AssignmentMode.NO_FIT if mode == Mode.NO_FIT else AssignmentMode.PREEMPT
+
+
+@dataclass(frozen=True)
+class Granular:
+    """granularMode: a preemption mode and how far up the cohort tree the request borrows."""
+
+    mode: Mode
+    borrow: int
+
+
+_WORST = Granular(Mode.NO_FIT, _INFINITE)
+_BEST = Granular(Mode.FIT, 0)
+
+
+def _preferred(a: Granular, b: Granular, cq: ClusterQueue) -> bool:
+    """isPreferred: whether ``a`` is a better way to take a flavor than ``b``."""
+    if a.mode == Mode.NO_FIT:
+        return False
+    if b.mode == Mode.NO_FIT:
+        return True
+    a_none, b_none = a.mode == Mode.NO_PREEMPTION_CANDIDATES, b.mode == Mode.NO_PREEMPTION_CANDIDATES
+    if a_none != b_none:
+        return not a_none
+    if cq.flavor_fungibility.preference == "PreemptionOverBorrowing":
+        if a.borrow != b.borrow:
+            return a.borrow < b.borrow
+        return a.mode > b.mode
+    if a.mode != b.mode:
+        return a.mode > b.mode
+    return a.borrow < b.borrow
+
+
+def _try_next(mode: Granular, cq: ClusterQueue) -> bool:
+    """shouldTryNextFlavor, from the ClusterQueue's flavorFungibility."""
+    if mode.mode in (Mode.NO_FIT, Mode.NO_PREEMPTION_CANDIDATES):
+        return True
+    if mode.mode in (Mode.PREEMPT, Mode.RECLAIM) and cq.flavor_fungibility.when_can_preempt == api.TRY_NEXT_FLAVOR:
+        return True
+    return mode.borrow != 0 and cq.flavor_fungibility.when_can_borrow == api.TRY_NEXT_FLAVOR
+
+
+@dataclass
+class FlavorAssignment:
+    name: str
+    mode: AssignmentMode
+    borrow: int
+
+
+@dataclass
+class PodSetAssignment:
+    name: str
+    flavors: dict[str, FlavorAssignment] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    count: int = 0
+
+    @property
+    def fits(self) -> bool:
+        return not self.reasons
+
+    @property
+    def mode(self) -> AssignmentMode:
+        if self.fits:
+            return AssignmentMode.FIT
+        if not self.flavors:
+            return AssignmentMode.NO_FIT
+        return min(f.mode for f in self.flavors.values())
+
+
+@dataclass
+class Assignment:
+    pod_sets: list[PodSetAssignment] = field(default_factory=list)
+    usage: dict[tuple[str, str], int] = field(default_factory=dict)  # (flavor, resource) -> amount
+    borrowing: int = 0
+
+    @property
+    def mode(self) -> AssignmentMode:
+        """RepresentativeMode: the worst pod set's (NoFit with no pod set assigned)."""
+        if not self.pod_sets:
+            return AssignmentMode.NO_FIT
+        return min(ps.mode for ps in self.pod_sets)
+
+    def message(self) -> str:
+        """Assignment.Message: each pod set that does not fit, its reasons sorted, joined by ', '."""
+        parts = [
+            f"couldn't assign flavors to pod set {ps.name}: {', '.join(sorted(ps.reasons))}"
+            for ps in self.pod_sets
+            if not ps.fits
+        ]
+        return "; ".join(parts)
+
+    def needs_preemption(self) -> set[tuple[str, str]]:
+        """flavorResourcesNeedPreemption: the (flavor, resource) pairs assigned in Preempt mode."""
+        return {(f.name, r) for ps in self.pod_sets for r, f in ps.flavors.items() if f.mode == AssignmentMode.PREEMPT}
+
+    def flavors(self) -> dict[str, dict[str, str]]:
+        return {ps.name: {r: f.name for r, f in ps.flavors.items()} for ps in self.pod_sets}
+
+
+def _go_taint(taint: Taint) -> str:
+    """A corev1.Taint value as Go's %s prints it (its String method wants a pointer): {key value effect <nil>}."""
+    return f"{{{taint.key} {taint.value} {taint.effect} <nil>}}"
+
+
+def _flavor_selector_matches(ps: PodSet, flavor: ResourceFlavor) -> bool:
+    """flavorSelector: the pod's nodeSelector and required node affinity, cut to the flavor's label keys, against
+    a node carrying only the flavor's labels."""
+    keys = flavor.node_labels
+    for key, value in ps.node_selector.items():
+        if key in keys and keys[key] != value:
+            return False
+    terms = ps.required_terms
+    if not terms:
+        return True
+    cut = []
+    for term in terms:
+        expressions = tuple(e for e in term.match_expressions if e.key in keys)
+        if not expressions:
+            return True  # a term with none of the flavor's keys: the whole affinity is dropped
+        cut.append(NodeSelectorTerm(expressions))
+    return any(t.matches("", flavor.node_labels) for t in cut)
+
+
+class FlavorAssigner:
+    """One workload's assignment in one ClusterQueue, against the tree's current usage."""
+
+    def __init__(
+        self,
+        info: Info,
+        cq: ClusterQueue,
+        node: Node,
+        tree: QuotaTree,
+        flavors: dict[str, ResourceFlavor],
+        oracle: OracleFn | None = None,
+    ) -> None:
+        self.info, self.cq, self.node, self.tree, self.flavors = info, cq, node, tree, flavors
+        self.oracle = oracle
+        self.groups: dict[str, ResourceGroup] = {r: rg for rg in cq.resource_groups for r in rg.covered}
+
+    def assign(self) -> Assignment:
+        assignment = Assignment()
+        for ps in self.info.pod_sets:
+            requests = {r: v * ps.count for r, v in ps.requests.items()}
+            if quantity.PODS in self.groups:
+                requests[quantity.PODS] = ps.count
+            psa = PodSetAssignment(ps.name, count=ps.count)
+            failed = False
+            # Kueue walks a Go map here (random order); resource names in order keep the answer stable.
+            for res in sorted(requests):
+                if res not in self.groups and requests[res] == 0:
+                    continue
+                if res in psa.flavors:
+                    continue
+                found, reasons, ok = self._find_flavor(ps, requests, res, assignment.usage)
+                if not ok:
+                    psa.flavors, psa.reasons, failed = {}, reasons, True
+                    break
+                psa.flavors.update(found)
+                psa.reasons += reasons
+            assignment.pod_sets.append(psa)
+            for res, fa in psa.flavors.items():
+                assignment.borrowing = max(assignment.borrowing, fa.borrow)
+                fr = (fa.name, res)
+                assignment.usage[fr] = assignment.usage.get(fr, 0) + requests.get(res, 0)
+            if failed:
+                return assignment
+        return assignment
+
+    def _find_flavor(
+        self, ps: PodSet, requests: dict[str, int], res: str, usage: dict[tuple[str, str], int]
+    ) -> tuple[dict[str, FlavorAssignment], list[str], bool]:
+        """findFlavorForPodSets for the resource group covering ``res``: (flavors, reasons, found any)."""
+        group = self.groups.get(res)
+        if group is None:
+            return {}, [f"resource {res} unavailable in ClusterQueue"], False
+        wanted = {r: v for r, v in requests.items() if r in group.covered}
+        reasons: list[str] = []
+        best: dict[str, FlavorAssignment] | None = None
+        best_mode = _WORST
+        for fq in group.flavors:
+            problem = self._check_flavor(ps, fq.name)
+            if problem:
+                reasons.append(problem)
+                continue
+            found: dict[str, FlavorAssignment] = {}
+            mode = _BEST
+            for r in sorted(wanted):
+                fr = (fq.name, r)
+                granular, why = self._fits_quota(fr, usage.get(fr, 0), wanted[r])
+                reasons += why
+                if _preferred(mode, granular, self.cq):
+                    mode = granular
+                if mode.mode == Mode.NO_FIT:
+                    continue
+                found[r] = FlavorAssignment(fq.name, _coarse(granular.mode), granular.borrow)
+            if not _try_next(mode, self.cq):
+                best, best_mode = found, mode
+                break
+            if _preferred(mode, best_mode, self.cq):
+                best, best_mode = found, mode
+        if best_mode.mode == Mode.FIT:
+            return best or {}, [], True
+        return best or {}, reasons, bool(best)
+
+    def _check_flavor(self, ps: PodSet, name: str) -> str:
+        """checkFlavorForPodSets: '' when the pod set may use the flavor, else Kueue's reason."""
+        flavor = self.flavors.get(name)
+        if flavor is None:
+            return f"flavor {name} not found"
+        tolerations = ps.tolerations + flavor.tolerations
+        for taint in flavor.node_taints:
+            if taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in tolerations):
+                return f"untolerated taint {_go_taint(taint)} in flavor {name}"
+        if not _flavor_selector_matches(ps, flavor):
+            return f"flavor {name} doesn't match node affinity"
+        return ""
+
+    def _fits_quota(self, fr: tuple[str, str], assumed: int, request: int) -> tuple[Granular, list[str]]:
+        """fitsResourceQuota: the mode, how far up it borrows, and the reasons when it does not simply fit."""
+        flavor, res = fr
+        available = max(0, self.node.available(fr))
+        potential = self.node.potential_available(fr)
+        total = assumed + request
+        if total > potential:
+            return Granular(Mode.NO_FIT, 0), [
+                f"insufficient quota for {res} in flavor {flavor}, previously considered podsets requests "
+                f"({format_amount(res, assumed)}) + current podset request ({format_amount(res, request)}) > "
+                f"maximum capacity ({format_amount(res, potential)})"
+            ]
+        borrow, may_reclaim = self.tree.height_of_lowest_subtree_that_fits(self.node, fr, total)
+        if total <= available:
+            return Granular(Mode.FIT, borrow), []
+        more = format_amount(res, total - available)
+        reason = f"insufficient unused quota for {res} in flavor {flavor}, {more} more needed"
+        quota = self.node.quotas.get(fr)
+        nominal = quota.nominal if quota is not None else 0
+        if nominal >= total or may_reclaim or self._can_preempt_while_borrowing():
+            possibility, after = self.oracle(fr, total) if self.oracle is not None else ("NoCandidates", borrow)
+            return Granular(_POSSIBILITY[possibility], after), [reason]
+        return Granular(Mode.NO_FIT, borrow), [reason]
+
+    def _can_preempt_while_borrowing(self) -> bool:
+        return self.cq.preemption.borrow_within_cohort != api.NEVER

@@ -1,0 +1,316 @@
+"""Kueue's classical preemption: which admitted workloads a pending one may evict to fit.
+
+pkg/scheduler/preemption (preemption.go, preemption_oracle.go, classical/candidate_generator.go and
+hierarchical_preemption.go) with fair sharing off:
+
+- candidates: the preemptor's own ClusterQueue under ``withinClusterQueue``, and with ``reclaimWithinCohort``
+  the workloads of ClusterQueues (and cohorts) of the tree that use more than their nominal quota, nearest
+  subtree first; each must use a flavor and resource the preemptor needs preempted and satisfy the policy
+  (LowerPriority, LowerOrNewerEqualPriority, Any);
+- a candidate in another queue is a reclaim: always allowed when the preemptor's subtree would fit within its
+  quota (hierarchical advantage), otherwise only without borrowing, unless ``borrowWithinCohort`` allows
+  preempting lower priorities (below ``maxPriorityThreshold``) while borrowing;
+- candidates are taken, lowest priority and most recently admitted first, until the preemptor fits, then every
+  one not needed after all is given back (fillBackWorkloads, newest first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+
+from accelsched.queues import api
+from accelsched.queues.api import ClusterQueue
+from accelsched.queues.quota import FlavorResource, Node, QuotaTree
+from accelsched.queues.workloads import Info
+
+IN_CLUSTER_QUEUE = "InClusterQueue"
+IN_COHORT_RECLAMATION = "InCohortReclamation"
+IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+HUMAN_READABLE = {
+    IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+    IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+}
+
+
+class Variant(Enum):
+    NEVER = None
+    WITHIN_CQ = IN_CLUSTER_QUEUE
+    HIERARCHICAL_RECLAIM = IN_COHORT_RECLAMATION
+    RECLAIM_WITHOUT_BORROWING = "reclaim-without-borrowing"
+    RECLAIM_WHILE_BORROWING = IN_COHORT_RECLAIM_WHILE_BORROWING
+
+    @property
+    def reason(self) -> str:
+        return IN_COHORT_RECLAMATION if self is Variant.RECLAIM_WITHOUT_BORROWING else str(self.value)
+
+
+@dataclass(eq=False)
+class Admitted:
+    """An admitted workload as the cache holds it: where it is, what it uses, when it was admitted."""
+
+    info: Info
+    cluster_queue: str
+    usage: dict[FlavorResource, int]
+    sequence: int  # admission order: a higher one was admitted more recently
+
+
+@dataclass
+class Target:
+    workload: Admitted
+    reason: str
+
+
+@dataclass
+class _Candidate:
+    workload: Admitted
+    lca: Node | None
+    variant: Variant
+
+
+def _queue_order(info: Info) -> tuple[str, int]:
+    return (info.created, info.order)
+
+
+def satisfies(policy: str, preemptor: Info, candidate: Info) -> bool:
+    """SatisfiesPreemptionPolicy."""
+    if policy == "LowerPriority":
+        return preemptor.priority > candidate.priority
+    if policy == "LowerOrNewerEqualPriority":
+        newer = preemptor.priority == candidate.priority and _queue_order(preemptor) < _queue_order(candidate)
+        return preemptor.priority > candidate.priority or newer
+    return policy == "Any"
+
+
+def within_nominal(node: Node, frs: Iterable[FlavorResource]) -> bool:
+    """IsWithinNominalInResources: the node uses no more than its subtree quota in each of ``frs``."""
+    return all(node.subtree.get(fr, 0) >= node.usage.get(fr, 0) for fr in frs)
+
+
+def fits_in_quota(node: Node, requests: dict[FlavorResource, int]) -> tuple[bool, dict[FlavorResource, int]]:
+    """QuantitiesFitInQuota: whether the requests fit the node's subtree quota, and what is left past its local
+    quota for the level above."""
+    fits = all(node.subtree.get(fr, 0) >= node.usage.get(fr, 0) + v for fr, v in requests.items())
+    return fits, {fr: max(0, v - node.local_available(fr)) for fr, v in requests.items()}
+
+
+class Preemptor:
+    """Finds targets against the tree's current usage; ``admitted`` lists each ClusterQueue's workloads."""
+
+    def __init__(
+        self, tree: QuotaTree, cluster_queues: dict[str, ClusterQueue], admitted: dict[str, list[Admitted]]
+    ) -> None:
+        self.tree, self.cluster_queues, self.admitted = tree, cluster_queues, admitted
+
+    # ------------------------------------------------------------------------------------ the tree's usage
+
+    def remove(self, w: Admitted) -> None:
+        node = self.tree.cluster_queues[w.cluster_queue]
+        for fr, amount in w.usage.items():
+            node.remove_usage(fr, amount)
+
+    def add(self, w: Admitted) -> None:
+        node = self.tree.cluster_queues[w.cluster_queue]
+        for fr, amount in w.usage.items():
+            node.add_usage(fr, amount)
+
+    # ------------------------------------------------------------------------------------ targets
+
+    def targets(
+        self, info: Info, cq: ClusterQueue, requests: dict[FlavorResource, int], frs: set[FlavorResource]
+    ) -> list[Target]:
+        """classicalPreemptions: the smallest set of candidates, in Kueue's order, after which ``requests`` fit."""
+        node = self.tree.cluster_queues[cq.name]
+        same = self._same_queue(info, cq, frs)
+        hierarchy, priority = self._hierarchical(info, cq, node, requests, frs)
+        for group in (same, hierarchy, priority):
+            group.sort(key=lambda c: (c.workload.info.priority, -c.workload.sequence, c.workload.info.uid))
+        candidates = hierarchy + priority + same
+        forbidden = cq.preemption.borrow_within_cohort == api.NEVER
+        if (not hierarchy and not priority) or (forbidden and not self._under_nominal(node, frs)):
+            attempts = [True]
+        elif forbidden and not hierarchy:
+            attempts = [False, True]
+        else:
+            attempts = [True, False]
+        for borrowing in attempts:
+            chosen: list[Target] = []
+            for c in candidates:
+                if not self._valid(c, cq, borrowing, frs):
+                    continue
+                self.remove(c.workload)
+                chosen.append(Target(c.workload, c.variant.reason))
+                if self._fits(node, requests, borrowing):
+                    chosen = self._fill_back(node, requests, chosen, borrowing)
+                    for t in chosen:
+                        self.add(t.workload)
+                    return chosen
+            for t in chosen:
+                self.add(t.workload)
+        return []
+
+    def _under_nominal(self, node: Node, frs: set[FlavorResource]) -> bool:
+        """queueUnderNominalInResourcesNeedingPreemption: usage below nominal in every resource to preempt."""
+        return all((node.quotas[fr].nominal if fr in node.quotas else 0) > node.usage.get(fr, 0) for fr in frs)
+
+    def _fits(self, node: Node, requests: dict[FlavorResource, int], borrowing: bool) -> bool:
+        """workloadFits."""
+        for fr, amount in requests.items():
+            if not borrowing and node.borrowing_with(fr, amount):
+                return False
+            if amount > node.available(fr):
+                return False
+        return True
+
+    def _fill_back(
+        self, node: Node, requests: dict[FlavorResource, int], chosen: list[Target], borrowing: bool
+    ) -> list[Target]:
+        """fillBackWorkloads: from the second newest target back, give back each one the preemptor can do without
+        (the last target taken replaces it in the list)."""
+        for i in range(len(chosen) - 2, -1, -1):
+            self.add(chosen[i].workload)
+            if self._fits(node, requests, borrowing):
+                chosen[i] = chosen[-1]
+                chosen.pop()
+            else:
+                self.remove(chosen[i].workload)
+        return chosen
+
+    def _valid(self, c: _Candidate, cq: ClusterQueue, borrowing: bool, frs: set[FlavorResource]) -> bool:
+        """candidateIsValid: another queue's workload only while that queue (and its cohorts below the common
+        ancestor) still use more than their quota."""
+        if c.workload.cluster_queue == cq.name:
+            return True
+        if borrowing and c.variant is Variant.RECLAIM_WITHOUT_BORROWING:
+            return False
+        node = self.tree.cluster_queues[c.workload.cluster_queue]
+        if within_nominal(node, frs):
+            return False
+        for ancestor in node.ancestors():
+            if ancestor is c.lca:
+                break
+            if within_nominal(ancestor, frs):
+                return False
+        return True
+
+    def _classify(
+        self, info: Info, cq: ClusterQueue, w: Admitted, advantage: bool, frs: set[FlavorResource]
+    ) -> Variant:
+        """classifyPreemptionVariant."""
+        if not any(fr in frs for fr in w.usage):
+            return Variant.NEVER
+        same = w.cluster_queue == cq.name
+        policy = cq.preemption.within_cluster_queue if same else cq.preemption.reclaim_within_cohort
+        if not satisfies(policy, info, w.info):
+            return Variant.NEVER
+        if same:
+            return Variant.WITHIN_CQ
+        if advantage:
+            return Variant.HIERARCHICAL_RECLAIM
+        if cq.preemption.borrow_within_cohort == api.NEVER:
+            return Variant.RECLAIM_WITHOUT_BORROWING
+        threshold = cq.preemption.max_priority_threshold
+        if w.info.priority >= info.priority or (threshold is not None and w.info.priority > threshold):
+            return Variant.RECLAIM_WITHOUT_BORROWING
+        return Variant.RECLAIM_WHILE_BORROWING
+
+    def _from_queue(
+        self, info: Info, cq: ClusterQueue, name: str, lca: Node | None, advantage: bool, frs: set[FlavorResource]
+    ) -> list[_Candidate]:
+        out = []
+        for w in self.admitted.get(name, []):
+            variant = self._classify(info, cq, w, advantage, frs)
+            if variant is not Variant.NEVER:
+                out.append(_Candidate(w, lca, variant))
+        return out
+
+    def _same_queue(self, info: Info, cq: ClusterQueue, frs: set[FlavorResource]) -> list[_Candidate]:
+        if cq.preemption.within_cluster_queue == api.NEVER:
+            return []
+        return self._from_queue(info, cq, cq.name, None, False, frs)
+
+    def _hierarchical(
+        self, info: Info, cq: ClusterQueue, node: Node, requests: dict[FlavorResource, int], frs: set[FlavorResource]
+    ) -> tuple[list[_Candidate], list[_Candidate]]:
+        """collectCandidatesForHierarchicalReclaim: (with hierarchical advantage, without)."""
+        hierarchy: list[_Candidate] = []
+        priority: list[_Candidate] = []
+        if node.parent is None or cq.preemption.reclaim_within_cohort == api.NEVER:
+            return hierarchy, priority
+        advantage, remaining = fits_in_quota(node, requests)
+        previous: Node | None = None
+        for root in node.ancestors():
+            target = hierarchy if advantage else priority
+            self._collect(info, cq, node, root, root, previous, advantage, frs, target)
+            fits, remaining = fits_in_quota(root, remaining)
+            advantage = advantage or fits
+            previous = root
+        return hierarchy, priority
+
+    def _collect(
+        self,
+        info: Info,
+        cq: ClusterQueue,
+        own: Node,
+        current: Node,
+        subtree_root: Node,
+        skip: Node | None,
+        advantage: bool,
+        frs: set[FlavorResource],
+        out: list[_Candidate],
+    ) -> None:
+        for child in current.children:
+            if child is skip or child is own:
+                continue
+            if within_nominal(child, frs):
+                continue
+            if child.is_cohort:
+                self._collect(info, cq, own, child, subtree_root, skip, advantage, frs, out)
+            else:
+                out.extend(self._from_queue(info, cq, child.name, subtree_root, advantage, frs))
+
+
+@dataclass
+class Oracle:
+    """preemption_oracle.go: would preempting help this request of one flavor and resource, and how far up would
+    it still borrow afterwards. Bound to one workload in one ClusterQueue."""
+
+    preemptor: Preemptor
+    info: Info
+    cq: ClusterQueue
+    results: dict[tuple[FlavorResource, int], tuple[str, int]] = field(default_factory=dict)
+
+    def __call__(self, fr: FlavorResource, amount: int) -> tuple[str, int]:
+        """("NoCandidates" | "Preempt" | "Reclaim", borrowing height after the preemptions)."""
+        node = self.preemptor.tree.cluster_queues[self.cq.name]
+        chosen = self.preemptor.targets(self.info, self.cq, {fr: amount}, {fr})
+        if not chosen:
+            return "NoCandidates", self.preemptor.tree.height_of_lowest_subtree_that_fits(node, fr, amount)[0]
+        for t in chosen:
+            self.preemptor.remove(t.workload)
+        borrow = self.preemptor.tree.height_of_lowest_subtree_that_fits(node, fr, amount)[0]
+        for t in chosen:
+            self.preemptor.add(t.workload)
+        same = any(t.workload.cluster_queue == self.cq.name for t in chosen)
+        return ("Preempt" if same else "Reclaim"), borrow
+
+
+OracleFn = Callable[[FlavorResource, int], tuple[str, int]]
+
+
+def path(tree: QuotaTree, cluster_queue: str) -> str:
+    """buildCQPath: ``/root/.../cohort/clusterqueue``."""
+    node = tree.cluster_queues[cluster_queue]
+    parts = [cluster_queue, *(a.name for a in node.ancestors())]
+    return "/" + "/".join(reversed(parts))
+
+
+def message(preemptor: Info, reason: str, preemptor_path: str, preemptee_path: str) -> str:
+    """preemptionMessage, with the UIDs Kueue would print (``UNKNOWN`` where the input has none)."""
+    return (
+        f"Preempted to accommodate a workload (UID: {preemptor.uid or 'UNKNOWN'}, JobUID: "
+        f"{preemptor.job_uid or 'UNKNOWN'}) due to {HUMAN_READABLE.get(reason, 'UNKNOWN')}; preemptor path: "
+        f"{preemptor_path}; preemptee path: {preemptee_path}"
+    )
