@@ -1,0 +1,164 @@
+"""``python -m benchmarks.fabric``: big gangs on a blocks x racks x hosts fabric, placement quality.
+
+    python -m benchmarks.fabric                         # this checkout
+    python -m benchmarks.fabric --against /work/main    # the same cases on another checkout's accelsched too
+
+Each trial: 3 blocks x 4 racks x 4 hosts (48 nodes, 8 GPUs each), a seeded background of bound pods, then a
+sequence of gangs (4 to 16 pods of 4 GPUs, Indexed Jobs) each required in one block. Every gang asks with both
+``accelsched.io/required-topology`` (all that versions before the fabric read) and Kueue's annotation with a
+Topology (block, rack, host), so one file serves both. Reported, per placed gang: racks and hosts used against
+a lower bound (pods over what an empty rack or host holds), and rank crossings (consecutive ranks on different
+racks or hosts) against the fewest possible for the domains used (domains - 1). Quality is reported, never
+asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+from typing import Any
+
+from accelsched.api.loader import Document, Inputs, build_inputs
+from accelsched.engine import Session
+
+GPU = "nvidia.com/gpu"
+BLOCK, RACK, HOST = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack", "kubernetes.io/hostname"
+BLOCKS, RACKS, HOSTS, GPUS, PER_POD = 3, 4, 4, 8, 4
+INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+def case(seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Topology",
+            "metadata": {"name": "default"},
+            "spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}, {"nodeLabel": HOST}]},
+        }
+    ]
+    for b in range(BLOCKS):
+        for r in range(RACKS):
+            for h in range(HOSTS):
+                name = f"b{b}-r{r}-h{h}"
+                docs.append(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Node",
+                        "metadata": {"name": name, "labels": {BLOCK: f"b{b}", RACK: f"b{b}-r{r}", HOST: name}},
+                        "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", GPU: str(GPUS)}},
+                    }
+                )
+                used = rng.choice([0, 0, 0, 4, 8])
+                if used:
+                    res = {GPU: str(used)}
+                    docs.append(
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Pod",
+                            "metadata": {"name": f"bg-{name}", "namespace": "default"},
+                            "spec": {"nodeName": name, "containers": [{"name": "c", "resources": {"requests": res}}]},
+                        }
+                    )
+    for g in range(6):
+        pods = rng.choice([4, 8, 12, 16])
+        annotations = {"accelsched.io/required-topology": BLOCK, "kueue.x-k8s.io/podset-required-topology": BLOCK}
+        docs.append(
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": f"g{g}", "namespace": "default", "annotations": annotations},
+                "spec": {"minMember": pods},
+            }
+        )
+        res = {GPU: str(PER_POD)}
+        docs.append(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": f"g{g}", "namespace": "default"},
+                "spec": {
+                    "parallelism": pods,
+                    "completions": pods,
+                    "completionMode": "Indexed",
+                    "template": {
+                        "metadata": {"labels": {"scheduling.x-k8s.io/pod-group": f"g{g}"}},
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "x", "resources": {"requests": res, "limits": res}}],
+                        },
+                    },
+                },
+            }
+        )
+    return docs
+
+
+def crossings(nodes: list[str], depth: int) -> int:
+    doms = ["-".join(n.split("-")[:depth]) for n in nodes]
+    return sum(a != b for a, b in itertools.pairwise(doms))
+
+
+def trial(seed: int) -> dict[str, Any]:
+    docs = case(seed)
+    inputs = build_inputs([Document(d, "fabric.yaml", d["kind"]) for d in docs], base=Inputs())
+    results = Session.start(inputs).schedule()
+    gangs: dict[str, list] = {}
+    for r in results:
+        if r.pod.name.startswith("g"):
+            gangs.setdefault(r.pod.labels["scheduling.x-k8s.io/pod-group"], []).append(r)
+    out = {"gangs": len(gangs), "placed": 0, "extra_racks": [], "extra_hosts": [], "rack_x": [], "host_x": []}
+    for members in gangs.values():
+        if not all(r.node for r in members):
+            continue
+        out["placed"] += 1
+        nodes = [r.node for r in sorted(members, key=lambda r: int(r.pod.labels[INDEX]))]
+        racks, hosts = len({n.rsplit("-", 1)[0] for n in nodes}), len(set(nodes))
+        out["extra_racks"].append(racks - -(-len(nodes) // (HOSTS * GPUS // PER_POD)))
+        out["extra_hosts"].append(hosts - -(-len(nodes) // (GPUS // PER_POD)))
+        out["rack_x"].append(crossings(nodes, 2) - (racks - 1))
+        out["host_x"].append(crossings(nodes, 3) - (hosts - 1))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.fabric", description=__doc__.split("\n")[0])
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--against", help="also run the same trials with the accelsched of this checkout")
+    args = parser.parse_args(argv)
+    if args.against:  # this file, run by path so that only the other checkout's accelsched is importable
+        env = {**os.environ, "PYTHONPATH": args.against}
+        print(f"== {args.against}")
+        subprocess.run([sys.executable, __file__, "--trials", str(args.trials)], env=env, check=True)
+        print("== this checkout")
+    runs = [trial(seed) for seed in range(args.trials)]
+
+    def flat(key: str) -> list[int]:
+        return [v for run in runs for v in run[key]]
+
+    figures = {
+        "trials": args.trials,
+        "gangs": sum(r["gangs"] for r in runs),
+        "placed": sum(r["placed"] for r in runs),
+        **{
+            f"{key} mean/max": f"{statistics.mean(flat(key)):.2f}/{max(flat(key))}" if flat(key) else "-"
+            for key in ("extra_racks", "extra_hosts", "rack_x", "host_x")
+        },
+    }
+    for key, value in figures.items():
+        print(f"{key:22} {value}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
