@@ -242,3 +242,59 @@ def test_a_pod_group_carries_kueue_annotations_checked_against_min_member():
     }
     with pytest.raises(InputError, match='Invalid value: "4": must not be greater than pod set count 2'):
         start(*nodes(1, 1, 1), group)
+
+
+def low(name: str, node: str, started: str, gpus: int = 8) -> dict:
+    pod = busy(name, node, gpus)
+    pod["spec"]["priorityClassName"] = "low"
+    pod["status"] = {"phase": "Running", "startTime": started}
+    return pod
+
+
+PRIORITIES = [
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"}, "value": 10},
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+]
+
+
+def high_job(name: str, pods: int, **annotations: str) -> dict:
+    doc = job(name, pods, **annotations)
+    doc["spec"]["template"]["spec"]["priorityClassName"] = "high"
+    return doc
+
+
+def test_preemption_frees_one_rack_with_the_fewest_gpu_hours():
+    # Two racks of 2 hosts, each host running one low-priority pod: rack r0's started long ago, rack r1's lately.
+    docs = [*PRIORITIES, topology(BLOCK, RACK, HOST), *nodes(1, 2, 2)]
+    docs += [low("old-0", "b0-r0-h0", "2026-01-01T00:00:00Z"), low("old-1", "b0-r0-h1", "2026-01-01T00:00:00Z")]
+    docs += [low("new-0", "b0-r1-h0", "2026-01-02T00:00:00Z"), low("new-1", "b0-r1-h1", "2026-01-02T00:00:00Z")]
+    docs.append(high_job("train", 2, **{REQUIRED: RACK}))
+    session = start(*docs)
+    results = session.schedule()
+    by_name = {r.pod.name: r for r in results}
+    placed = [r.node for r in by_rank(results)]
+    assert placed == ["b0-r1-h0", "b0-r1-h1"]  # the young rack: 0 GPU-hours lost against 384
+    assert by_name["new-0"].message.startswith("Preempted by default/train-") and by_name["new-1"].preempted_by
+    assert {"default/old-0", "default/old-1"} <= set(session.cluster.pod_node)  # still running
+    evicted = {p.name for r in results for p in r.preempted}
+    assert evicted == {"new-0", "new-1"}
+
+
+def test_preemption_evicts_only_what_the_gang_needs_in_one_domain():
+    docs = [*PRIORITIES, topology(BLOCK, RACK, HOST), *nodes(1, 2, 2)]
+    docs += [low("a", "b0-r0-h0", "2026-01-01T00:00:00Z"), low("b", "b0-r1-h0", "2026-01-01T00:00:00Z")]
+    docs.append(high_job("train", 2, **{REQUIRED: RACK}))
+    results = start(*docs).schedule()
+    evicted = {p.name for r in results for p in r.preempted}
+    placed = {r.node for r in by_rank(results)}
+    assert len(evicted) == 1 and len(placed) == 2 and len({rack(n) for n in placed}) == 1
+
+
+def test_no_pod_is_evicted_for_a_gang_that_would_still_not_fit():
+    # Each rack holds 2 pods at most; the gang needs 3 in one rack: evicting cannot help, so nothing is evicted.
+    docs = [*PRIORITIES, topology(BLOCK, RACK, HOST), *nodes(1, 2, 2)]
+    docs += [low(f"p{i}", f"b0-r{i // 2}-h{i % 2}", "2026-01-01T00:00:00Z") for i in range(4)]
+    docs.append(high_job("train", 3, **{REQUIRED: RACK}))
+    results = start(*docs).schedule()
+    assert not any(r.preempted or r.preempted_by for r in results)
+    assert not any(r.node for r in by_rank(results))

@@ -22,7 +22,7 @@ import numpy as np
 
 from accelsched.api import quantity
 from accelsched.api.objects import Pod
-from accelsched.framework import fabric, gang
+from accelsched.framework import fabric, fabricpreemption, gang
 from accelsched.framework.types import Diagnosis, Held, ScheduleResult
 
 if TYPE_CHECKING:
@@ -73,6 +73,10 @@ class Coscheduler:
         preempting = (
             bool(domains) and preemptor is not None and not any(f + evictable < a for _, a, f, evictable in short)
         )
+        if planned is not None and not planned.nodes and preemptor is not None:
+            outcome = fabricpreemption.preempt(self, group, members, planned)  # frees one domain, or nothing
+            if outcome is not None:
+                return outcome
         if preempting:
             for domain in domains:
                 outcome = self.preempting(group, members, domain, preemptor)

@@ -95,31 +95,51 @@ def _index(keys: tuple[str, ...], key: str) -> int:
     return len(keys) if key == fabric_levels.HOSTNAME else keys.index(key)
 
 
+def counts(group: gang.PodGroup, members: list[Pod], size: int) -> list[int]:
+    """How many pods to place: the whole gang, else minMember rounded up to whole slices."""
+    out = [len(members)]
+    smallest = -(-group.min_member // size) * size
+    if smallest < len(members):
+        out.append(smallest)
+    return out
+
+
+@dataclass(frozen=True)
+class Levels:
+    """Where a request sits in a tree: its level, its slice level and size."""
+
+    level: int
+    slice_level: int | None
+    size: int
+    topology: str
+
+    def place(self, tree: placement.Tree, caps: np.ndarray, count: int, required: bool) -> placement.Placement:
+        return placement.place(tree, caps, count, self.level, required, self.slice_level, self.size, self.topology)
+
+
+def levels_of(sched: Scheduler, req: request.TopologyRequest, keys: tuple[str, ...]) -> Levels:
+    # A required or preferred level sits where the request names it; a slice-only request starts at the top.
+    level = _index(keys, req.level) if req.level else 0
+    slice_level = _index(keys, req.slice_level) if req.slice_level else None
+    named = req.level or (keys[0] if keys else "")
+    topology = next((t.name for t in sched.topologies if named in t.levels), "") or "/".join(keys) or "nodes"
+    return Levels(level, slice_level, req.slice_size if req.slice_level else 1, topology)
+
+
 def plan(sched: Scheduler, group: gang.PodGroup, members: list[Pod], req: request.TopologyRequest) -> Plan:
     ordered = rank_order(members)
     keys = level_keys(req, sched.topologies)
     out = Plan(req, ordered, keys=keys)
     tree = tree_for(sched, keys)
     caps = capacity(sched, ordered[0])
-    # A required or preferred level sits where the request names it; a slice-only request starts at the top.
-    level = _index(keys, req.level) if req.level else 0
-    slice_level = _index(keys, req.slice_level) if req.slice_level else None
-    size = req.slice_size if req.slice_level else 1
-    counts = [len(ordered)]
-    smallest = -(-group.min_member // size) * size
-    if smallest < len(ordered):
-        counts.append(smallest)
-    named = req.level or (keys[0] if keys else "")
-    topology = next((t.name for t in sched.topologies if named in t.levels), "")
-    for count in counts:
-        placed = placement.place(
-            tree, caps, count, level, bool(req.required), slice_level, size, topology or "/".join(keys) or "nodes"
-        )
+    at = levels_of(sched, req, keys)
+    for count in counts(group, ordered, at.size):
+        placed = at.place(tree, caps, count, bool(req.required))
         if placed.fits:
             out.nodes, out.used, out.reason = placed.nodes, placed.used, ""
             return out
         out.reason = out.reason or placed.reason
     out.notes = fabric_explain.domain_notes(
-        tree, caps, full_capacity(sched, ordered[0]), len(ordered), level, slice_level, size
+        tree, caps, full_capacity(sched, ordered[0]), len(ordered), at.level, at.slice_level, at.size
     )
     return out
