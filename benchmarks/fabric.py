@@ -127,12 +127,44 @@ def trial(seed: int) -> dict[str, Any]:
     return out
 
 
+def big(blocks: int = 16, racks: int = 16, hosts: int = 18, pods: int = 64, repeat: int = 5) -> dict[str, Any]:
+    """The placement alone (fabric.placement.place) on a large fabric: blocks x racks x hosts NVL72-like nodes,
+    each taking 0 to 2 pods, a gang of ``pods`` required in one block with slices of 16 per rack."""
+    import time
+
+    import numpy as np
+
+    from accelsched.fabric.placement import Level, build_tree, place
+
+    rng = np.random.default_rng(0)
+    n = blocks * racks * hosts
+    index = np.arange(n)
+    levels = [
+        Level("block", (index // (racks * hosts)).astype(np.int32), tuple(str(b) for b in range(blocks))),
+        Level("rack", (index // hosts).astype(np.int32), tuple(str(r) for r in range(blocks * racks))),
+    ]
+    start = time.perf_counter()
+    tree = build_tree(levels, [f"n{i}" for i in index])
+    built = time.perf_counter() - start
+    caps = rng.integers(0, 3, n)  # 0-2 pods per node: about one slice of 16 per rack
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = place(tree, caps, pods, 0, True, 1, 16)
+        times.append(time.perf_counter() - start)
+    return {"nodes": n, "tree_ms": round(built * 1000, 1), "place_ms": round(min(times) * 1000, 1), "fits": result.fits}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fabric", description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--against", help="also run the same trials with the accelsched of this checkout")
+    parser.add_argument("--big", action="store_true", help="time the placement alone on 4,608 nodes instead")
     args = parser.parse_args(argv)
+    if args.big:
+        print(big())
+        return 0
     if args.against:  # this file, run by path so that only the other checkout's accelsched is importable
         env = {**os.environ, "PYTHONPATH": args.against}
         print(f"== {args.against}")

@@ -12,15 +12,10 @@ SHOWN = 5  # domains listed, most room first
 
 
 def domain_notes(
-    tree: placement.Tree,
-    capacity: np.ndarray,
-    full: np.ndarray,
-    count: int,
-    level: int,
-    slice_level: int | None,
-    slice_size: int,
+    tree: placement.Tree, capacity: np.ndarray, full: np.ndarray, count: int, ask: placement.Ask
 ) -> list[str]:
-    """One line per domain of ``level`` (the best ``SHOWN``), then the smallest change found."""
+    """One line per domain of the requested level (the best ``SHOWN``), then the smallest change found."""
+    level, slice_level, slice_size = ask.level, ask.slice_level, ask.size
     if level >= len(tree.keys):  # the node level: the placement's message says it all
         return []
     key = tree.keys[level]
@@ -38,7 +33,7 @@ def domain_notes(
         why = f"; {empty} of {int(members.sum())} nodes take none" if empty else ""
         have = slices[d] if unit != "pods" else pods[d]
         notes.append(f"{key} {tree.names[level][d]}: {int(have)} of {need} {unit} fit{why}")
-    change = smallest_change(tree, capacity, full, count, level, slice_level, slice_size, order[:SHOWN])
+    change = smallest_change(tree, capacity, full, count, ask, order[:SHOWN])
     if change:
         notes.append(change)
     return notes
@@ -59,17 +54,11 @@ def _slices(
 
 
 def smallest_change(
-    tree: placement.Tree,
-    capacity: np.ndarray,
-    full: np.ndarray,
-    count: int,
-    level: int,
-    slice_level: int | None,
-    slice_size: int,
-    candidates: list[int],
+    tree: placement.Tree, capacity: np.ndarray, full: np.ndarray, count: int, ask: placement.Ask, candidates: list[int]
 ) -> str:
     """The fewest nodes to free in one domain so that the gang fits there: in each candidate domain, nodes are
     freed most gain first until the placement succeeds (a greedy bound; exact for pods without slices)."""
+    level = ask.level
     key = tree.keys[level]
     best: tuple[int, str, list[str]] | None = None
     for d in candidates:
@@ -83,7 +72,7 @@ def smallest_change(
             if full[node] <= trial[node]:
                 break  # nothing more to gain in this domain
             trial[node] = full[node]
-            if placement.place(tree, trial, count, level, True, slice_level, slice_size).fits:
+            if ask.place(tree, trial, count, True).fits:
                 names = [tree.names[-1][int(np.flatnonzero(tree.nodes == n)[0])] for n in order[:k]]
                 best = (k, tree.names[level][d], names)
                 break

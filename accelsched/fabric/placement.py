@@ -82,6 +82,19 @@ class Placement:
         return not self.reason
 
 
+@dataclass(frozen=True)
+class Ask:
+    """Where a request sits in a tree: its level, its slice level (None: single pods at the lowest) and size."""
+
+    level: int
+    slice_level: int | None = None
+    size: int = 1
+    topology: str = ""
+
+    def place(self, tree: Tree, capacity: np.ndarray, count: int, required: bool) -> Placement:
+        return place(tree, capacity, count, self.level, required, self.slice_level, self.size, self.topology)
+
+
 def _key(tree: Tree, level: int) -> str:
     return tree.keys[level] if level < len(tree.keys) else "kubernetes.io/hostname"
 

@@ -104,26 +104,13 @@ def counts(group: gang.PodGroup, members: list[Pod], size: int) -> list[int]:
     return out
 
 
-@dataclass(frozen=True)
-class Levels:
-    """Where a request sits in a tree: its level, its slice level and size."""
-
-    level: int
-    slice_level: int | None
-    size: int
-    topology: str
-
-    def place(self, tree: placement.Tree, caps: np.ndarray, count: int, required: bool) -> placement.Placement:
-        return placement.place(tree, caps, count, self.level, required, self.slice_level, self.size, self.topology)
-
-
-def levels_of(sched: Scheduler, req: request.TopologyRequest, keys: tuple[str, ...]) -> Levels:
+def levels_of(sched: Scheduler, req: request.TopologyRequest, keys: tuple[str, ...]) -> placement.Ask:
     # A required or preferred level sits where the request names it; a slice-only request starts at the top.
     level = _index(keys, req.level) if req.level else 0
     slice_level = _index(keys, req.slice_level) if req.slice_level else None
     named = req.level or (keys[0] if keys else "")
     topology = next((t.name for t in sched.topologies if named in t.levels), "") or "/".join(keys) or "nodes"
-    return Levels(level, slice_level, req.slice_size if req.slice_level else 1, topology)
+    return placement.Ask(level, slice_level, req.slice_size if req.slice_level else 1, topology)
 
 
 def plan(sched: Scheduler, group: gang.PodGroup, members: list[Pod], req: request.TopologyRequest) -> Plan:
@@ -139,7 +126,5 @@ def plan(sched: Scheduler, group: gang.PodGroup, members: list[Pod], req: reques
             out.nodes, out.used, out.reason = placed.nodes, placed.used, ""
             return out
         out.reason = out.reason or placed.reason
-    out.notes = fabric_explain.domain_notes(
-        tree, caps, full_capacity(sched, ordered[0]), len(ordered), at.level, at.slice_level, at.size
-    )
+    out.notes = fabric_explain.domain_notes(tree, caps, full_capacity(sched, ordered[0]), len(ordered), at)
     return out

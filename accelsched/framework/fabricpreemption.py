@@ -24,6 +24,7 @@ import numpy as np
 
 from accelsched.api import quantity
 from accelsched.api.objects import Pod
+from accelsched.fabric import placement
 from accelsched.framework import fabric, gang
 from accelsched.framework.types import ScheduleResult
 
@@ -68,7 +69,13 @@ def units(sched: Scheduler, priority: int, exclude: frozenset[str]) -> list[Unit
 
 
 def _fits(
-    sched: Scheduler, taken: list[Unit], mask: np.ndarray, tree, at: fabric.Levels, first: Pod, count: int
+    sched: Scheduler,
+    taken: list[Unit],
+    mask: np.ndarray,
+    tree: placement.Tree,
+    at: placement.Ask,
+    first: Pod,
+    count: int,
 ) -> bool:
     """Would ``count`` pods fit inside ``mask`` with ``taken`` evicted? The cluster is left as it was."""
     evicted = [(p, sched.evict(p)) for u in taken for p in u.pods]
