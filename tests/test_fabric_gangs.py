@@ -298,3 +298,53 @@ def test_no_pod_is_evicted_for_a_gang_that_would_still_not_fit():
     results = start(*docs).schedule()
     assert not any(r.preempted or r.preempted_by for r in results)
     assert not any(r.node for r in by_rank(results))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    busy_hosts=st.dictionaries(
+        st.integers(0, 7), st.tuples(st.sampled_from([4, 8]), st.integers(0, 48)), min_size=5, max_size=8
+    ),
+    pods=st.integers(1, 4),
+    level=st.sampled_from([BLOCK, RACK]),
+)
+def test_preemption_frees_one_domain_or_nothing(busy_hosts, pods, level):
+    """Whatever the background: evictions happen only when the whole gang is then bound, inside one domain of its
+    level, and only pods of lower priority go."""
+    fabric = nodes(2, 2, 2)
+    docs = [*PRIORITIES, topology(BLOCK, RACK, HOST), *fabric]
+    for i, (gpus, hours) in sorted(busy_hosts.items()):
+        docs.append(
+            low(f"x{i}", fabric[i]["metadata"]["name"], f"2026-01-0{1 + hours // 24}T{hours % 24:02}:00:00Z", gpus)
+        )
+    docs.append(high_job("g", pods, **{REQUIRED: level}))
+    results = start(*docs).schedule()
+    evicted = [p for r in results for p in r.preempted]
+    placed = [r.node for r in by_rank(results)]
+    assert all(placed) or not any(placed)
+    if evicted:
+        assert all(placed)
+        assert all(p.priority < 1000 for p in evicted)
+    if all(placed):
+        depth = 1 if level == BLOCK else 2
+        domains = {"-".join(n.split("-")[:depth]) for n in placed}
+        assert len(domains) == 1
+        hosts = [fabric[int(p.name[1:])]["metadata"]["name"] for p in evicted]
+        assert {"-".join(h.split("-")[:depth]) for h in hosts} <= domains  # what is freed is the gang's domain
+
+
+def test_explain_lists_what_each_domain_holds_and_every_node():
+    from accelsched.explain import explain_pod
+
+    docs = [topology(BLOCK, RACK, HOST), *nodes(2, 2, 2)]
+    docs += [busy("x0", "b0-r0-h0"), busy("x1", "b1-r0-h0"), busy("x2", "b1-r1-h0")]
+    docs.append(job("train", 4, **{REQUIRED: BLOCK, SLICE: RACK, SLICE_SIZE: "2"}))
+    session = start(*docs)
+    pod = next(p for p in session.inputs.pending if p.labels.get("batch.kubernetes.io/job-completion-index") == "0")
+    explained = explain_pod(session, pod.key)
+    assert explained.notes[:2] == [
+        "cloud.provider.com/topology-block b0: 1 of 2 slices of 2 fit; 1 of 4 nodes take none",
+        "cloud.provider.com/topology-block b1: 0 of 2 slices of 2 fit; 2 of 4 nodes take none",
+    ]
+    assert len(explained.nodes) == 8  # every node's own verdict for the member, though no domain was tried
+    assert {v.node for v in explained.nodes if not v.feasible} == {"b0-r0-h0", "b1-r0-h0", "b1-r1-h0"}

@@ -82,6 +82,9 @@ class Coscheduler:
                 outcome = self.preempting(group, members, domain, preemptor)
                 if outcome is not None:
                     return outcome
+        if not tried and self.scheduler.observer is not None:  # no member was tried (no domain fits): explain
+            for pod in members:  # still sees each one against the cluster as it is
+                self.scheduler.observer(pod)
         if group.upstream:
             return self.failed_upstream(members, tried)
         return self.failed(group, members, key, best, preempting, short, planned)
