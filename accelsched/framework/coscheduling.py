@@ -82,8 +82,8 @@ class Coscheduler:
                 outcome = self.preempting(group, members, domain, preemptor)
                 if outcome is not None:
                     return outcome
-        if not tried and self.scheduler.observer is not None:  # no member was tried (no domain fits): explain
-            for pod in members:  # still sees each one against the cluster as it is
+        if planned is not None and not tried and self.scheduler.observer is not None:  # no fabric domain fits:
+            for pod in members:  # no member was tried, yet explain still sees each against the cluster as it is
                 self.scheduler.observer(pod)
         if group.upstream:
             return self.failed_upstream(members, tried)
