@@ -155,13 +155,123 @@ def big(blocks: int = 16, racks: int = 16, hosts: int = 18, pods: int = 64, repe
     return {"nodes": n, "tree_ms": round(built * 1000, 1), "place_ms": round(min(times) * 1000, 1), "fits": result.fits}
 
 
+def preemption_case(seed: int) -> tuple[list[dict[str, Any]], list[tuple[str, str, int, int]], int]:
+    """2 racks x 3 hosts of 8 GPUs full of low-priority pods (4 or 8 GPUs, started 0-47 hours before the latest),
+    and a high-priority gang of 1-3 whole-host pods required in one rack. Returns the documents, the background
+    (name, host, GPUs, start hour) and the gang's size."""
+    rng = random.Random(seed)
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"}, "value": 1},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 9},
+    ]
+    background = []
+    for r in range(2):
+        for h in range(3):
+            name = f"b0-r{r}-h{h}"
+            docs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": name, "labels": {BLOCK: "b0", RACK: f"b0-r{r}", HOST: name}},
+                    "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", GPU: str(GPUS)}},
+                }
+            )
+            for k, gpus in enumerate([8] if rng.random() < 0.4 else [4, 4]):
+                background.append((f"bg-{name}-{k}", name, gpus, rng.randint(0, 47)))
+    latest = max(hour for *_, hour in background)
+    for name, host, gpus, hour in background:
+        started = f"2026-01-{1 + (latest - hour) // 24:02}T{(latest - hour) % 24:02}:00:00Z"
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {
+                    "nodeName": host,
+                    "priorityClassName": "low",
+                    "containers": [{"name": "c", "resources": {"requests": {GPU: str(gpus)}}}],
+                },
+                "status": {"phase": "Running", "startTime": started},
+            }
+        )
+    size = rng.randint(1, 3)
+    res = {GPU: str(GPUS)}
+    docs.append(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "gang", "namespace": "default"},
+            "spec": {
+                "parallelism": size,
+                "completions": size,
+                "completionMode": "Indexed",
+                "template": {
+                    "metadata": {
+                        "labels": {"scheduling.x-k8s.io/pod-group": "gang"},
+                        "annotations": {"kueue.x-k8s.io/podset-required-topology": RACK},
+                    },
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "priorityClassName": "high",
+                        "containers": [{"name": "c", "image": "x", "resources": {"requests": res, "limits": res}}],
+                    },
+                },
+            },
+        }
+    )
+    return docs, background, size
+
+
+def preemption(trials: int) -> dict[str, Any]:
+    """GPU-hours the topology-aware preemption evicts against the exhaustive optimum (every subset of the
+    background that leaves one rack with enough empty hosts)."""
+    optimal = placed = feasible = 0
+    excess = []
+    for seed in range(trials):
+        docs, background, size = preemption_case(seed)
+        inputs = build_inputs([Document(d, "fabric.yaml", d["kind"]) for d in docs], base=Inputs())
+        results = Session.start(inputs).schedule()
+        evicted = {p.name for r in results for p in r.preempted}
+        cost = {name: gpus * hour for name, _, gpus, hour in background}
+        best = None
+        for k in range(len(background) + 1):
+            for subset in itertools.combinations(background, k):
+                gone = {name for name, *_ in subset}
+                for rack in ("b0-r0", "b0-r1"):
+                    empty = sum(
+                        all(name in gone for name, host, *_ in background if host == h)
+                        for h in (f"{rack}-h{i}" for i in range(3))
+                    )
+                    if empty >= size:
+                        total = sum(cost[n] for n in gone)
+                        best = total if best is None else min(best, total)
+        gang_placed = all(r.node for r in results if r.pod.name.startswith("gang-"))
+        feasible += best is not None
+        placed += gang_placed
+        if gang_placed and best is not None:
+            got = sum(cost[n] for n in evicted)
+            optimal += got == best
+            excess.append(got - best)
+    return {
+        "trials": trials,
+        "feasible": feasible,
+        "placed": placed,
+        "optimal": optimal,
+        "excess GPU-hours mean/max": f"{statistics.mean(excess):.1f}/{max(excess)}" if excess else "-",
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fabric", description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--against", help="also run the same trials with the accelsched of this checkout")
     parser.add_argument("--big", action="store_true", help="time the placement alone on 4,608 nodes instead")
+    parser.add_argument("--preemption", action="store_true", help="preemption's GPU-hours against the optimum")
     args = parser.parse_args(argv)
+    if args.preemption:
+        print(preemption(args.trials))
+        return 0
     if args.big:
         print(big())
         return 0

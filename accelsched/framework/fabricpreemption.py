@@ -7,16 +7,19 @@ fit in any one of them. Here, for each domain of the requested level:
 1. the lower-priority pods inside it (a running gang counts whole) are the candidates; if evicting all of them
    would not let the gang fit there, the domain is passed over: nothing is ever evicted for a gang that would
    still not fit;
-2. candidates are taken cheapest first (GPU-hours: device count x hours since ``status.startTime``, the hour
-   measured up to the latest start time in the cluster, so a run is reproducible; one hour without a start time)
-   until the gang fits, then any taken one that is not needed is put back (most expensive first);
-3. the domain whose victims cost least wins (then fewest pods, then its name).
+2. two greedy passes, the cheaper kept: candidates one at a time cheapest first, and whole nodes at a time (all
+   candidates on a node) cheapest node first, each until the gang fits, then any taken one that is not needed is
+   put back (most expensive first). Cost is GPU-hours: device count x hours since ``status.startTime``, measured
+   up to the latest start time in the cluster so a run is reproducible (one hour without a start time);
+3. the domain whose victims cost least wins (then fewest devices, fewest pods, its name).
 The victims are evicted, the gang placed as without preemption (fabric plan, full cycles on the planned nodes),
 and the evictions stand only if the whole gang is then held; otherwise everything is put back.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -71,6 +74,7 @@ def units(sched: Scheduler, priority: int, exclude: frozenset[str]) -> list[Unit
 def _fits(
     sched: Scheduler,
     taken: list[Unit],
+    *,
     mask: np.ndarray,
     tree: placement.Tree,
     at: placement.Ask,
@@ -102,21 +106,43 @@ def choose(sched: Scheduler, group: gang.PodGroup, members: list[Pod], planned: 
         mask = np.zeros(sched.cluster.n, dtype=bool)
         mask[tree.nodes[tree.ids[at.level] == d]] = True
         inside = sorted((u for u in candidates if mask[u.nodes].any()), key=lambda u: u.cost)
-        if not inside or not _fits(sched, inside, mask, tree, at, first, count):
+        if not inside or not _fits(sched, inside, mask=mask, tree=tree, at=at, first=first, count=count):
             continue
-        taken: list[Unit] = []
-        for unit in inside:
-            taken.append(unit)
-            if _fits(sched, taken, mask, tree, at, first, count):
-                break
-        for unit in sorted(taken, key=lambda u: u.cost, reverse=True):
-            rest = [u for u in taken if u is not unit]
-            if _fits(sched, rest, mask, tree, at, first, count):
-                taken = rest
-        total = (sum(u.cost[0] for u in taken), sum(u.cost[1] for u in taken), sum(u.cost[2] for u in taken), name)
-        if best is None or total < best[0]:
-            best = (total, taken)
+        fits = functools.partial(_fits, sched, mask=mask, tree=tree, at=at, first=first, count=count)
+        for batches in (_by_unit(inside), _by_node(inside, mask)):
+            taken = _greedy(batches, fits)
+            total = (*(sum(u.cost[i] for u in taken) for i in range(3)), name)
+            if best is None or total < best[0]:
+                best = (total, taken)
     return None if best is None else best[1]
+
+
+def _by_unit(units: list[Unit]) -> list[list[Unit]]:
+    """One unit at a time, cheapest first."""
+    return [[u] for u in units]
+
+
+def _by_node(units: list[Unit], mask: np.ndarray) -> list[list[Unit]]:
+    """Whole nodes at a time (every candidate on it), cheapest node first: exact when the gang needs whole nodes."""
+    per_node: dict[int, list[Unit]] = {}
+    for unit in units:
+        for node in {int(n) for n in unit.nodes if mask[n]}:
+            per_node.setdefault(node, []).append(unit)
+    return sorted(per_node.values(), key=lambda batch: tuple(sum(u.cost[i] for u in batch) for i in range(3)))
+
+
+def _greedy(batches: list[list[Unit]], fits: Callable[[list[Unit]], bool]) -> list[Unit]:
+    """Batches taken in order until the gang fits, then each taken unit not needed put back, most costly first."""
+    taken: list[Unit] = []
+    for batch in batches:
+        taken += [u for u in batch if all(u is not t for t in taken)]
+        if fits(taken):
+            break
+    for unit in sorted(taken, key=lambda u: u.cost, reverse=True):
+        rest = [u for u in taken if u is not unit]
+        if fits(rest):
+            taken = rest
+    return taken
 
 
 def preempt(
