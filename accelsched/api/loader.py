@@ -59,9 +59,10 @@ QUIET_KINDS = {
 
 # Kinds the first pass reads (with the nodes), so the pod pass passes them by.
 _READ_FIRST = (
-    "Node", "Namespace", "PriorityClass", "NodeResourceTopology", "PodGroup", "Workload", fabric_levels.KIND,
+    "Node", "Namespace", "PriorityClass", "NodeResourceTopology", "PodGroup", "Workload",
     *storage_objects.KINDS, *dra_objects.KINDS,
 )  # fmt: skip
+_READ_FIRST += (fabric_levels.KIND,)  # Kueue's Topology (fabric/): read with the nodes
 
 
 @dataclass
