@@ -4,6 +4,8 @@ ranks in order, all or nothing, and the failure message with the smallest change
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import yaml
 from builders import start
@@ -176,6 +178,9 @@ def test_gangs_are_all_or_nothing_and_keep_their_domains(busy_nodes, pods, size,
         inner = 2 if level == BLOCK else 3
         for k in range(0, count, size):
             assert len({"-".join(n.split("-")[:inner]) for n in placed[k : k + size]}) == 1
+    for depth in (2, 3):  # rank order: each rack's and each host's ranks are consecutive
+        runs = ["-".join(n.split("-")[:depth]) for n in placed]
+        assert sum(a != b for a, b in itertools.pairwise(runs)) == len(set(runs)) - 1
 
 
 BAD = {
