@@ -137,7 +137,7 @@ class Coscheduler:
 
     def attempt_planned(self, planned: fabric.Plan) -> tuple[dict[str, ScheduleResult], list[Held]]:
         """Every member, in rank order, through a cycle up to Permit on the node its rank was given; members beyond
-        the plan (it placed minMember of them) go wherever the plan's domains leave room, or nowhere for slices."""
+        the plan (it placed minMember of them) go wherever the plan's nodes leave room, or nowhere for slices."""
         sched = self.scheduler
         held: list[Held] = []
         results: dict[str, ScheduleResult] = {}
