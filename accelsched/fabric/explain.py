@@ -16,7 +16,7 @@ def domain_notes(
 ) -> list[str]:
     """One line per domain of the requested level (the best ``SHOWN``), then the smallest change found."""
     level, slice_level, slice_size = ask.level, ask.slice_level, ask.size
-    if level >= len(tree.keys):  # the node level: the placement's message says it all
+    if level >= len(tree.keys) or not tree.names[level]:  # the node level, or no domain: the message says it all
         return []
     key = tree.keys[level]
     ids = tree.ids[level]
