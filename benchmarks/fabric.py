@@ -33,6 +33,33 @@ BLOCKS, RACKS, HOSTS, GPUS, PER_POD = 3, 4, 4, 8, 4
 INDEX = "batch.kubernetes.io/job-completion-index"
 
 
+def indexed_job(
+    name: str, pods: int, gpus: int, annotations: dict[str, str] | None = None, priority_class: str = ""
+) -> dict[str, Any]:
+    """An Indexed Job of ``pods`` workers of ``gpus`` GPUs each, a gang by its pod-group label."""
+    res = {GPU: str(gpus)}
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": res, "limits": res}}],
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    meta: dict[str, Any] = {"labels": {"scheduling.x-k8s.io/pod-group": name}}
+    if annotations:
+        meta["annotations"] = annotations
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "completionMode": "Indexed",
+            "template": {"metadata": meta, "spec": spec},
+        },
+    }
+
+
 def case(seed: int) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     docs: list[dict[str, Any]] = [
@@ -77,26 +104,7 @@ def case(seed: int) -> list[dict[str, Any]]:
                 "spec": {"minMember": pods},
             }
         )
-        res = {GPU: str(PER_POD)}
-        docs.append(
-            {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "metadata": {"name": f"g{g}", "namespace": "default"},
-                "spec": {
-                    "parallelism": pods,
-                    "completions": pods,
-                    "completionMode": "Indexed",
-                    "template": {
-                        "metadata": {"labels": {"scheduling.x-k8s.io/pod-group": f"g{g}"}},
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [{"name": "c", "image": "x", "resources": {"requests": res, "limits": res}}],
-                        },
-                    },
-                },
-            }
-        )
+        docs.append(indexed_job(f"g{g}", pods, PER_POD))
     return docs
 
 
@@ -195,30 +203,7 @@ def preemption_case(seed: int) -> tuple[list[dict[str, Any]], list[tuple[str, st
             }
         )
     size = rng.randint(1, 3)
-    res = {GPU: str(GPUS)}
-    docs.append(
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": "gang", "namespace": "default"},
-            "spec": {
-                "parallelism": size,
-                "completions": size,
-                "completionMode": "Indexed",
-                "template": {
-                    "metadata": {
-                        "labels": {"scheduling.x-k8s.io/pod-group": "gang"},
-                        "annotations": {"kueue.x-k8s.io/podset-required-topology": RACK},
-                    },
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "priorityClassName": "high",
-                        "containers": [{"name": "c", "image": "x", "resources": {"requests": res, "limits": res}}],
-                    },
-                },
-            },
-        }
-    )
+    docs.append(indexed_job("gang", size, GPUS, {"kueue.x-k8s.io/podset-required-topology": RACK}, "high"))
     return docs, background, size
 
 

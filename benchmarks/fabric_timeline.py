@@ -27,6 +27,7 @@ from typing import Any
 from accelsched.api.loader import Document, Inputs, build_inputs
 from accelsched.engine import Session
 from accelsched.framework import gang
+from benchmarks.fabric import indexed_job
 
 GPU = "nvidia.com/gpu"
 BLOCK, CLIQUE, HOST = "cloud.provider.com/topology-block", "nvidia.com/gpu.clique", "kubernetes.io/hostname"
@@ -70,24 +71,7 @@ def gang_doc(name: str, pods: int, fabric: bool) -> dict[str, Any]:
             "kueue.x-k8s.io/podset-slice-required-topology": CLIQUE,
             "kueue.x-k8s.io/podset-slice-size": str(TRAYS),
         }
-    res = {GPU: "4"}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "parallelism": pods,
-            "completions": pods,
-            "completionMode": "Indexed",
-            "template": {
-                "metadata": {"labels": {"scheduling.x-k8s.io/pod-group": name}, "annotations": annotations},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "w", "image": "x", "resources": {"requests": res, "limits": res}}],
-                },
-            },
-        },
-    }
+    return indexed_job(name, pods, 4, annotations)
 
 
 def workload(seed: int, count: int) -> list[tuple[float, str, int, float]]:
