@@ -27,6 +27,7 @@ from accelsched.config import kube_scheduler_config
 from accelsched.devices import partition as partitioning
 from accelsched.engine import Session
 from accelsched.explain import Explainer, NodeVerdict
+from accelsched.fabric import request as fabric_request
 from accelsched.framework import gang
 from accelsched.framework.scheduler import ScheduleResult
 from accelsched.topology.alignment import TopologyIndex, pod_admitted
@@ -46,6 +47,7 @@ class Step:
     sharing_summary: bool = False  # also compare the ways of sharing devices (whole, MIG, time-slicing)
     compare_naive: bool = False  # also schedule each gang member on its own, as a per-pod scheduler would
     compare_preemption: bool = False  # also show whom a preemption blind to gangs would evict
+    fabric_ranks: bool = False  # also show each gang's ranks with the fabric domains they landed in
 
 
 LAB_STEPS = (
@@ -119,6 +121,23 @@ LAB_STEPS = (
         "the other holding two cards for a job that cannot run. accelsched evicts the sweep gang whole.",
         ("examples/lab/10-preemption.yaml",),
         compare_preemption=True,
+    ),
+    Step(
+        "A fabric: blocks of NVLink domains, a gang with its ranks in order",
+        "Sixteen 4-GPU trays in two blocks of two NVLink domains (nvidia.com/gpu.clique), described by Kueue's "
+        "Topology. pretrain asks, with Kueue's podset annotations, for one block and slices of 3 consecutive ranks "
+        "per NVLink domain. Only block-0 holds two slices; inside it the tightest domains are taken, and ranks 0-2 "
+        "and 3-5 each share a domain, in order.",
+        ("examples/lab/12-fabric-nodes.yaml", "examples/lab/12-fabric-gang.yaml"),
+        fabric_ranks=True,
+    ),
+    Step(
+        "Preemption that frees one NVLink domain",
+        "urgent-nvl needs a whole NVLink domain and none has four free trays. Evicting a pod here and there would "
+        "not help; freeing nvl-3 would cost three batch pods that ran a day (288 GPU-hours), nvl-2 two that ran 4 "
+        "hours (32). accelsched evicts exactly those two and places the gang in nvl-2.",
+        ("examples/lab/13-fabric-preemption.yaml",),
+        fabric_ranks=True,
     ),
     Step(
         "Dynamic Resource Allocation: two accelerators beside a NIC on one PCIe root",
@@ -233,6 +252,21 @@ def gang_blind_victims(inputs: Inputs, seed: int) -> dict[str, list[str]]:
     session = Session.start(blind, seed=seed)
     session.scheduler.groups = {}
     return {r.pod.key: [v.key for v in r.preempted] for r in session.schedule() if r.preempted}
+
+
+def rank_table(outcome: StepOutcome) -> Table:
+    """Each fabric gang's members by rank, with the domain of every Topology level they landed in."""
+    levels = [k for t in outcome.session.scheduler.topologies for k in t.levels if k != "kubernetes.io/hostname"]
+    table = Table(title="Ranks on the fabric", title_justify="left")
+    for col in ("gang", "rank", "pod", "node", *levels):
+        table.add_column(col)
+    cluster = outcome.session.cluster
+    placed = [r for r in outcome.shown if r.node and gang.group_key(r.pod)]
+    for r in sorted(placed, key=lambda r: (gang.group_key(r.pod), fabric_request.rank(r.pod.labels, {}, r.pod.name))):
+        labels = cluster.nodes[cluster.index[r.node]].labels
+        rank = r.pod.labels.get(fabric_request.COMPLETION_INDEX, "")
+        table.add_row(gang.group_key(r.pod), rank, r.pod.name, r.node, *(labels.get(k, "") for k in levels))
+    return table
 
 
 def _can_start(minimum: int, bound: int) -> str:
@@ -414,6 +448,8 @@ def run_demo(console: Console, last_step: int | None = None, seed: int = 0) -> N
             console.print(sharing_table(outcome))
         if outcome.step.compare_naive:
             console.print(gang_table(outcome))
+        if outcome.step.fabric_ranks:
+            console.print(rank_table(outcome))
     summary = Table(title="Summary", title_justify="left")
     summary.add_column("scheduled", justify="right")
     summary.add_column("pending", justify="right")

@@ -202,6 +202,8 @@ class Explainer:
     def explanation(self, pod: Pod, result: ScheduleResult | None) -> Explanation:
         """What was recorded for ``pod`` at its last attempt, with its result."""
         notes = self.notes.get(pod.key, [])
+        if result is not None and result.diagnosis is not None:  # a gang on a fabric: what fits in each domain
+            notes = [*result.diagnosis.notes, *notes]
         if result is not None and result.gated is not None:  # PreEnqueue kept it out of the queue: say which gates
             cluster = self.scheduler.cluster
             if pod.key not in self.notes and dra_explain.has_claims(pod, cluster):  # e.g. which claim is missing

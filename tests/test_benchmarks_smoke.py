@@ -219,3 +219,16 @@ def test_quick_dra_benchmarks_schedule_what_they_must(tmp_path: Path) -> None:
     for r in rows.values():
         assert r["problems"] == [] and r["scheduled"] == r["expected_scheduled"] > 0, (r["workload"], r["problems"])
         assert r["nodes_scored"].startswith("all nodes") and r["feasible_nodes_mean"] > 0
+
+
+def test_fabric_benchmarks_run_and_keep_gangs_in_their_domains() -> None:
+    """benchmarks/fabric.py and fabric_timeline.py, small: every gang placed keeps its NVLink domain count at the
+    fewest possible, ranks cross no more boundaries than the domains used, preemption evicts the optimum."""
+    from benchmarks import fabric, fabric_timeline
+
+    trial = fabric.trial(0)
+    assert trial["placed"] > 0 and set(trial["rack_x"]) == {0} and set(trial["host_x"]) == {0}
+    assert fabric.preemption(5)["optimal"] == 5
+    run = fabric_timeline.run(0, 30, fabric=True)
+    assert run["extra"] and set(run["extra"]) == {0}
+    assert max(fabric_timeline.run(0, 30, fabric=False)["extra"]) > 0  # without a request gangs spread

@@ -142,7 +142,7 @@ def test_preemption_step_evicts_the_running_gang_whole(outcomes):
 
 
 def test_dra_step_puts_the_pair_beside_its_nic_and_explains_the_pending_pod_device_by_device(outcomes):
-    step = outcomes[10]
+    step = outcomes[12]
     cluster = step.session.cluster
     first, second = by_name(step, "train-dra-a"), by_name(step, "train-dra-b")
     assert first.node == "node-p"
@@ -151,7 +151,7 @@ def test_dra_step_puts_the_pair_beside_its_nic_and_explains_the_pending_pod_devi
     picked = [devices[(r["pool"], r["device"])] for r in claim["results"]]
     assert sorted(r["request"] for r in claim["results"]) == ["accel", "accel", "nic"]
     assert {d.attributes["resource.kubernetes.io/pcieRoot"] for d in picked} == {"pci0000:00"}
-    assert second.node is None and "14 cannot allocate all claims" in second.message
+    assert second.node is None and "30 cannot allocate all claims" in second.message  # the fabric trays too
     verdicts = {v.node: v for v in step.verdicts["default/train-dra-b"]}
     held = verdicts["node-p"].details[1]
     assert held.startswith("1 device of nic.accelsched.io; 1 match, 1 allocated to default/train-dra-a (claim ")
@@ -186,3 +186,35 @@ def test_demo_command_prints_the_device_level_explanation():
     assert "all with resource.kubernetes.io/pcieRoot pci0000:00" in dra
     assert "→ 1 more accel device with pcieRoot pci0000:00 would make node-q feasible" in dra
     assert "node-a, node-d, node-e" in dra  # nodes with the same explanation share a line
+
+
+def ranked(step, gang: str) -> list[str]:
+    """The nodes of a gang's pods, by completion index (rank)."""
+    pods = [r for r in step.shown if r.pod.name.startswith(gang) and r.node]
+    return [r.node for r in sorted(pods, key=lambda r: int(r.pod.labels["batch.kubernetes.io/job-completion-index"]))]
+
+
+def clique(step, node: str) -> str:
+    cluster = step.session.cluster
+    return cluster.nodes[cluster.index[node]].labels["nvidia.com/gpu.clique"]
+
+
+def test_fabric_step_keeps_the_gang_in_one_block_with_each_slice_in_one_nvlink_domain(outcomes):
+    step = outcomes[10]
+    nodes = ranked(step, "pretrain-")
+    assert len(nodes) == 6
+    cluster = step.session.cluster
+    blocks = {cluster.nodes[cluster.index[n]].labels["cloud.provider.com/topology-block"] for n in nodes}
+    assert blocks == {"block-0"}  # block-1 holds no whole slice
+    assert len({clique(step, n) for n in nodes[:3]}) == 1 and len({clique(step, n) for n in nodes[3:]}) == 1
+    assert nodes == ["gb-01", "gb-02", "gb-03", "gb-10", "gb-11", "gb-12"]  # the tightest domain first, in order
+
+
+def test_fabric_preemption_step_frees_exactly_one_nvlink_domain_at_the_least_gpu_hours(outcomes):
+    step = outcomes[11]
+    nodes = ranked(step, "urgent-nvl-")
+    assert len(nodes) == 4 and {clique(step, n) for n in nodes} == {"7f3c.nvl-2"}
+    evicted = sorted(v.name for r in step.shown for v in r.preempted)
+    assert evicted == ["batch-20", "batch-21"]  # nvl-2's two 4-hour pods, not nvl-3's three that ran a day
+    cluster = step.session.cluster
+    assert {"default/batch-30", "default/batch-31", "default/batch-32"} <= set(cluster.pod_node)

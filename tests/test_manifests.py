@@ -36,6 +36,7 @@ CUSTOM_KINDS: frozenset[tuple[str, str]] = frozenset(
         ("kubescheduler.config.k8s.io", "KubeSchedulerConfiguration"),
         ("scheduling.x-k8s.io", "PodGroup"),
         ("topology.node.k8s.io", "NodeResourceTopology"),
+        ("kueue.x-k8s.io", "Topology"),  # checked against Kueue's own CRD in tests/test_fabric_crd.py
         # the kubectl plugin's krew manifest (deploy/krew), checked by tests/test_chart.py against hack/krew.py
         ("krew.googlecontainertools.github.com", "Plugin"),
         # Kueue's (checked against its CRDs by accelsched's own schema: tests/test_queues_api.py)

@@ -214,11 +214,13 @@ def test_view_is_json_deterministic_with_etags(lab: list[StandIn]) -> None:
 def test_group_keys_order_gangs_and_counts(lab: list[StandIn]) -> None:
     run = lab[-1]
     built = view.build_view(run, None)
-    assert built["groupKeys"][:3] == [
+    assert built["groupKeys"][:4] == [
         "accelsched.io/pdu",
         "topology.kubernetes.io/zone",
+        "nvidia.com/gpu.clique",  # the lab's fabric trays (examples/lab/12-fabric-nodes.yaml)
         "node.kubernetes.io/instance-type",
     ]
+    assert "cloud.provider.com/topology-block" in built["groupKeys"]  # a Topology level shared by trays
     assert "kubernetes.io/hostname" not in built["groupKeys"]
     assert "accelsched.io/pool" in built["groupKeys"]  # shared by node-j..node-n, not a known key
     assert built["groupBy"] == "accelsched.io/pdu"

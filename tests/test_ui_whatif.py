@@ -556,7 +556,18 @@ def test_drain_recreated_gang_members_are_scheduled_as_a_gang_again(tmp_path, pl
         assert entry["kind"] == "gang" and entry["status"] == "Gated"
 
 
-LAB_STEPS = ("02-train-16", "03-maintenance", "06-fill", "07-topology", "08-fractional", "09-gangs", "10-preemption")
+LAB_STEPS = (
+    "02-train-16",
+    "03-maintenance",
+    "06-fill",
+    "07-topology",
+    "08-fractional",
+    "09-gangs",
+    "10-preemption",
+    "12-fabric-nodes",
+    "12-fabric-gang",
+    "13-fabric-preemption",
+)
 LAB_FILES = [
     *LAB,
     *(str(ROOT / f"examples/lab/{name}.yaml") for name in LAB_STEPS),
@@ -571,18 +582,18 @@ def hubs():
 
 @pytest.mark.parametrize("op", ["cordon", "drain", "taint", "add"])
 def test_every_op_on_every_node_of_the_demo_and_the_lab_files(hubs, op):
-    """One what-if per node, on the whole demo and on the lab's files together (16 nodes each): each runs and
-    returns a body, whatever the node holds (gangs, DaemonSet pods, MIG, DRA slices, topology)."""
+    """One what-if per node, on the whole demo and on the lab's files together (32 nodes each): each runs and
+    returns a body, whatever the node holds (gangs, DaemonSet pods, MIG, DRA slices, topology, fabric gangs)."""
     for hub in hubs:
         state = hub.state
         names = [n["metadata"]["name"] for n in state.nodes()]
-        assert len(names) == 16
+        assert len(names) == 32
         for name in names:
             action = {"op": op, "node": name, "count": 1} if op == "add" else {"op": op, "nodes": [name]}
             if op == "taint":
                 action["taint"] = "whatif=yes:NoSchedule"
             out = hub.whatif({"actions": [action]})
-            assert out["readOnly"] == whatif.READ_ONLY and len(out["order"]) == 16 + (op == "add")
+            assert out["readOnly"] == whatif.READ_ONLY and len(out["order"]) == 32 + (op == "add")
             held = {p for n in out["nodes"] for p in n.get("pods", ())}
             assert not {e["pod"] for e in out["evicted"] if not e["recreated"]} & held  # deleted: nowhere after
         assert hub.version == 1

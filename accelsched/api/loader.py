@@ -24,6 +24,8 @@ from accelsched.dra import claims as dra_claims
 from accelsched.dra import objects as dra_objects
 from accelsched.dra.model import DRAInputs
 from accelsched.errors import InputError, Where
+from accelsched.fabric import levels as fabric_levels
+from accelsched.fabric import request as fabric_request
 from accelsched.framework import gang
 from accelsched.queues import api as queue_api
 from accelsched.topology import layout as topology_layout
@@ -61,6 +63,7 @@ _READ_FIRST = (
     "Node", "Namespace", "PriorityClass", "NodeResourceTopology", "PodGroup", "Workload",
     *storage_objects.KINDS, *dra_objects.KINDS, *queue_api.KINDS,
 )  # fmt: skip
+_READ_FIRST += (fabric_levels.KIND,)  # Kueue's Topology (fabric/): read with the nodes
 
 
 @dataclass
@@ -77,6 +80,7 @@ class Inputs:
     namespaces: list[Namespace] = field(default_factory=list)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     pod_groups: dict[str, Any] = field(default_factory=dict)  # framework.gang.PodGroup by namespace/name
+    topologies: list[fabric_levels.Topology] = field(default_factory=list)  # Kueue's Topology objects (fabric/)
     storage: storage_objects.Storage = field(default_factory=storage_objects.Storage)  # PVs, claims, CSI
     dra: DRAInputs = field(default_factory=DRAInputs)  # DeviceClasses, ResourceSlices, ResourceClaims, templates
     ignored: Counter[str] = field(default_factory=Counter)
@@ -221,6 +225,10 @@ def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claim
             _, name, namespace, _ = objects.metadata(d.doc, d.source, "Workload", namespaced=True)
             gang.parse_workload(d.doc, d.source)
             claim("Workload", namespace, name, d.source)
+        elif fabric_levels.is_topology(d.doc):
+            topology = fabric_levels.parse_topology(d.doc, d.source)
+            claim(fabric_levels.KIND, "", topology.name, d.source)
+            inputs.topologies = [t for t in inputs.topologies if t.name != topology.name] + [topology]
         elif d.kind in storage_objects.KINDS:
             obj = storage_objects.parse(d.kind, d.doc, d.source)
             claim(d.kind, getattr(obj, "namespace", ""), obj.name, d.source)
@@ -260,6 +268,9 @@ def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claim
             pods[pod.key] = pod
     inputs.pods = list(pods.values())
     gang.check_groups(inputs.pods, inputs.pod_groups, group_where)
+    for pod in inputs.pods:  # Kueue's podset annotations, checked as its webhook checks them
+        if any(key in pod.annotations for key in fabric_request.ANNOTATIONS):
+            fabric_request.parse_annotations(pod.annotations, _where(pod))
     _make_template_claims(inputs, make_template_claims)
     return inputs
 

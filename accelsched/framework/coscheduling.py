@@ -22,7 +22,7 @@ import numpy as np
 
 from accelsched.api import quantity
 from accelsched.api.objects import Pod
-from accelsched.framework import gang
+from accelsched.framework import fabric, fabricpreemption, gang
 from accelsched.framework.types import Diagnosis, Held, ScheduleResult
 
 if TYPE_CHECKING:
@@ -38,14 +38,25 @@ class Coscheduler:
 
     def schedule(self, group: gang.PodGroup, members: list[Pod]) -> list[ScheduleResult]:
         members = sorted(members, key=lambda p: p.name)
-        key = group.required_topology or group.preferred_topology
-        domains: list[Domain] = self.domains(key, members, group) if key else []
-        if not group.required_topology:
-            domains.append(None)
+        request = fabric.gang_request(group, members)
+        key = request.level
         short = self.min_resources_short(group, members)
+        # On a fabric the gang is placed as Kueue's TAS would (fewest domains per level, ranks in order); the
+        # domain-at-a-time attempts below stay as the fallback, except for slices, which they would split.
+        planned = fabric.plan(self.scheduler, group, members, request) if request and not short else None
+        domains: list[Domain] = self.domains(key, members, group) if key and not request.slice_level else []
+        if not request.required and not request.slice_level:
+            domains.append(None)
         preemptor = self.preemptor(members)
         best: Best = (-1, None, None)
         tried: dict[str, ScheduleResult] = {}  # each member's result in the attempt that held the most
+        if planned is not None and planned.nodes:
+            results, held = self.attempt_planned(planned)
+            if len(held) >= group.min_member:
+                return self.bind(members, results, held)
+            for h in reversed(held):
+                self.scheduler.release(h)
+            best, tried = (len(held), None, next((r for r in results.values() if not r.scheduled), None)), results
         if not short:
             for domain in domains:
                 results, held = self.attempt(members, domain)
@@ -59,15 +70,24 @@ class Coscheduler:
                     tried = results
                 for h in reversed(held):
                     self.scheduler.release(h)
-        preempting = preemptor is not None and not any(f + evictable < a for _, a, f, evictable in short)
+        preempting = (
+            bool(domains) and preemptor is not None and not any(f + evictable < a for _, a, f, evictable in short)
+        )
+        if planned is not None and not planned.nodes and preemptor is not None:
+            outcome = fabricpreemption.preempt(self, group, members, planned)  # frees one domain, or nothing
+            if outcome is not None:
+                return outcome
         if preempting:
             for domain in domains:
                 outcome = self.preempting(group, members, domain, preemptor)
                 if outcome is not None:
                     return outcome
+        if planned is not None and not tried and self.scheduler.observer is not None:  # no fabric domain fits:
+            for pod in members:  # no member was tried, yet explain still sees each against the cluster as it is
+                self.scheduler.observer(pod)
         if group.upstream:
             return self.failed_upstream(members, tried)
-        return self.failed(group, members, key, best, preempting, short)
+        return self.failed(group, members, key, best, preempting, short, planned)
 
     def post_filter_messages(
         self, members: list[Pod], results: dict[str, ScheduleResult], domain: Domain, preemptor: Any
@@ -113,6 +133,27 @@ class Coscheduler:
             if sched.observer is not None:
                 sched.observer(pod)
             results[pod.key] = sched.schedule_one(pod, hold=held, allowed=None if domain is None else domain[1])
+        return results, held
+
+    def attempt_planned(self, planned: fabric.Plan) -> tuple[dict[str, ScheduleResult], list[Held]]:
+        """Every member, in rank order, through a cycle up to Permit on the node its rank was given; members beyond
+        the plan (it placed minMember of them) go wherever the plan's nodes leave room, or nowhere for slices."""
+        sched = self.scheduler
+        held: list[Held] = []
+        results: dict[str, ScheduleResult] = {}
+        used = np.zeros(sched.cluster.n, dtype=bool)
+        used[planned.nodes] = True
+        for i, pod in enumerate(planned.members):
+            if sched.observer is not None:
+                sched.observer(pod)
+            if i < len(planned.nodes):
+                allowed = sched.only(planned.nodes[i])
+            elif planned.request.slice_level:
+                results[pod.key] = ScheduleResult(pod, message=fabric.NO_WHOLE_SLICE)
+                continue
+            else:
+                allowed = used
+            results[pod.key] = sched.schedule_one(pod, hold=held, allowed=allowed)
         return results, held
 
     def bind(self, members: list[Pod], results: dict[str, ScheduleResult], held: list[Held]) -> list[ScheduleResult]:
@@ -209,6 +250,7 @@ class Coscheduler:
         best: Best,
         preempting: bool,
         short: list[tuple[str, int, int, int]],
+        planned: fabric.Plan | None = None,
     ) -> list[ScheduleResult]:
         """``gang ns/train-a needs 8 pods x 4 qualcomm.com/ai-accelerator (minMember 8); best pdu pdu-2 fits 6;
         short 8 qualcomm.com/ai-accelerator; first member that did not fit: 0/4 nodes are available: ...``"""
@@ -221,8 +263,11 @@ class Coscheduler:
                 for r, a, f, _ in short
             )
         else:
-            where = f"best {key} {domain} fits {max(fitted, 0)}" if domain is not None else f"{max(fitted, 0)} fit"
-            message += f"; {where}"
+            if planned is not None and planned.reason:  # Kueue's words for the fabric, then the smallest change
+                message += f"; {planned.reason}" + (f"; {planned.notes[-1]}" if planned.notes else "")
+            if fitted >= 0 or planned is None or not planned.reason:
+                where = f"best {key} {domain} fits {max(fitted, 0)}" if domain is not None else f"{max(fitted, 0)} fit"
+                message += f"; {where}"
             resource, need = self.need(members, group)
             row = cluster.column(resource)
             if row is not None and quantity.is_extended(resource):
@@ -231,7 +276,7 @@ class Coscheduler:
                 free = int(cluster.free[row].sum() if mask is None else cluster.free[row, mask].sum())
                 if need > free:
                     message += f"; short {need - free} {resource}"
-            if group.required_topology and domain is None and fitted < 0:
+            if group.required_topology and domain is None and fitted < 0 and planned is None:
                 message += f"; no node has the {key} label"
         if preempting:
             lower = bool((cluster.min_priority < min(p.priority for p in members)).any())
@@ -242,5 +287,5 @@ class Coscheduler:
             )
         if failure is not None and failure.message:
             message += f"; first member that did not fit: {failure.message}"
-        diagnosis = Diagnosis(plugins={gang.GANG})
+        diagnosis = Diagnosis(plugins={gang.GANG}, notes=planned.notes if planned is not None else [])
         return [ScheduleResult(p, message=message, diagnosis=diagnosis) for p in members]

@@ -20,7 +20,10 @@ does not fit) rather than ours, and ``schedulingConstraints.topology[0].key`` is
 
 A PodGroup may ask that all members share one topology domain: annotation ``accelsched.io/required-topology:
 <node label key>`` (or ``accelsched.io/preferred-topology``, which falls back to the whole cluster). Domains are
-tried tightest-fitting first, so a gang does not take a big domain when a smaller one holds it.
+tried tightest-fitting first, so a gang does not take a big domain when a smaller one holds it. Kueue's podset
+annotations (``kueue.x-k8s.io/podset-required-topology``, ``-preferred-topology``, ``-slice-required-topology`` with
+``-slice-size``) on the PodGroup or on its pods ask the same on a multi-level fabric (framework.fabric): fewest
+domains at each level, slices whole, ranks in order.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import numpy as np
 from accelsched.api import quantity
 from accelsched.api.objects import Pod, metadata
 from accelsched.errors import Where
+from accelsched.fabric import request as fabric_request
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 REQUIRED_TOPOLOGY = "accelsched.io/required-topology"
@@ -65,6 +69,8 @@ class PodGroup:
     min_resources: tuple[tuple[str, int], ...] = ()  # spec.minResources, canonical units, sorted by name
     upstream: bool = False  # a scheduling.k8s.io/v1alpha2 PodGroup (GangScheduling's wording), not scheduler-plugins'
     gang: bool = True  # schedulingPolicy.gang (False: basic, each pod on its own)
+    slice_topology: str = ""  # kueue.x-k8s.io/podset-slice-required-topology: each slice inside one such domain
+    slice_size: int = 0  # kueue.x-k8s.io/podset-slice-size
 
     @property
     def key(self) -> str:
@@ -95,11 +101,23 @@ def parse_pod_group(doc: Mapping[str, Any], source: str = "") -> PodGroup:
         except ValueError as exc:
             raise where.error(f"spec.minResources[{res}]", str(exc)) from None
     annotations = meta.get("annotations") or {}
-    required = str(annotations.get(REQUIRED_TOPOLOGY, ""))
-    preferred = str(annotations.get(PREFERRED_TOPOLOGY, ""))
+    kueue = fabric_request.parse_annotations(annotations, where)  # Kueue's podset annotations, as its webhook
+    fabric_request.check_count(kueue, min_member, where)
+    required = str(annotations.get(REQUIRED_TOPOLOGY, "")) or kueue.required
+    preferred = str(annotations.get(PREFERRED_TOPOLOGY, "")) or kueue.preferred
     if required and preferred:
         raise where.error(f"metadata.annotations[{PREFERRED_TOPOLOGY}]", f"cannot be set with {REQUIRED_TOPOLOGY}")
-    return PodGroup(namespace, name, min_member, timeout, required, preferred, tuple(resources))
+    return PodGroup(
+        namespace,
+        name,
+        min_member,
+        timeout,
+        required,
+        preferred,
+        tuple(resources),
+        slice_topology=kueue.slice_level,
+        slice_size=kueue.slice_size,
+    )
 
 
 def _scheduling_policy(where: Where, spec: Mapping[str, Any], path: str) -> int | None:

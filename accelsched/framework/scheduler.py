@@ -108,6 +108,7 @@ class Scheduler:
         self.tie_break = tie_break
         self.groups: dict[str, gang.PodGroup] = {}  # gangs by namespace/name (framework.gang)
         self.gang_gates: dict[str, str] = {}  # pod key -> GangScheduling's PreEnqueue status (gang.pre_enqueue)
+        self.topologies: tuple = ()  # Kueue's Topology objects (fabric.levels): the levels gangs are placed within
         self.node_names = [node.name for node in cluster.nodes]
         self.all_nodes = np.arange(cluster.n)
         self.every_node = np.ones(cluster.n, dtype=bool)
@@ -350,6 +351,17 @@ class Scheduler:
         mask = np.zeros(self.cluster.n, dtype=bool)
         mask[node] = True
         return mask
+
+    def feasible(self, pod: Pod) -> np.ndarray:
+        """The nodes that pass PreFilter and every Filter for ``pod`` as the cluster is now (a gang's capacities)."""
+        profile = self.profile_for(pod)
+        state = CycleState()
+        if profile is None or self.cluster.n == 0 or self._pre_filter(profile, state, pod) is not None:
+            return np.zeros(self.cluster.n, dtype=bool)
+        try:
+            return self.find_feasible(profile, state, pod)[0]
+        except PluginError:
+            return np.zeros(self.cluster.n, dtype=bool)
 
     # ------------------------------------------------------------------------------------ preemption
 

@@ -34,6 +34,7 @@ class Diagnosis:
     # A PreFilter rejection is every node's status: Unschedulable leaves every node to preemption, unresolvable none.
     pre_filter_resolvable: bool = False
     post_filter_msg: str = ""
+    notes: list[str] = field(default_factory=list)  # a gang on a fabric: per domain, what fits (fabric.explain)
 
     def histogram(self) -> Counter[str]:
         counts: Counter[str] = Counter()
