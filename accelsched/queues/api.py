@@ -42,7 +42,8 @@ NEVER, ANY = "Never", "Any"
 
 def is_kueue(doc: Mapping[str, Any]) -> bool:
     """One of the Kueue kinds read here (any version: the schema refuses those not served). Kueue's other kinds
-    (AdmissionCheck, Topology, MultiKueue's) are read past, as other kinds that do not change placement."""
+    (AdmissionCheck, MultiKueue's) are read past, as other kinds that do not change placement; Topology is
+    accelsched/fabric's (gang placement by topology level)."""
     api_version = doc.get("apiVersion")
     return doc.get("kind") in KINDS and isinstance(api_version, str) and api_version.split("/", 1)[0] == GROUP
 
