@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: demo test unit integration lint bench ui-bench clean controlplane controller-manager proto conformance node node-e2e \
-	lab-node
+	lab-node chart-e2e
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -59,8 +59,22 @@ node:
 NODE_REPORT := $(or $(TMPDIR),/tmp)/accelsched-node-e2e.jsonl
 node-e2e: $(TEST_STAMP) controlplane node
 	@rm -f $(NODE_REPORT)
-	@ACCELSCHED_REQUIRE_NODE=1 ACCELSCHED_NODE_REPORT=$(NODE_REPORT) $(BIN)/pytest -q -p no:cacheprovider tests/node; \
-	  rc=$$?; $(BIN)/python tests/node/summary.py $(NODE_REPORT) $$rc
+	@ACCELSCHED_REQUIRE_NODE=1 ACCELSCHED_NODE_REPORT=$(NODE_REPORT) $(BIN)/pytest -q -p no:cacheprovider -m "not chart" \
+	  tests/node; rc=$$?; $(BIN)/python tests/node/summary.py $(NODE_REPORT) $$rc
+
+# The Helm chart on the same real node (docs/install.md, docs/node.md), as root: the image from the Dockerfile (built
+# by hack/build-image.sh the first time for its content, cached as an OCI archive after), imported into containerd;
+# kube-controller-manager and kube-proxy v1.36.3 beside the node; helm install, the in-cluster scheduler binding
+# workload pods, upgrade, rollback, uninstall. The last line is `chart e2e: P/N pods ran, scheduled by the in-cluster
+# accelsched`.
+CHART_REPORT := $(or $(TMPDIR),/tmp)/accelsched-chart-e2e.jsonl
+chart-e2e: $(TEST_STAMP) controlplane node
+	@hack/build-controlplane.sh kube-controller-manager >/dev/null
+	@hack/build-controlplane.sh kube-proxy >/dev/null
+	@hack/build-controlplane.sh helm >/dev/null
+	@rm -f $(CHART_REPORT)
+	@ACCELSCHED_REQUIRE_NODE=1 ACCELSCHED_NODE_REPORT=$(CHART_REPORT) $(BIN)/pytest -q -p no:cacheprovider \
+	  tests/node/test_chart_node.py; rc=$$?; $(BIN)/python tests/node/summary.py $(CHART_REPORT) $$rc chart
 
 # The lab's device-plugin step on this machine's real kubelet; exits 2 naming what is missing where containers
 # cannot run (not root, no containerd/runc/CNI plugins).

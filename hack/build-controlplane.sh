@@ -2,7 +2,8 @@
 # Builds the real control-plane binaries the integration tests run against (tests/live/) from the Go module in
 # hack/controlplane, into a cache keyed by the content that decides them, and prints the bin dir.
 #
-# Usage: hack/build-controlplane.sh [--check] [kube-controller-manager | dra-allocator-oracle | helm | kubectl | prometheus]
+# Usage: hack/build-controlplane.sh [--check]
+#          [kube-controller-manager | dra-allocator-oracle | helm | kubectl | kube-proxy | prometheus]
 #   (default)                etcd, kube-apiserver and kube-scheduler, from go.mod;
 #   kube-controller-manager  only that (the DRA tests run its resourceclaim controller), from kubelet.mod: it imports
 #                            the volume plugins and the kubelet's modules that go.mod leaves out (cadvisor, the CRI
@@ -15,6 +16,10 @@
 #   kubectl                  kubectl v1.36.3 (cmd/kubectl here, upstream's main) for the kubectl plugin's tests, from
 #                            kubectl.mod: kubelet.mod plus kubectl's own modules (kustomize, ...), the shared ones
 #                            pinned as go.mod pins them (checked), under its own key.
+#   kube-proxy               kube-proxy v1.36.3 (cmd/kube-proxy here, upstream's main) for the chart's real-node test
+#                            (tests/node/test_chart_node.py: iptables mode on the host, so pods reach the API server
+#                            through the `kubernetes` Service), from kube-proxy.mod: kubelet.mod plus kube-proxy's own
+#                            modules (ipvs, netlink, knftables), the shared ones pinned as go.mod pins them (checked).
 #   prometheus               Prometheus v0.316.0's prometheus and promtool (hack/prometheus/go.mod's tool lines), without
 #                            the cloud service discoveries (-tags remove_all_sd: static and file configs are enough to
 #                            scrape a process on loopback), for the rules' and the dashboard's tests.
@@ -44,8 +49,8 @@ case "${1:-}" in
     # hack/build-node.sh's and cmd/kube-controller-manager the component below (own keys, kubelet.mod), so adding or
     # changing them never rebuilds these.
     key="$( (cd "$src" && cat go.mod go.sum $(find cmd -name '*.go' -not -path 'cmd/kubelet/*' \
-      -not -path 'cmd/kube-controller-manager/*' -not -path 'cmd/kubectl/*' | LC_ALL=C sort); stamp) | sha256sum \
-      | cut -c1-16)"
+      -not -path 'cmd/kube-controller-manager/*' -not -path 'cmd/kubectl/*' -not -path 'cmd/kube-proxy/*' \
+      | LC_ALL=C sort); stamp) | sha256sum | cut -c1-16)"
     root="${ACCELSCHED_CONTROLPLANE_DIR:-$cache/controlplane}"
     ;;
   kube-controller-manager)
@@ -90,8 +95,14 @@ case "${1:-}" in
     key="$( (cd "$src" && cat kubectl.mod kubectl.sum cmd/kubectl/*.go; stamp) | sha256sum | cut -c1-16)"
     root="${ACCELSCHED_KUBECTL_DIR:-$cache/kubectl}"
     ;;
+  kube-proxy)
+    cmds=(kube-proxy)
+    modfile=kube-proxy.mod
+    key="$( (cd "$src" && cat kube-proxy.mod kube-proxy.sum cmd/kube-proxy/*.go; stamp) | sha256sum | cut -c1-16)"
+    root="${ACCELSCHED_KUBE_PROXY_DIR:-$cache/kube-proxy}"
+    ;;
   *)
-    echo "build-controlplane: unknown component '$1' (known: kube-controller-manager, dra-allocator-oracle, helm, kubectl, prometheus)" >&2
+    echo "build-controlplane: unknown component '$1' (known: kube-controller-manager, dra-allocator-oracle, helm, kubectl, kube-proxy, prometheus)" >&2
     exit 2
     ;;
 esac

@@ -91,6 +91,10 @@ class ControlPlane:
     ``watch_cache_sizes`` is passed to ``--watch-cache-sizes`` (``resource#size``; size 0 turns the watch cache off
     for that resource, so its watches are served by etcd and expire with etcd compaction, which runs every
     ``compaction_interval``). The default turns it off for configmaps only, which the 410 Gone tests use.
+
+    ``address`` is where the API server binds and what it advertises (the ``kubernetes`` Service's endpoint):
+    loopback by default; the real node's pods (tests/node/test_chart_node.py) need an address their network
+    reaches, the host's own.
     """
 
     def __init__(
@@ -101,8 +105,10 @@ class ControlPlane:
         compaction_interval: str = "5s",
         watch_cache_sizes: Sequence[str] = ("configmaps#0",),
         extra_apiserver_args: Sequence[str] = (),
+        address: str = "127.0.0.1",
     ) -> None:
         self.workdir = Path(workdir)
+        self.address = address
         self.bin_dir = Path(bin_dir) if bin_dir else None
         self.compaction_interval = compaction_interval
         self.watch_cache_sizes = tuple(watch_cache_sizes)
@@ -119,7 +125,7 @@ class ControlPlane:
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.apiserver_port}"
+        return f"https://{self.address}:{self.apiserver_port}"
 
     @property
     def kubeconfig(self) -> Path:
@@ -180,8 +186,8 @@ class ControlPlane:
         args = [
             str(self.bin_dir / "kube-apiserver"),
             f"--etcd-servers={self.etcd_endpoint}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={self.address}",
+            f"--advertise-address={self.address}",
             f"--secure-port={self.apiserver_port}",
             f"--cert-dir={self.workdir / 'apiserver-certs'}",
             f"--token-auth-file={self.workdir / 'tokens.csv'}",
@@ -212,7 +218,9 @@ class ControlPlane:
         _kill(self._apiserver, signal.SIGKILL)
         self._apiserver = None
 
-    def start_controller_manager(self, controllers: Sequence[str], timeout: float = 120.0) -> None:
+    def start_controller_manager(
+        self, controllers: Sequence[str], timeout: float = 120.0, extra_args: Sequence[str] = ()
+    ) -> None:
         """Run the real kube-controller-manager with only ``controllers`` (e.g. ``resourceclaim-controller``), as
         the admin, without leader election or a serving port; return once its controllers are started (its log
         says so). The binary is built on first use (``build-controlplane.sh kube-controller-manager``)."""
@@ -228,6 +236,7 @@ class ControlPlane:
             "--use-service-account-credentials=false",
             f"--feature-gates={WORKLOAD_FEATURE_GATES}",
             "--v=2",
+            *extra_args,
         ]
         start = self.controller_manager_log.stat().st_size if self.controller_manager_log.exists() else 0
         self._controller_manager = self._spawn(args, self.controller_manager_log)

@@ -12,14 +12,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import helmkit
 import prereqs
 import pytest
 from conftest import KubeContext
-from controlplane import REPO, ControlPlaneError, build_controlplane, find_binaries
+from controlplane import ControlPlaneError, build_controlplane, find_binaries
 
 pytestmark = pytest.mark.integration
 
-CHART = REPO / "charts" / "accelsched"
+CHART = helmkit.CHART
 
 
 @pytest.fixture(scope="module")
@@ -33,34 +34,11 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _helm(helm: Path, kube: KubeContext, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(tmp_path),  # helm's cache, config and data dirs: nothing of the machine's
-        "KUBECONFIG": str(kube.kubeconfig),
-    }
-    return subprocess.run([str(helm), *args], env=env, capture_output=True, text=True, timeout=300, check=False)
+    return helmkit.helm(helm, kube.kubeconfig, tmp_path, *args)
 
 
 def _objects(kube: KubeContext, release: str) -> dict[str, Any]:
-    """What the release made, by kind and name, as the API server holds it."""
-    from kubernetes import client
-
-    selector = f"app.kubernetes.io/instance={release}"
-    ns = kube.namespace
-    apps, rbac = client.AppsV1Api(kube.api), client.RbacAuthorizationV1Api(kube.api)
-    core = kube.core
-    found = {
-        "Deployment": apps.list_namespaced_deployment(ns, label_selector=selector).items,
-        "DaemonSet": apps.list_namespaced_daemon_set(ns, label_selector=selector).items,
-        "ConfigMap": core.list_namespaced_config_map(ns, label_selector=selector).items,
-        "ServiceAccount": core.list_namespaced_service_account(ns, label_selector=selector).items,
-        "Service": core.list_namespaced_service(ns, label_selector=selector).items,
-        "Role": rbac.list_namespaced_role(ns, label_selector=selector).items,
-        "ClusterRole": rbac.list_cluster_role(label_selector=selector).items,
-        "ClusterRoleBinding": rbac.list_cluster_role_binding(label_selector=selector).items,
-        "DeviceClass": client.ResourceV1Api(kube.api).list_device_class(label_selector=selector).items,
-    }
-    return {kind: {o.metadata.name: o for o in items} for kind, items in found.items() if items}
+    return helmkit.release_objects(kube.api, kube.namespace, release)
 
 
 def test_install_upgrade_rollback_uninstall(kube: KubeContext, helm: Path, tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 Every test here is marked ``integration`` and ``node``. `make node-e2e` runs them (and `.ci/run` through it);
 `make test` leaves them out (``-m "integration and not node"``), so a developer's run does not need root.
+`make chart-e2e` runs test_chart_node.py (marked ``chart``: the image build, kube-controller-manager, kube-proxy);
+`make node-e2e` runs the rest.
 Where this machine cannot run containers (not root, no containerd/runc/CNI plugins), the tests skip naming what is
 missing, unless ``ACCELSCHED_REQUIRE_NODE=1`` (`make node-e2e`, CI), where that is a failure. A build or start that
 fails is always a failure, with the log tail.
@@ -39,6 +41,7 @@ from realnode import NodeContext, real_node  # noqa: E402
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "node: needs root, containerd and the real kubelet (make node-e2e)")
+    config.addinivalue_line("markers", "chart: the Helm chart's pods on the real node (make chart-e2e alone)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -215,6 +215,9 @@ class Containerd:
                     "ipam": {
                         "type": "host-local",
                         "ranges": [[{"subnet": self.subnet}]],
+                        # The default route through the bridge (the host): a pod's Service ClusterIPs are off its
+                        # subnet, and kube-proxy's DNAT on the host is how they reach the API server (chart-e2e).
+                        "routes": [{"dst": "0.0.0.0/0"}],
                         "dataDir": str(self.workdir / "cni-ipam"),
                     },
                 },

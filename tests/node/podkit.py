@@ -8,7 +8,7 @@ A pod's devices are read four ways, and a test compares them:
   its log through the API server (``kubectl logs``).
 
 :func:`record` appends each checked pod to ``$ACCELSCHED_NODE_REPORT`` (JSON lines), from which `make node-e2e`
-prints its last line (tests/node/summary.py).
+prints its last line (tests/node/summary.py); `make chart-e2e` records its workload pods the same way.
 """
 
 from __future__ import annotations
@@ -152,8 +152,10 @@ def evidence(node: Any, plugin: Any, namespace: str, name: str) -> Evidence:
     )
 
 
-def record(test: str, ev: Evidence) -> None:
+def record(test: str, ev: Evidence, **extra: Any) -> None:
+    """Append the pod's row; ``extra`` adds (or, for ``agree``, overrides) fields, e.g. ``in_cluster`` for
+    `make chart-e2e`'s pods."""
     path = os.environ.get("ACCELSCHED_NODE_REPORT")
     if path:
         with open(path, "a") as f:
-            f.write(json.dumps({"test": test, **asdict(ev), "agree": ev.agree}) + "\n")
+            f.write(json.dumps({"test": test, **asdict(ev), "agree": ev.agree, **extra}) + "\n")

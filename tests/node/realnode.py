@@ -81,8 +81,16 @@ def real_node(workdir: Path) -> Iterator[NodeContext]:
     everything afterwards. Raises ControlPlaneError or NodeError with the log tail that says why."""
     cp_bin = build_controlplane(workdir / "build-controlplane.log")
     bin_dir = nk.build_node(workdir / "build-node.log")
-    # The kubelet's Node has an InternalIP and a Hostname address; the test hostname does not resolve.
-    cp = ControlPlane(workdir / "cp", cp_bin, extra_apiserver_args=["--kubelet-preferred-address-types=InternalIP"])
+    # The kubelet's Node has an InternalIP and a Hostname address; the test hostname does not resolve. The API server
+    # serves on the host's address, not loopback, because it is the `kubernetes` Service's endpoint: a pod reaches
+    # it there (through kube-proxy's DNAT of the Service's ClusterIP in `make chart-e2e`), where loopback would be
+    # the pod's own.
+    cp = ControlPlane(
+        workdir / "cp",
+        cp_bin,
+        extra_apiserver_args=["--kubelet-preferred-address-types=InternalIP"],
+        address=nk.host_ip(),
+    )
     containerd = nk.Containerd(workdir / "containerd")
     kubelet = nk.Kubelet(workdir / "kubelet", bin_dir, containerd, cp.kubeconfig, f"accel-node-{uuid.uuid4().hex[:6]}")
     with contextlib.ExitStack() as stack:
