@@ -26,10 +26,14 @@ key="$( (cd "$src" && cat kubelet.mod kubelet.sum cmd/kubelet/main.go; cd "$prob
 root="${ACCELSCHED_NODE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/accelsched/node}"
 bin="$root/$key/bin"
 # Debian's packages: containerd 1.6 (CRI plugin built in), runc, and bridge/host-local/loopback in /usr/lib/cni.
-packages=(containerd runc containernetworking-plugins)
+# iptables and conntrack: kube-proxy's (make chart-e2e: pods reach the API server through the kubernetes Service).
+packages=(containerd runc containernetworking-plugins iptables conntrack)
 
 cached() { [ -x "$bin/kubelet" ] && [ -x "$bin/probe" ]; }
-installed() { command -v containerd >/dev/null && command -v runc >/dev/null && [ -x /usr/lib/cni/bridge ]; }
+installed() {
+  command -v containerd >/dev/null && command -v runc >/dev/null && [ -x /usr/lib/cni/bridge ] &&
+    PATH="$PATH:/usr/sbin:/sbin" command -v iptables >/dev/null && PATH="$PATH:/usr/sbin:/sbin" command -v conntrack >/dev/null
+}
 
 if [ "${1:-}" = "--check" ]; then
   if cached && installed; then echo "$bin"; exit 0; fi
@@ -42,7 +46,7 @@ if ! installed; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       "${packages[@]}") >&2
   else
-    echo "build-node: containerd, runc or /usr/lib/cni/bridge missing, and not root with apt-get to install" \
+    echo "build-node: containerd, runc, /usr/lib/cni/bridge, iptables or conntrack missing, and not root with apt-get to install" \
       "${packages[*]}" >&2
     exit 1
   fi
