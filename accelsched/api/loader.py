@@ -190,7 +190,6 @@ def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claim
 
     nodes = {n.name: n for n in inputs.nodes}
     namespaces = {n.name: n for n in inputs.namespaces}
-    group_where: dict[str, Where] = {}
     for d in docs:
         if d.kind == "Node":
             node = objects.parse_node(d.doc, d.source)
@@ -208,7 +207,6 @@ def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claim
             group = gang.parse_pod_group(d.doc, d.source)
             claim("PodGroup", group.namespace, group.name, d.source)
             inputs.pod_groups[group.key] = group
-            group_where[group.key] = Where(d.source, objects.describe("PodGroup", group.namespace, group.name))
         elif d.kind == "Workload":  # checked, then only the PodGroups made from it matter (framework.gang)
             _, name, namespace, _ = objects.metadata(d.doc, d.source, "Workload", namespaced=True)
             gang.parse_workload(d.doc, d.source)
@@ -249,7 +247,6 @@ def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claim
             _admit(pod, inputs, facts, defaults[0] if defaults else None)
             pods[pod.key] = pod
     inputs.pods = list(pods.values())
-    gang.check_groups(inputs.pods, inputs.pod_groups, group_where)
     _make_template_claims(inputs, make_template_claims)
     return inputs
 

@@ -47,6 +47,12 @@ MISSING_POD_GROUP = 'waiting for pods\'s pod group "{name}" to appear in schedul
 TOO_FEW_PODS = "waiting for minCount pods from a gang to appear in scheduling queue"
 PERMIT_WAIT = "waiting for minCount pods from a gang to be scheduled"
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+# Coscheduling's PreFilter when fewer pods carry the label than minMember (scheduler-plugins pkg/coscheduling/core
+# PodGroupManager.PreFilter), verbatim: the gang waits, Pending, until more pods come.
+NOT_ENOUGH_SIBLINGS = (
+    "pre-filter pod {pod} cannot find enough sibling pods, current pods number: {count}, "
+    "minMember of group: {min_member}"
+)
 # What a member that fit gets when its gang did not: the group error, the Permit status and the FitError of a
 # Wait with no rejection (framework.FitError with NumAllNodes 1), joined as kube-scheduler joins them.
 FEASIBLE_MEMBER = (
@@ -227,23 +233,6 @@ def implicit_groups(pods: list[Pod], groups: dict[str, PodGroup]) -> dict[str, P
         namespace, name = key.split("/", 1)
         out[key] = PodGroup(namespace, name, count)
     return out
-
-
-def check_groups(pods: list[Pod], groups: dict[str, PodGroup], where_of: Mapping[str, Where]) -> None:
-    """A gang with fewer pods than minMember can never start: bad input, named on its PodGroup."""
-    members: dict[str, int] = {}
-    for pod in pods:
-        key = group_key(pod)
-        if key:
-            members[key] = members.get(key, 0) + 1
-    for key, group in groups.items():
-        if group.upstream:  # pods of a Workload may come later: they wait (pre_enqueue), as upstream
-            continue
-        if key in where_of and members.get(key, 0) < group.min_member:
-            raise where_of[key].error(
-                "spec.minMember",
-                f"is {group.min_member}, but only {members.get(key, 0)} pods carry {POD_GROUP_LABEL}: {group.name}",
-            )
 
 
 def describe_request(pods: list[Pod]) -> str:

@@ -184,6 +184,12 @@ def load_nodes(path: str | Path) -> Nodes:
         model.append(models.setdefault(row[col["model"]].strip(), len(models)))
     if not names:
         raise InputError("has no nodes", source=str(path))
+    if not any(gpus):
+        # Every figure the simulator reports (allocation, fragmentation, the inflation target) is a share of GPU
+        # capacity: with none there is nothing to compare.
+        raise InputError(
+            "no node has a GPU; the simulator compares GPU placement policies", source=str(path), field="gpu"
+        )
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise InputError(f"duplicate node {dup!r}", source=str(path), field="sn")
