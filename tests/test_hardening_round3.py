@@ -169,3 +169,88 @@ def test_simulate_node_list_without_gpus_is_refused_not_divided_by(tmp_path: Pat
     for mode in ("inflation", "timeline"):
         out = run_limited(["simulate", "--data-dir", str(data), "--seeds", "1", "--jobs", "1", "--mode", mode])
         assert_bad_input(out, str(data / "openb_node_list_gpu_node.csv"), "gpu: no node has a GPU")
+
+
+# -- devices, FIFOs and inputs too big for the machine ----------------------------------------------------------------
+
+
+def test_schedule_dev_zero_under_a_2gb_address_space_is_refused_at_the_first_chunk() -> None:
+    out = run_limited(["schedule", "-f", "/dev/zero", "-o", "json"], memory=2 << 30, timeout=20)
+    assert_bad_input(out, "/dev/zero: is not UTF-8 text: a NUL byte at byte offset 0", max_seconds=10)
+
+
+@pytest.mark.parametrize(
+    "args", [["explain", "default/x", "-f"], ["device-plugin", "--config"], ["ui", "--once", "-f"]]
+)
+def test_dev_zero_is_refused_by_every_reader_of_a_user_file(args: list[str]) -> None:
+    out = run_limited([*args, "/dev/zero"], memory=1 << 30, timeout=20)
+    assert_bad_input(out, "/dev/zero: is not UTF-8 text")
+
+
+def test_scheduler_config_from_dev_zero_is_refused() -> None:
+    out = run_limited(["schedule", "-f", LAB_NODES, "--config", "/dev/zero"], memory=1 << 30, timeout=20)
+    assert_bad_input(out, "/dev/zero: is not UTF-8 text")
+
+
+def test_endless_text_on_stdin_is_refused_before_it_fills_the_address_space() -> None:
+    """Text with no end in sight (``yes | accelsched schedule -f -``): read in chunks, refused once more could not
+    be parsed in what the address space has left, naming the estimate and the limit."""
+    out = run_limited(["schedule", "-f", "-"], memory=256 << 20, stdin=b"y\n" * (96 << 20), timeout=30)
+    assert_bad_input(out, "-: more than", "bytes from a pipe would take about", "RLIMIT_AS")
+
+
+def test_a_fifo_is_read_whole_when_it_fits(tmp_path: Path) -> None:
+    """``-f <(cat manifests)``: a FIFO is read in chunks, not refused for being one."""
+    import threading
+
+    fifo = tmp_path / "nodes.fifo"
+    os.mkfifo(fifo)
+    text = Path(LAB_NODES).read_bytes()
+
+    def write() -> None:
+        with open(fifo, "wb") as f:
+            f.write(text)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    out = invoke(["schedule", "-f", str(fifo), "-o", "json"])
+    writer.join(5)
+    assert out.exit_code == 0, out.describe()
+    assert '"nodes"' in out.stdout
+
+
+def test_a_file_too_big_to_parse_in_the_memory_left_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    big.write_text('{"apiVersion": "v1", "kind": "List", "items": [], "padding": "' + "x" * (48 << 20) + '"}')
+    out = run_limited(["schedule", "-f", str(big)], memory=96 << 20, timeout=30)
+    assert_bad_input(out, f"{big}: reading it would take about", "more than is available", "RLIMIT_AS")
+
+
+def test_workloads_that_expand_past_the_memory_left_are_refused_before_they_expand(tmp_path: Path) -> None:
+    """Six Deployments of 200,000 replicas each (each within the pods limit): 1.2 million pods, refused with the
+    estimate before any is made, not a MemoryError or the OOM killer minutes later."""
+    deployment = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d{i}, namespace: default}}\n"
+        "spec:\n  replicas: 200000\n  selector: {{matchLabels: {{app: d{i}}}}}\n"
+        "  template:\n    metadata: {{labels: {{app: d{i}}}}}\n"
+        "    spec: {{containers: [{{name: c, image: x, resources: {{requests: {{cpu: 10m}}}}}}]}}\n"
+    )
+    path = _write(tmp_path, "deployments.yaml", "---\n".join(deployment.format(i=i) for i in range(6)))
+    out = run_limited(["schedule", "-f", LAB_NODES, "-f", path], memory=2 << 30, timeout=60)
+    assert_bad_input(out, f"{path}: building ", "1200000 pods of workloads would take about", "more than is available")
+
+
+def test_a_15000_node_100000_pod_dump_is_never_refused_in_24_gib() -> None:
+    """The estimates stay low: kubectl-style objects (benchmarks/cli.py's) at that size estimate well under 24 GiB."""
+    import json
+    import random
+
+    from accelsched.api import memory
+    from benchmarks.cli import node_object, pod_object
+
+    rng = random.Random(1)
+    node_bytes = max(len(json.dumps(node_object(i), indent=4)) for i in range(20))
+    pod_bytes = max(len(json.dumps(pod_object(i, "node-00001", rng), indent=4)) for i in range(200))
+    size = 15_000 * node_bytes + 100_000 * pod_bytes
+    total = memory.read_estimate(size, json=True) + memory.build_estimate(15_000, 100_000, 0)
+    assert total < 12 << 30, (size, total)  # half of 24 GiB: the rest for the interpreter and the Scheduler

@@ -7,16 +7,13 @@ validated before anything is scheduled: bad input stops the run with one line, n
 
 from __future__ import annotations
 
-import os
-import stat
-import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from accelsched.api import limits, objects, quantity, reader, validate_aside, validation, workloads
+from accelsched.api import limits, memory, objects, quantity, reader, validate_aside, validation, workloads
 from accelsched.api import storage as storage_objects
 from accelsched.api.objects import Namespace, Node, Pod, PriorityClass
 from accelsched.devices import partition as partitioning
@@ -130,21 +127,8 @@ def _documents(text: str, source: str, validate: bool = True) -> list[Document]:
 
 
 def _read_bytes(path: str | Path, source: str) -> bytes:
-    """The file's bytes (``-``: standard input), refused unread when past the ``input_bytes`` limit."""
-    limit = limits.current().input_bytes
-    try:
-        if source == "-":
-            data = sys.stdin.buffer.read(limit + 1)
-        else:
-            with open(path, "rb") as f:
-                info = os.fstat(f.fileno())
-                reader.check_size(info.st_size, source)
-                # A regular file is read whole (its size is known); a pipe or device at most one byte past the limit.
-                data = f.read() if stat.S_ISREG(info.st_mode) else f.read(limit + 1)
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=source) from None
-    reader.check_size(len(data), source)
-    return data
+    """The file's bytes (``-``: standard input), bounded by size and memory (reader.read_input)."""
+    return reader.read_input(path, source)
 
 
 def load(paths: Iterable[str | Path]) -> Inputs:
@@ -161,7 +145,9 @@ def load(paths: Iterable[str | Path]) -> Inputs:
 
     enabled = validate_aside.worthwhile([data for _, data in blobs])
     with validate_aside.aside(validate_all, enabled) as validated_aside:
-        return build_inputs(documents(validate=not validated_aside))
+        docs = documents(validate=not validated_aside)
+        memory.check_documents(docs)  # before the objects are built: an input too big for the machine is refused
+        return build_inputs(docs)
 
 
 def build_inputs(docs: list[Document], base: Inputs | None = None, make_template_claims: bool = True) -> Inputs:

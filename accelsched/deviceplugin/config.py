@@ -33,7 +33,6 @@ import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from accelsched import listen
@@ -230,12 +229,8 @@ def load(path: str | None, overrides: Mapping[str, Any] | None = None) -> Plugin
     doc: dict[str, Any] = {}
     source = path or "(flags)"
     if path is not None:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror or exc}", source=path) from None
-        # As the manifests are read: UTF-8 or UTF-16 with a BOM, duplicate keys and alias bombs refused.
-        reader.check_size(len(data), path)
+        # As the manifests are read: bounded, UTF-8 or UTF-16 with a BOM, duplicate keys and alias bombs refused.
+        data = reader.read_input(path, path)
         docs = reader.parse(reader.decode(data, path), path)
         if len(docs) > 1:
             raise InputError(f"holds {len(docs)} documents; the config is one", source=path, obj=OBJECT)
