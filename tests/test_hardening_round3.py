@@ -254,3 +254,8 @@ def test_a_15000_node_100000_pod_dump_is_never_refused_in_24_gib() -> None:
     size = 15_000 * node_bytes + 100_000 * pod_bytes
     total = memory.read_estimate(size, json=True) + memory.build_estimate(15_000, 100_000, 0)
     assert total < 12 << 30, (size, total)  # half of 24 GiB: the rest for the interpreter and the Scheduler
+
+
+def test_simulate_pod_list_from_dev_zero_is_refused_not_read_as_one_endless_line() -> None:
+    out = run_limited(["simulate", "--pods", "/dev/zero", "--seeds", "1", "--jobs", "1"], memory=1 << 30, timeout=30)
+    assert_bad_input(out, "/dev/zero: is not UTF-8 text")

@@ -24,6 +24,7 @@ from typing import TextIO
 
 import numpy as np
 
+from accelsched.api import reader
 from accelsched.errors import InputError
 
 MILLI = 1000
@@ -110,6 +111,11 @@ class Pods:
 def open_csv(path: Path) -> TextIO:
     """A CSV file for reading, plain or ``.xz``. An xz file is expanded here, whole and bounded (the trace's
     largest is 0.7 MB), so a truncated or corrupt one is one error naming the file, not a traceback mid-rows."""
+    if path.suffix != ".xz" and path.exists() and not path.is_file():
+        # A pipe or device (``--pods <(xzcat ...)``, /dev/zero): csv would read one endless line into memory.
+        # Read it as manifests are read (api/reader.py: in chunks, refused at a NUL or past the limits).
+        source = str(path)
+        return io.StringIO(reader.decode(reader.read_input(path, source), source), newline="")
     try:
         if path.suffix != ".xz":
             return path.open(newline="")
