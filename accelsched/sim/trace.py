@@ -119,8 +119,11 @@ def open_csv(path: Path) -> TextIO:
     try:
         if path.suffix != ".xz":
             return path.open(newline="")
+        # In chunks: read(MAX_XZ_TEXT + 1) would allocate the whole bound up front, whatever the file holds.
+        data = bytearray()
         with lzma.open(path) as compressed:
-            data = compressed.read(MAX_XZ_TEXT + 1)
+            while len(data) <= MAX_XZ_TEXT and (chunk := compressed.read(1 << 20)):
+                data += chunk
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
     except (lzma.LZMAError, EOFError) as exc:
