@@ -161,10 +161,10 @@ def build_inputs(docs: list[Document], base: Inputs | None = None, make_template
 
 def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claims: bool = True) -> Inputs:
     inputs = base or Inputs()
-    seen: dict[tuple[str, str, str], str] = {}
+    seen: dict[tuple[str, str, str, str], str] = {}
 
-    def claim(kind: str, namespace: str, name: str, source: str) -> None:
-        key = (kind, namespace, name)
+    def claim(kind: str, namespace: str, name: str, source: str, api_group: str = "") -> None:
+        key = (api_group, kind, namespace, name)  # an object's identity: two API groups' PodGroups g are two objects
         if key in seen:
             raise InputError(
                 f"duplicate object: also defined in {seen[key]}",
@@ -191,7 +191,7 @@ def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claim
             inputs.priority_classes[pc.name] = pc
         elif d.kind == "PodGroup":
             group = gang.parse_pod_group(d.doc, d.source)
-            claim("PodGroup", group.namespace, group.name, d.source)
+            claim("PodGroup", group.namespace, group.name, d.source, gang.WORKLOAD_GROUP if group.upstream else "")
             inputs.pod_groups[group.key] = group
         elif d.kind == "Workload":  # checked, then only the PodGroups made from it matter (framework.gang)
             _, name, namespace, _ = objects.metadata(d.doc, d.source, "Workload", namespaced=True)
