@@ -22,6 +22,7 @@ from typing import TypeVar
 from accelsched.api import objects
 from accelsched.api.loader import Document, Inputs, build_inputs
 from accelsched.api.objects import Pod
+from accelsched.dra import claims as dra_claims
 from accelsched.errors import InputError
 from accelsched.framework import gang
 from accelsched.live.kube import JSON
@@ -116,6 +117,15 @@ def _same_failure(a: Exception | None, b: Exception) -> bool:
     return str(a) == str(b)
 
 
+def _parse_pod(doc: JSON, source: str) -> Pod:
+    """A Pod with its resource claims checked now, as the loader checks them (dra/claims.py, cached on the pod):
+    a pod whose claims another server version shaped differently is left out here, named, rather than failing
+    the scheduling cycle that first reads them."""
+    pod = objects.parse_pod(doc, source)
+    dra_claims.pod_resource_claims(pod)
+    return pod
+
+
 def _describe(doc: JSON, kind: str) -> str:
     meta = doc.get("metadata") if isinstance(doc, dict) else None
     meta = meta if isinstance(meta, dict) else {}
@@ -144,7 +154,7 @@ def convert(snapshot: Snapshot, scheduler_names: Iterable[str] | None = None) ->
     bound: list[Pod] = []
     pending: list[Pod] = []
     orphans: list[str] = []
-    for pod in _parsed(snapshot.pods, objects.parse_pod, "Pod", errors):
+    for pod in _parsed(snapshot.pods, _parse_pod, "Pod", errors):
         if pod.terminal:
             continue
         if pod.node_name:
