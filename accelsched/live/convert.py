@@ -117,7 +117,7 @@ def _same_failure(a: Exception | None, b: Exception) -> bool:
     return str(a) == str(b)
 
 
-def _parse_pod(doc: JSON, source: str) -> Pod:
+def parse_pod(doc: JSON, source: str) -> Pod:
     """A Pod with its resource claims checked now, as the loader checks them (dra/claims.py, cached on the pod):
     a pod whose claims another server version shaped differently is left out here, named, rather than failing
     the scheduling cycle that first reads them."""
@@ -154,7 +154,7 @@ def convert(snapshot: Snapshot, scheduler_names: Iterable[str] | None = None) ->
     bound: list[Pod] = []
     pending: list[Pod] = []
     orphans: list[str] = []
-    for pod in _parsed(snapshot.pods, _parse_pod, "Pod", errors):
+    for pod in _parsed(snapshot.pods, parse_pod, "Pod", errors):
         if pod.terminal:
             continue
         if pod.node_name:

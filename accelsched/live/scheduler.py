@@ -549,7 +549,7 @@ class LiveScheduler:
         if obj is None or (obj.get("spec") or {}).get("nodeName") not in cluster.index:
             return True  # gone, or on a node we do not have (an orphan, as in a rebuild)
         try:
-            pod = objects.parse_pod(obj, live_convert.SOURCE)
+            pod = live_convert.parse_pod(obj, live_convert.SOURCE)
         except live_convert.UNUSABLE as exc:
             log.warning("object left out", extra={"object": key, "error": live_convert.unusable_message(exc)})
             return True
@@ -783,7 +783,7 @@ class LiveScheduler:
             pod = self.pending_by_key.get(key) if rebuilt else None
             if pod is None:
                 try:
-                    pod = objects.parse_pod(obj, live_convert.SOURCE)
+                    pod = live_convert.parse_pod(obj, live_convert.SOURCE)
                 except live_convert.UNUSABLE as exc:  # not only InputError: an odd object must not stop the loop
                     message = live_convert.unusable_message(exc)
                     log.warning("object left out", extra={"object": key, "error": message})
