@@ -953,11 +953,45 @@ def test_ui_routes_answer_4xx_json_never_500(ui_server: UIServer, req: UIRequest
     check_ui_request(ui_server, req)
 
 
+@pytest.fixture(scope="module")
+def ui_server_bounded() -> Any:
+    """The server in a forked child under RLIMIT_AS (2 GiB over the test process), as the CLI's slow fuzz runs: a
+    request that blows up memory kills the child, and every later request fails to connect."""
+    import resource
+    import signal
+
+    from accelsched.ui import server
+    from accelsched.ui.hub import Hub
+    from accelsched.ui.state import FilesState
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            size = int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            resource.setrlimit(resource.RLIMIT_AS, (size + (2 << 30), size + (2 << 30)))
+            url, _ = server.start_in_thread(Hub(FilesState.load([NODES, TENANT])))
+            os.write(write_end, url.encode())
+            signal.pause()
+        finally:
+            os._exit(1)
+    os.close(write_end)
+    url = os.read(read_end, 200).decode()
+    os.close(read_end)
+    try:
+        assert url, "the bounded UI server did not start"
+        yield UIServer(int(url.rstrip("/").rsplit(":", 1)[1]))
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
 @pytest.mark.integration
 @settings(slow(1500))
 @given(req=ui_requests())
-def test_ui_routes_bounded_slow(ui_server: UIServer, req: UIRequest) -> None:
-    check_ui_request(ui_server, req, seconds=10.0)
+def test_ui_routes_bounded_slow(ui_server_bounded: UIServer, req: UIRequest) -> None:
+    check_ui_request(ui_server_bounded, req, seconds=10.0)
 
 
 # -- accelsched run: objects as older or newer API servers shape them -----------------------------------------------
