@@ -8,8 +8,8 @@ its usage (v2 ``memory.max``/``memory.current``, v1 ``memory.limit_in_bytes``/``
 address-space limit (``RLIMIT_AS``) less this process's size, and the kernel's ``MemAvailable``.
 
 The estimates are deliberately low (a refusal must mean "certainly does not fit", never "might not"): a
-15,000-node, 100,000-pod cluster dump (about 1 GB of JSON) is estimated at about 3 GiB to read and 0.5 GiB more to
-build (tests/test_hardening_round3.py). The Scheduler's own memory (per Pending pod) is not counted here.
+15,000-node, 100,000-pod cluster dump (about 0.75 GiB of kubectl JSON) is estimated at 2.2 GiB to read and 0.4 GiB
+more to build (tests/test_hardening_round3.py). The Scheduler's own memory (per Pending pod) is not counted here.
 """
 
 from __future__ import annotations
