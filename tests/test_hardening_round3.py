@@ -180,7 +180,13 @@ def test_schedule_dev_zero_under_a_2gb_address_space_is_refused_at_the_first_chu
 
 
 @pytest.mark.parametrize(
-    "args", [["explain", "default/x", "-f"], ["device-plugin", "--config"], ["ui", "--once", "-f"]]
+    "args",
+    [
+        ["explain", "default/x", "-f"],
+        ["device-plugin", "--config"],
+        ["ui", "--once", "-f"],
+        ["dra-driver", "--node-name", "n", "--no-publish", "--fake-inventory"],
+    ],
 )
 def test_dev_zero_is_refused_by_every_reader_of_a_user_file(args: list[str]) -> None:
     out = run_limited([*args, "/dev/zero"], memory=1 << 30, timeout=20)
