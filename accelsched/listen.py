@@ -7,9 +7,13 @@ unix address is ``unix://`` and an absolute path). Each is bad input (InputError
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 import re
+import socket
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from accelsched.errors import InputError
 
@@ -63,3 +67,32 @@ def socket_folder(path: str) -> str:
     """A folder that will hold unix sockets, as an absolute path: gRPC reads ``unix://`` + a relative path as a
     host name, and the kubelet is handed the path to dial from its own working directory."""
     return os.path.abspath(path) if path else path
+
+
+@dataclass(frozen=True)
+class Where:
+    """The flags or config fields an HTTP endpoint's address and port came from, for the error when it cannot
+    listen there."""
+
+    address: str
+    port: str
+    source: str = ""
+    obj: str = ""
+
+
+def http_server(host: str, port: int, handler: type[BaseHTTPRequestHandler], where: Where) -> ThreadingHTTPServer:
+    """A ThreadingHTTPServer on ``host:port``, IPv6 literals included (the standard one binds IPv4 only). An address
+    the machine does not have, or a port in use or privileged, is InputError naming the field, not an OSError."""
+    literal = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+    class Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6 if ":" in literal else socket.AF_INET
+
+    try:
+        return Server((literal, port), handler)
+    except OSError as exc:
+        # No such address here (EADDRNOTAVAIL), or a name that does not resolve: the address; otherwise the port.
+        at_fault = where.address if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL else where.port
+        raise InputError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}", source=where.source, obj=where.obj, field=at_fault
+        ) from None

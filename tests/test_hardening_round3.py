@@ -265,3 +265,38 @@ def test_a_15000_node_100000_pod_dump_is_never_refused_in_24_gib() -> None:
 def test_simulate_pod_list_from_dev_zero_is_refused_not_read_as_one_endless_line() -> None:
     out = run_limited(["simulate", "--pods", "/dev/zero", "--seeds", "1", "--jobs", "1"], memory=1 << 30, timeout=30)
     assert_bad_input(out, "/dev/zero: is not UTF-8 text")
+
+
+# -- an endpoint that cannot listen where it is told -------------------------------------------------------------------
+
+
+def _plugin_args(folder: str, *extra: str) -> list[str]:
+    return ["device-plugin", "--source", "fake", "--socket-dir", folder, *extra]
+
+
+def test_device_plugin_metrics_on_an_address_this_machine_lacks_is_one_line() -> None:
+    """192.0.2.1 (TEST-NET-1, on no machine) passes the syntax check; binding it raised OSError from the HTTP
+    server's constructor, a traceback after the plugin had started."""
+    with tempfile.TemporaryDirectory(prefix="r3", dir="/tmp") as folder:
+        out = run_limited(_plugin_args(folder, "--metrics-address", "192.0.2.1", "--metrics-port", "0"), timeout=20)
+    assert_bad_input(out, "(flags): DevicePluginConfig: metrics.address: cannot listen on 192.0.2.1:0")
+
+
+def test_device_plugin_metrics_port_in_use_is_one_line() -> None:
+    import socket
+
+    with tempfile.TemporaryDirectory(prefix="r3", dir="/tmp") as folder, socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        out = run_limited(_plugin_args(folder, "--metrics-address", "127.0.0.1", "--metrics-port", port), timeout=20)
+    assert_bad_input(out, f"(flags): DevicePluginConfig: metrics.port: cannot listen on 127.0.0.1:{port}")
+
+
+def test_device_plugin_metrics_on_ipv6_loopback_serves() -> None:
+    """``::1`` passed the syntax check and then met an IPv4-only HTTP server (socket.gaierror)."""
+    if not __import__("socket").has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    with tempfile.TemporaryDirectory(prefix="r3", dir="/tmp") as folder:
+        out = run_limited(_plugin_args(folder, "--metrics-address", "::1", "--metrics-port", "0"), timeout=4)
+    assert out.timed_out and "Traceback" not in out.stderr and "error" not in out.stderr, out.describe()
