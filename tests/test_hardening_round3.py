@@ -242,8 +242,9 @@ def test_workloads_that_expand_past_the_memory_left_are_refused_before_they_expa
         "    spec: {{containers: [{{name: c, image: x, resources: {{requests: {{cpu: 10m}}}}}}]}}\n"
     )
     path = _write(tmp_path, "deployments.yaml", "---\n".join(deployment.format(i=i) for i in range(6)))
-    out = run_limited(["schedule", "-f", LAB_NODES, "-f", path], memory=2 << 30, timeout=60)
-    assert_bad_input(out, f"{path}: building ", "1200000 pods of workloads would take about", "more than is available")
+    for command in (["schedule"], ["ui", "--once"]):
+        out = run_limited([*command, "-f", LAB_NODES, "-f", path], memory=2 << 30, timeout=60)
+        assert_bad_input(out, f"{path}: building ", "1200000 pods of workloads would take", "more than is available")
 
 
 def test_a_15000_node_100000_pod_dump_is_never_refused_in_24_gib() -> None:

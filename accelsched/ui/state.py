@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accelsched.api import memory
 from accelsched.api.loader import Document, Inputs, build_inputs, read_documents
 from accelsched.engine import Session
 from accelsched.errors import InputError
@@ -217,6 +218,7 @@ class FilesState(DocumentState):
         if not paths:
             raise InputError("no input: give -f FILE (repeatable)", field="-f")
         docs = [d for p in paths for d in read_documents(p)]
+        memory.check_documents(docs)  # as schedule -f: too big for the machine is refused before it is built
         state = cls(docs, "files: " + ", ".join(paths), "offline")
         state.inputs()  # raises InputError for what build_inputs refuses (duplicates, unknown nodes, ...)
         return state
