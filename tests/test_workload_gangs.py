@@ -164,3 +164,17 @@ def test_pod_groups_of_two_api_groups_with_one_name_are_two_objects_and_two_gang
         assert by_name[name].message == gang.TOO_FEW_PODS
     with pytest.raises(InputError, match="duplicate object"):
         schedule([_write(tmp_path, [*nodes, old, old])])
+
+
+def test_an_upstream_gang_is_listed_pending_under_its_own_namespace_and_name(tmp_path: Path) -> None:
+    """Its key carries the API group (``scheduling.k8s.io/default/nofit``); the page's Pending list and live mode's
+    PodGroup condition writes read the namespace and name back from it (gang.key_parts), not by splitting at "/"."""
+    from accelsched.ui import view
+    from accelsched.ui.state import FilesState, execute
+
+    assert gang.key_parts(gang.pod_group_key("default", "g", True)) == ("default", "g")
+    assert gang.key_parts(gang.pod_group_key("default", "g", False)) == ("default", "g")
+    run = execute(FilesState.load([_write(tmp_path, _scenario())]))
+    entries = {e["key"]: e for e in view.pending_list(run) if e["kind"] == "gang"}
+    nofit = entries["scheduling.k8s.io/default/nofit"]
+    assert (nofit["namespace"], nofit["name"]) == ("default", "nofit")

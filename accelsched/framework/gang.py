@@ -87,6 +87,12 @@ def pod_group_key(namespace: str, name: str, upstream: bool) -> str:
     return f"{WORKLOAD_GROUP}/{namespace}/{name}" if upstream else f"{namespace}/{name}"
 
 
+def key_parts(key: str) -> tuple[str, str]:
+    """(namespace, name) of a ``pod_group_key`` (a namespace holds no ".", so the API group prefix is unambiguous)."""
+    namespace, name = key.removeprefix(f"{WORKLOAD_GROUP}/").split("/", 1)
+    return namespace, name
+
+
 def parse_pod_group(doc: Mapping[str, Any], source: str = "") -> PodGroup:
     """Either API's PodGroup, told apart by apiVersion."""
     if doc.get("apiVersion") == WORKLOAD_API:
@@ -276,7 +282,7 @@ def implicit_groups(pods: list[Pod], groups: dict[str, PodGroup]) -> dict[str, P
             counts[key] = counts.get(key, 0) + 1
     out = {key: group for key, group in groups.items() if group.gang}
     for key, count in counts.items():
-        namespace, name = key.split("/", 1)
+        namespace, name = key_parts(key)
         out[key] = PodGroup(namespace, name, count)
     return out
 

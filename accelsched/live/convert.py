@@ -213,7 +213,7 @@ def gang_view(
                 groups[key] = dataclasses.replace(group, min_member=max(1, group.min_member - have_bound))
             continue
         if group is None:  # labelled pods without a PodGroup (a Job): a gang of all of them
-            namespace, name = key.split("/", 1)
+            namespace, name = gang.key_parts(key)
             group = gang.PodGroup(namespace, name, have_bound + have_pending)
         if have_bound + have_pending < group.min_member:
             waiting[key] = (
