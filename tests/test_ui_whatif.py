@@ -551,7 +551,10 @@ def test_drain_recreated_gang_members_are_scheduled_as_a_gang_again(tmp_path, pl
     (gang_note,) = [n for n in out["notes"] if "PodGroup default/g" in n]
     assert note in gang_note
     if lost:  # the recreated member waits, named with why, as live mode holds such a gang back
-        assert out["lost"][1]["message"] == "pod group default/g has 3 of minMember 4 pods; waiting for the rest"
+        assert out["lost"][1]["message"] == (
+            f"0/{len(state.nodes())} nodes are available: pre-filter pod w-1 cannot find enough sibling pods,"
+            " current pods number: 3, minMember of group: 4."
+        )
         (entry,) = [p for p in out["pendingAfter"] if p["key"] == "default/g"]
         assert entry["kind"] == "gang" and entry["status"] == "Gated"
 

@@ -279,7 +279,7 @@ def cluster_gangs(session: Session, keys: frozenset[str]) -> None:
 
     inputs, scheduler = session.inputs, session.scheduler
     pending = [p for p in inputs.pending if gang.group_key(p) in keys]
-    groups, waiting, _ = gang_view(inputs.pod_groups, inputs.bound, pending)
+    groups, waiting, _ = gang_view(inputs.pod_groups, inputs.bound, pending, session.cluster.n)
     scheduler.groups.update((key, group) for key, group in groups.items() if key in keys)
     scheduler.gang_gates.update((p.key, waiting[p.key]) for p in pending if p.key in waiting)
 
