@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from accelsched import report
+from accelsched import listen, report
 from accelsched.api import goyaml, limits
 from accelsched.api.loader import load
 from accelsched.api.reader import paused_gc
@@ -205,6 +205,7 @@ def topology(
     from accelsched.topology import render
     from accelsched.topology.sysfs import discover
 
+    render.check_topology_manager(policy, scope)  # before /sys is read: the flags are wrong whatever it holds
     topo = discover(sysfs_root)
     for warning in topo.warnings:
         click.echo(f"accelsched: warning: {warning}", err=True)
@@ -291,7 +292,13 @@ def device_plugin(
 @click.option("--leader-elect-resource-name", default="accelsched", show_default=True)
 @click.option("--leader-elect-resource-namespace", default="kube-system", show_default=True)
 @click.option("--identity", default=None, help="Leader election identity (default: hostname_<random>).")
-@click.option("--metrics-port", type=int, default=10251, show_default=True, help="/metrics, /healthz, /readyz (0: any)")
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=10251,
+    show_default=True,
+    help="/metrics, /healthz, /readyz (0: any)",
+)
 @click.option("--metrics-address", default="0.0.0.0", show_default=True)
 @click.option(
     "--debug-state-remote", is_flag=True, help="Serve /debug/state to every client (default: loopback clients only)."
@@ -318,6 +325,7 @@ def run(
     """Run as a secondary scheduler on a live cluster: schedule and bind the pods of this scheduler's names."""
     from accelsched.live.app import RunOptions, run_scheduler
 
+    listen.check_host(metrics_address, "--metrics-address")
     options = RunOptions(
         kubeconfig=kubeconfig,
         config=config,

@@ -48,7 +48,8 @@ class Session:
         scheduler = Scheduler(cluster, config or default_config(), seed)
         scheduler.groups = gang.implicit_groups(inputs.pods, inputs.pod_groups)
         scheduler.topologies = tuple(inputs.topologies)
-        scheduler.gang_gates = gang.pre_enqueue(inputs.pending, inputs.pod_groups, gang.bound_members(inputs.bound))
+        scheduler.gang_bound = gang.bound_members(inputs.bound)
+        scheduler.gang_gates = gang.pre_enqueue(inputs.pending, inputs.pod_groups, scheduler.gang_bound)
         # Pods that name their devices (the devices annotation: our bind's) are admitted first: one that does not
         # is given free devices, and must not take one another pod names, whatever order the pods come in.
         bound = inputs.bound

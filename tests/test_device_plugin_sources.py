@@ -155,7 +155,7 @@ def write(tmp_path: Path, doc: Any) -> str:
         ({"fake": {"devices": 2, "numa": [0]}}, "fake.numa", "one NUMA node (0..1023) per device (2)"),
         ({"allocate": {"envVar": "A-B"}}, "allocate.envVar", "not an environment variable name"),
         ({"allocate": {"permissions": "rwx"}}, "allocate.permissions", "letters of rwm"),
-        ({"allocate": {"deviceNodes": ["/dev/x{minor}"]}}, "allocate.deviceNodes", "{index}, {id}, {accel}"),
+        ({"allocate": {"deviceNodes": ["/dev/x{minor}"]}}, "allocate.deviceNodes[0]", "{index}, {id}, {accel}"),
         ({"allocate": {"deviceNodes": ["dev/accel{accel}"]}}, "allocate.deviceNodes", "must be an absolute path"),
         ({"allocate": {"sharedDeviceNodes": ["qaic_ctl"]}}, "allocate.sharedDeviceNodes", "must be an absolute"),
         ({"allocate": {"sharedDeviceNodes": ["/dev/x{index}"]}}, "allocate.sharedDeviceNodes", "nothing is filled"),

@@ -14,11 +14,19 @@ alias bombs, 10,000-deep nesting, FIFOs, ``/dev/zero``) and runs each case forke
 the test process) and a timeout (tests/cli_limits.py). Inputs that once failed live in
 tests/fuzz_corpus/index.yaml and are replayed, bounded, by ``test_corpus_case``. Set ``ACCELSCHED_FUZZ_SAVE=DIR``
 to keep every violating mutant for the corpus.
+
+Beyond the files (issue 28): the web page's HTTP routes, every one with random query strings, methods and what-if
+bodies, against a real server (each answer a 4xx with a JSON error or a success, never a 5xx, in bounded time);
+and ``accelsched run``'s conversion of the objects an API server lists, shaped as an older or newer server might
+(fields absent, unknown fields, nulls, other types): never an exception, a bad object left out and named, an
+unknown field no reason to leave one out, and the engine schedules the rest. Live cases found are replayed from
+tests/fuzz_corpus/live/index.yaml by ``test_live_corpus_case``.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 import re
@@ -762,3 +770,390 @@ def test_corpus_case(case: dict[str, Any]) -> None:
     assert why is None, f"{case['file']} ({case.get('why', '')}): {why}\n{out.describe()}"
     if "exit" in case:
         assert out.exit_code == case["exit"], f"{case['file']}: want exit {case['exit']}\n{out.describe()}"
+
+
+# -- the UI's HTTP routes: every route, random query strings and bodies -------------------------------------------
+
+UI_PATHS = [
+    "/",
+    "/sim",
+    "/static/index.html",
+    "/static/../x",
+    "/api/state",
+    "/api/pod",
+    "/api/explain",
+    "/api/whatif",
+    "/api/sim",
+    "/api/nope",
+    "/favicon.ico",
+]  # fmt: skip  (/api/events streams: not fuzzed)
+UI_PARAMS = ["since", "key", "pod", "actions", "x", ""]
+UI_VALUES = [*EXTREME_STRINGS, "default/train-a-0", "default/", "/", "1", "-1", "99999999999999999999999", "1e3",
+             "0x10", "%", "%zz", "%ff%fe", "%00", "+", "&", "=", "%E2%80%A8"]  # fmt: skip
+UI_NODES = ["node-a", "node-b", "", "nope", "x" * 300]
+
+
+def _query(draw: st.DrawFn) -> str:
+    """A query string: parameter names and values percent-encoded as a client would, or raw escapes left in."""
+    from urllib.parse import quote
+
+    pairs = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(UI_PARAMS) | st.text(max_size=6), st.sampled_from(UI_VALUES) | st.text(max_size=20)
+            ),
+            max_size=4,
+        )
+    )
+    raw = draw(st.booleans())  # "%zz" and "%ff" as they are: the server decodes what it is given
+    enc = (lambda s: quote(s, safe="%")) if raw else (lambda s: quote(s, safe=""))
+    return "&".join(f"{enc(k)}={enc(v)}" if draw(st.booleans()) else enc(k) for k, v in pairs)
+
+
+def _json_values(max_leaves: int = 12) -> st.SearchStrategy[Any]:
+    scalars = (
+        st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=12)
+    )
+    return st.recursive(
+        scalars | st.sampled_from(UI_NODES),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+        max_leaves=max_leaves,
+    )
+
+
+@st.composite
+def whatif_bodies(draw: st.DrawFn) -> tuple[bytes, str]:
+    """A what-if body: actions shaped like the page's (each field sometimes wrong), any JSON, or bytes that are
+    not JSON; with the content type the page sends, or another."""
+    kind = draw(st.sampled_from(["actions", "actions", "json", "bytes"]))
+    if kind == "actions":
+        actions = []
+        for _ in range(draw(st.integers(0, 3))):
+            op = draw(st.sampled_from(["cordon", "uncordon", "drain", "taint", "add", "delete", ""]))
+            action: dict[str, Any] = {"op": op}
+            if op == "add":
+                action["node"] = draw(st.sampled_from(UI_NODES) | _json_values(3))
+                action["count"] = draw(st.sampled_from([1, 2, 0, -1, 10**9, "2", None, 1.5]))
+            else:
+                nodes = st.lists(st.sampled_from(UI_NODES), max_size=3) | st.fixed_dictionaries(
+                    {
+                        "label": st.sampled_from(["pdu", "topology.kubernetes.io/zone", "Bad Key!", ""]),
+                        "value": st.sampled_from(["pdu-1", "a", "", "Bad Value!"]) | _json_values(2),
+                    }
+                )
+                action["nodes"] = draw(nodes | _json_values(3))
+            if op == "taint" or draw(st.integers(0, 5)) == 0:
+                action["taint"] = draw(
+                    st.sampled_from(["gpu=bad:NoSchedule", "k:NoExecute", "x", "", "=:"]) | _json_values(3)
+                )
+            if draw(st.integers(0, 6)) == 0:
+                action[draw(st.text(max_size=6))] = draw(_json_values(2))
+            actions.append(action)
+        body: Any = {"actions": actions}
+        if draw(st.integers(0, 6)) == 0:
+            body[draw(st.text(max_size=6))] = 1
+        data = json.dumps(body).encode()
+    elif kind == "json":
+        data = json.dumps(draw(_json_values())).encode()
+    else:
+        data = draw(st.binary(max_size=64) | st.sampled_from([b"{", b"[" * 5000, b"\xff\xfe{}", b"", b"null"]))
+    ctype = draw(st.sampled_from(["application/json", "application/json; charset=utf-8", "text/plain", ""]))
+    return data, ctype
+
+
+@dataclass(frozen=True)
+class UIRequest:
+    method: str
+    path: str
+    body: bytes = b""
+    content_type: str = ""
+
+    def __repr__(self) -> str:
+        return f"{self.method} {self.path[:300]} body={self.body[:200]!r} content-type={self.content_type!r}"
+
+
+@st.composite
+def ui_requests(draw: st.DrawFn) -> UIRequest:
+    path = draw(st.sampled_from(UI_PATHS))
+    method = (
+        "POST"
+        if path == "/api/whatif" and draw(st.integers(0, 4))
+        else draw(st.sampled_from(["GET", "GET", "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"]))
+    )
+    query = _query(draw)
+    target = f"{path}?{query}" if query or draw(st.booleans()) else path
+    if method == "POST":
+        body, ctype = draw(whatif_bodies())
+        return UIRequest(method, target, body, ctype)
+    return UIRequest(method, target)
+
+
+@dataclass
+class UIServer:
+    port: int
+
+    def send(self, req: UIRequest, timeout: float = 20.0) -> tuple[int, str, bytes, float]:
+        import http.client
+
+        start = time.perf_counter()
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            headers = {"Host": f"127.0.0.1:{self.port}"}
+            if req.content_type:
+                headers["Content-Type"] = req.content_type
+            conn.request(req.method, req.path, body=req.body if req.method == "POST" else None, headers=headers)
+            resp = conn.getresponse()
+            body = resp.read()
+            return resp.status, resp.getheader("content-type") or "", body, time.perf_counter() - start
+        finally:
+            conn.close()
+
+
+@pytest.fixture(scope="module")
+def ui_server() -> Any:
+    from accelsched.ui import server
+    from accelsched.ui.hub import Hub
+    from accelsched.ui.state import FilesState
+
+    hub = Hub(FilesState.load([NODES, TENANT]))
+    url, stop = server.start_in_thread(hub)
+    try:
+        yield UIServer(int(url.rstrip("/").rsplit(":", 1)[1]))
+    finally:
+        stop()
+
+
+def check_ui_request(served: UIServer, req: UIRequest, seconds: float = 20.0) -> None:
+    """Never a 5xx; an error is JSON ``{"error": "..."}``; every answer in bounded time."""
+    status, ctype, body, took = served.send(req, timeout=seconds)
+    why = None
+    if status >= 500:
+        why = f"status {status}"
+    elif status >= 400 and req.method != "HEAD":
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        if (
+            not ctype.startswith("application/json")
+            or not isinstance(parsed, dict)
+            or not isinstance(parsed.get("error"), str)
+        ):
+            why = f"status {status} without a JSON error body ({ctype}: {body[:200]!r})"
+    elif took > seconds:
+        why = f"took {took:.1f}s"
+    if why is not None and SAVE:
+        _save("ui-http", Mutant(repr(req).encode(), [repr(req)]), ".txt")
+    assert why is None, f"{req!r}: {why}"
+
+
+@settings(FAST, max_examples=120)
+@given(req=ui_requests())
+def test_ui_routes_answer_4xx_json_never_500(ui_server: UIServer, req: UIRequest) -> None:
+    check_ui_request(ui_server, req)
+
+
+@pytest.fixture(scope="module")
+def ui_server_bounded() -> Any:
+    """The server in a forked child under RLIMIT_AS (2 GiB over the test process), as the CLI's slow fuzz runs: a
+    request that blows up memory kills the child, and every later request fails to connect."""
+    import resource
+    import signal
+
+    from accelsched.ui import server
+    from accelsched.ui.hub import Hub
+    from accelsched.ui.state import FilesState
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            size = int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            resource.setrlimit(resource.RLIMIT_AS, (size + (2 << 30), size + (2 << 30)))
+            url, _ = server.start_in_thread(Hub(FilesState.load([NODES, TENANT])))
+            os.write(write_end, url.encode())
+            signal.pause()
+        finally:
+            os._exit(1)
+    os.close(write_end)
+    url = os.read(read_end, 200).decode()
+    os.close(read_end)
+    try:
+        assert url, "the bounded UI server did not start"
+        yield UIServer(int(url.rstrip("/").rsplit(":", 1)[1]))
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+@pytest.mark.integration
+@settings(slow(1500))
+@given(req=ui_requests())
+def test_ui_routes_bounded_slow(ui_server_bounded: UIServer, req: UIRequest) -> None:
+    check_ui_request(ui_server_bounded, req, seconds=10.0)
+
+
+# -- accelsched run: objects as older or newer API servers shape them -----------------------------------------------
+
+# What another server version may hand the informers: a field it does not have yet (absent), one it added
+# (unknown), null where a list or map belongs (an omitempty slip), or another type (a CRD's preserved field).
+SKEW_VALUES = [None, [], {}, "", 0, -1, "x", True, 1.5, [None], {"newField": {"x": 1}}, "9" * 40, ["a", 1]]
+LIVE_FILES = [p for p in sorted((ROOT / "examples/lab").glob("*.yaml")) if p.name != "04-cordon-node-b.yaml"]
+
+
+def _live_objects() -> dict[str, list[dict[str, Any]]]:
+    """The lab's objects as the API server would list them (workloads left out: its controllers make the pods)."""
+    from accelsched.api.loader import read_documents
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for path in LIVE_FILES:
+        for d in read_documents(path):
+            out.setdefault(d.kind, []).append(copy.deepcopy(dict(d.doc)))
+    return out
+
+
+LIVE_OBJECTS = _live_objects()
+LIVE_KINDS = sorted(k for k in LIVE_OBJECTS if k not in ("Deployment", "PriorityClass"))
+
+
+@dataclass
+class SkewCase:
+    objects: dict[str, list[dict[str, Any]]]
+    mutated: dict[tuple[str, int], set[str]]  # (kind, index) -> the operations applied to that object
+    steps: list[str]
+
+    def __repr__(self) -> str:
+        return f"SkewCase({'; '.join(self.steps)})"
+
+    def snapshot(self) -> Any:
+        from accelsched.live import convert as live_convert
+
+        o = self.objects
+        dra = {k: o[k] for k in ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate") if k in o}
+        return live_convert.Snapshot(
+            nodes=o.get("Node", []), pods=o.get("Pod", []), namespaces=o.get("Namespace", []),
+            pod_groups=o.get("PodGroup", []), topologies=o.get("NodeResourceTopology", []), dra=dra,
+        )  # fmt: skip
+
+
+@st.composite
+def skew_cases(draw: st.DrawFn, risky: bool = False) -> SkewCase:
+    objects = copy.deepcopy(LIVE_OBJECTS)
+    mutated: dict[tuple[str, int], set[str]] = {}
+    steps: list[str] = []
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(LIVE_KINDS))
+        i = draw(st.integers(0, len(objects[kind]) - 1))
+        obj = objects[kind][i]
+        paths = [p for p in _paths(obj) if p[:1] not in (("apiVersion",), ("kind",))]
+        if not paths:
+            continue
+        path = draw(st.sampled_from(paths))
+        parent = _parent(obj, path)
+        op = draw(st.sampled_from(["absent", "unknown", "skew", "skew"]))
+        if op == "unknown" and isinstance(parent, dict) and not _free_form((*path[:-1], "x")):
+            # Copies: sampled_from hands out the same list or dict each time, which a later mutation would change.
+            parent[draw(st.sampled_from(["newField", "xFuture", "status2"]))] = copy.deepcopy(
+                draw(st.sampled_from(SKEW_VALUES))
+            )
+        elif op in ("absent", "unknown"):
+            op = "absent"
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = copy.deepcopy(
+                draw(st.sampled_from(SKEW_VALUES) | (values(True) if risky else st.nothing()))
+            )
+        mutated.setdefault((kind, i), set()).add(op)
+        steps.append(f"{op} {kind}[{i}] {path}")
+    return SkewCase(objects, mutated, steps)
+
+
+def check_live_conversion(case: SkewCase) -> None:
+    """convert() never raises: an object it cannot use is left out with one line naming it, every object the
+    mutations did not touch is kept, and the engine schedules what convert kept without a traceback."""
+    from accelsched.engine import Session
+    from accelsched.live import convert as live_convert
+
+    converted = live_convert.convert(case.snapshot())
+    for obj, message in converted.errors.items():
+        assert obj and message and "\n" not in message, f"{case!r}: {obj}: {message!r}"
+    # A field a newer server added is no reason to leave an object out (no strict decoding of a watch).
+    newer = {
+        live_convert._describe(case.objects[kind][i], kind)
+        for (kind, i), ops in case.mutated.items()
+        if ops == {"unknown"}
+    }
+    assert not newer & set(converted.errors), f"{case!r}: left out for an unknown field: {converted.errors}"
+    kept = {n.name for n in converted.inputs.nodes}
+    names = [
+        n["metadata"]["name"] for i, n in enumerate(case.objects.get("Node", [])) if ("Node", i) not in case.mutated
+    ]
+    duplicated = {n for n in names if names.count(n) > 1}
+    assert set(names) - duplicated <= kept, f"{case!r}: unmutated nodes left out; errors {converted.errors}"
+    session = Session.start(converted.inputs)
+    session.scheduler.groups = converted.groups
+    session.scheduler.gang_gates.update(converted.waiting)
+    session.schedule()
+
+
+@settings(FAST, max_examples=40)
+@given(case=skew_cases())
+def test_live_objects_of_another_server_version_are_used_or_left_out_named(case: SkewCase) -> None:
+    check_live_conversion(case)
+
+
+@pytest.mark.integration
+@settings(slow(300))
+@given(case=skew_cases(risky=True))
+def test_live_objects_of_another_server_version_bounded_slow(case: SkewCase) -> None:
+    """The risky values too (huge integers, deep nesting, alias-shared lists), each case forked under RLIMIT_AS and
+    a timeout, as the CLI's slow fuzz runs."""
+    import pickle
+
+    with tempfile.TemporaryFile() as result:
+        pid = os.fork()
+        if pid == 0:  # the child: bounded memory, its verdict written back
+            import resource
+            import traceback
+
+            code = 0
+            try:
+                limit = int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE") + (2 << 30)
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+                check_live_conversion(case)
+            except BaseException:
+                result.write(pickle.dumps(traceback.format_exc()[-3000:]))
+                result.flush()
+                code = 1
+            os._exit(code)
+        deadline = time.monotonic() + 60
+        while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if done[0] == 0:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail(f"{case!r}: took more than 60 s")
+        result.seek(0)
+        failure = result.read()
+    assert done[1] == 0, f"{case!r}: {pickle.loads(failure) if failure else 'killed'}"
+
+
+def _live_corpus() -> list[dict[str, Any]]:
+    index = CORPUS / "live" / "index.yaml"
+    return yaml.safe_load(index.read_text()) or [] if index.exists() else []
+
+
+@pytest.mark.parametrize("case", _live_corpus(), ids=lambda c: c["file"])
+def test_live_corpus_case(case: dict[str, Any]) -> None:
+    from accelsched.api.loader import read_documents
+    from accelsched.engine import Session
+    from accelsched.live import convert as live_convert
+
+    objects: dict[str, list[dict[str, Any]]] = {}
+    for d in read_documents(CORPUS / "live" / case["file"]):
+        objects.setdefault(d.kind, []).append(dict(d.doc))
+    converted = live_convert.convert(SkewCase(objects, {}, []).snapshot())
+    assert sorted(converted.errors) == sorted(case["left_out"]), converted.errors
+    results = Session.start(converted.inputs).schedule()
+    assert all(r.scheduled for r in results), [r.message for r in results]

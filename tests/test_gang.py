@@ -144,9 +144,26 @@ def test_a_labelled_job_is_a_gang_of_its_pods():
     assert sum(1 for r in results.values() if r.node) == 0  # 3 x 2 > 4: none, not two
 
 
-def test_a_pod_group_with_too_few_members_is_bad_input():
-    with pytest.raises(InputError, match=r"PodGroup default/g: spec.minMember: is 3, but only 2 pods"):
-        run(node("n1", 4), group("g", 3), member("g-0", "g", 1), member("g-1", "g", 1))
+def test_a_pod_group_with_fewer_pods_than_min_member_waits_pending_with_coscheduling_message():
+    """Valid input (issue 28): more pods may come. Coscheduling's PreFilter rejects each member, none is bound."""
+    _, results = run(node("n1", 4), group("g", 3), member("g-0", "g", 1), member("g-1", "g", 1))
+    assert {k: (r.node, r.message) for k, r in results.items()} == {
+        f"g-{i}": (
+            None,
+            f"0/1 nodes are available: pre-filter pod g-{i} cannot find enough sibling pods, current pods number: 2,"
+            " minMember of group: 3.",
+        )
+        for i in range(2)
+    }
+
+
+def test_bound_members_count_as_siblings_of_the_pending_ones():
+    bound_member = member("g-0", "g", 1)
+    bound_member["spec"]["nodeName"] = "n1"
+    _, results = run(node("n1", 4), group("g", 3), bound_member, member("g-1", "g", 1), member("g-2", "g", 1))
+    assert results["g-1"].message and "cannot find enough sibling pods" not in results["g-1"].message
+    _, results = run(node("n1", 4), group("g", 4), bound_member, member("g-1", "g", 1), member("g-2", "g", 1))
+    assert "current pods number: 3, minMember of group: 4." in results["g-1"].message
 
 
 @settings(max_examples=50, deadline=None)

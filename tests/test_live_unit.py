@@ -137,9 +137,10 @@ def test_gang_with_fewer_pods_than_min_member_waits_instead_of_being_an_error() 
     )
     converted = live_convert.convert(snap)
     assert converted.inputs.pending == []
-    assert converted.waiting == {
-        "default/a-0": "pod group default/a has 2 of minMember 4 pods; waiting for the rest",
-        "default/a-1": "pod group default/a has 2 of minMember 4 pods; waiting for the rest",
+    assert converted.waiting == {  # Coscheduling's PreFilter message, as offline (issue 28)
+        f"default/a-{i}": f"0/1 nodes are available: pre-filter pod a-{i} cannot find enough sibling pods, current"
+        " pods number: 2, minMember of group: 4."
+        for i in range(2)
     }
 
 

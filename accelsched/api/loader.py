@@ -7,16 +7,13 @@ validated before anything is scheduled: bad input stops the run with one line, n
 
 from __future__ import annotations
 
-import os
-import stat
-import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from accelsched.api import limits, objects, quantity, reader, validate_aside, validation, workloads
+from accelsched.api import limits, memory, objects, quantity, reader, validate_aside, validation, workloads
 from accelsched.api import storage as storage_objects
 from accelsched.api.objects import Namespace, Node, Pod, PriorityClass
 from accelsched.devices import partition as partitioning
@@ -136,21 +133,8 @@ def _documents(text: str, source: str, validate: bool = True) -> list[Document]:
 
 
 def _read_bytes(path: str | Path, source: str) -> bytes:
-    """The file's bytes (``-``: standard input), refused unread when past the ``input_bytes`` limit."""
-    limit = limits.current().input_bytes
-    try:
-        if source == "-":
-            data = sys.stdin.buffer.read(limit + 1)
-        else:
-            with open(path, "rb") as f:
-                info = os.fstat(f.fileno())
-                reader.check_size(info.st_size, source)
-                # A regular file is read whole (its size is known); a pipe or device at most one byte past the limit.
-                data = f.read() if stat.S_ISREG(info.st_mode) else f.read(limit + 1)
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=source) from None
-    reader.check_size(len(data), source)
-    return data
+    """The file's bytes (``-``: standard input), bounded by size and memory (reader.read_input)."""
+    return reader.read_input(path, source)
 
 
 def load(paths: Iterable[str | Path]) -> Inputs:
@@ -167,7 +151,9 @@ def load(paths: Iterable[str | Path]) -> Inputs:
 
     enabled = validate_aside.worthwhile([data for _, data in blobs])
     with validate_aside.aside(validate_all, enabled) as validated_aside:
-        return build_inputs(documents(validate=not validated_aside))
+        docs = documents(validate=not validated_aside)
+        memory.check_documents(docs)  # before the objects are built: an input too big for the machine is refused
+        return build_inputs(docs)
 
 
 def build_inputs(docs: list[Document], base: Inputs | None = None, make_template_claims: bool = True) -> Inputs:
@@ -181,10 +167,10 @@ def build_inputs(docs: list[Document], base: Inputs | None = None, make_template
 
 def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claims: bool = True) -> Inputs:
     inputs = base or Inputs()
-    seen: dict[tuple[str, str, str], str] = {}
+    seen: dict[tuple[str, str, str, str], str] = {}
 
-    def claim(kind: str, namespace: str, name: str, source: str) -> None:
-        key = (kind, namespace, name)
+    def claim(kind: str, namespace: str, name: str, source: str, api_group: str = "") -> None:
+        key = (api_group, kind, namespace, name)  # an object's identity: two API groups' PodGroups g are two objects
         if key in seen:
             raise InputError(
                 f"duplicate object: also defined in {seen[key]}",
@@ -196,11 +182,10 @@ def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claim
 
     nodes = {n.name: n for n in inputs.nodes}
     namespaces = {n.name: n for n in inputs.namespaces}
-    group_where: dict[str, Where] = {}
     for d in docs:
         if queue_api.is_kueue(d.doc):  # kueue.x-k8s.io objects: read by accelsched/queues
             obj = inputs.queues.add(d.kind, d.doc, d.source)
-            claim(d.kind, getattr(obj, "namespace", ""), obj.name, d.source)
+            claim(d.kind, getattr(obj, "namespace", ""), obj.name, d.source, queue_api.GROUP)
             continue
         if d.kind == "Job" and queue_api.queue_name(d.doc):
             inputs.queues.note_job(d.doc, d.source)
@@ -218,16 +203,15 @@ def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claim
             inputs.priority_classes[pc.name] = pc
         elif d.kind == "PodGroup":
             group = gang.parse_pod_group(d.doc, d.source)
-            claim("PodGroup", group.namespace, group.name, d.source)
+            claim("PodGroup", group.namespace, group.name, d.source, gang.WORKLOAD_GROUP if group.upstream else "")
             inputs.pod_groups[group.key] = group
-            group_where[group.key] = Where(d.source, objects.describe("PodGroup", group.namespace, group.name))
         elif d.kind == "Workload":  # checked, then only the PodGroups made from it matter (framework.gang)
             _, name, namespace, _ = objects.metadata(d.doc, d.source, "Workload", namespaced=True)
             gang.parse_workload(d.doc, d.source)
             claim("Workload", namespace, name, d.source)
         elif fabric_levels.is_topology(d.doc):
             topology = fabric_levels.parse_topology(d.doc, d.source)
-            claim(fabric_levels.KIND, "", topology.name, d.source)
+            claim(fabric_levels.KIND, "", topology.name, d.source, fabric_levels.GROUP)
             inputs.topologies = [t for t in inputs.topologies if t.name != topology.name] + [topology]
         elif d.kind in storage_objects.KINDS:
             obj = storage_objects.parse(d.kind, d.doc, d.source)
@@ -267,7 +251,6 @@ def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claim
             _admit(pod, inputs, facts, defaults[0] if defaults else None)
             pods[pod.key] = pod
     inputs.pods = list(pods.values())
-    gang.check_groups(inputs.pods, inputs.pod_groups, group_where)
     for pod in inputs.pods:  # Kueue's podset annotations, checked as its webhook checks them
         if any(key in pod.annotations for key in fabric_request.ANNOTATIONS):
             fabric_request.parse_annotations(pod.annotations, _where(pod))

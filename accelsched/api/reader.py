@@ -20,10 +20,15 @@ from __future__ import annotations
 import codecs
 import contextlib
 import gc
+import io
 import json
+import os
 import re
+import stat
+import sys
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import yaml
 from yaml.events import (
@@ -37,7 +42,7 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from accelsched.api import goyaml, limits
+from accelsched.api import goyaml, limits, memory
 from accelsched.errors import InputError
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -83,12 +88,7 @@ def decode(data: bytes, source: str) -> str:
     else:
         encoding, skip = "utf-8", 3 if data.startswith(codecs.BOM_UTF8) else 0
     if encoding == "utf-8" and (nul := data.find(b"\x00")) >= 0:
-        line = data.count(b"\n", 0, nul) + 1
-        raise InputError(
-            f"is not UTF-8 text: a NUL byte at byte offset {nul} (line {line}); a binary "
-            "file, or UTF-16 without a byte-order mark? Manifests are UTF-8, or UTF-16 with a byte-order mark",
-            source=source,
-        )
+        raise _nul_error(nul, data.count(b"\n", 0, nul) + 1, source)
     try:
         return data[skip:].decode(encoding)
     except UnicodeDecodeError as exc:
@@ -100,6 +100,66 @@ def decode(data: bytes, source: str) -> str:
             "manifests are UTF-8, or UTF-16 with a byte-order mark",
             source=source,
         ) from None
+
+
+def _nul_error(offset: int, line: int, source: str) -> InputError:
+    return InputError(
+        f"is not UTF-8 text: a NUL byte at byte offset {offset} (line {line}); a binary "
+        "file, or UTF-16 without a byte-order mark? Manifests are UTF-8, or UTF-16 with a byte-order mark",
+        source=source,
+    )
+
+
+_READ_CHUNK = 1 << 20
+_WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)  # UTF-32's start with these too
+
+
+def read_input(path: str | Path, source: str) -> bytes:
+    """The bytes of a file the user named (``-``: standard input), bounded by the ``input_bytes`` limit and by the
+    memory reading it would take (api/memory.py).
+
+    A regular file's size is known and checked before it is read. A pipe, FIFO or device (``<(cmd)``,
+    ``/dev/zero``) is read in chunks and refused as soon as it passes either bound, or is plainly not text (a NUL
+    byte where UTF-8 is read): never holding the whole limit in memory to find out."""
+    try:
+        if source == "-":
+            return _read_stream(sys.stdin.buffer, source)
+        with open(path, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return _read_stream(f, source)
+            check_size(info.st_size, source)
+            memory.check(memory.read_estimate(info.st_size, json=_starts_like_json(f)), "reading it", source)
+            data = f.read()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", source=source) from None
+    check_size(len(data), source)  # a file that grew while it was read
+    return data
+
+
+def _starts_like_json(f: BinaryIO) -> bool:
+    head = f.read(4096).lstrip(b" \t\r\n\xef\xbb\xbf")
+    f.seek(0)
+    return head[:1] in (b"{", b"[")
+
+
+def _read_stream(f: BinaryIO, source: str) -> bytes:
+    budget = memory.stream_budget()
+    out = io.BytesIO()
+    total = lines = 0
+    utf8: bool | None = None
+    while chunk := f.read(_READ_CHUNK):
+        if utf8 is None:
+            utf8 = not chunk.startswith(_WIDE_BOMS)
+        if utf8 and (nul := chunk.find(b"\x00")) >= 0:
+            raise _nul_error(total + nul, lines + chunk.count(b"\n", 0, nul) + 1, source)
+        total += len(chunk)
+        lines += chunk.count(b"\n")
+        check_size(total, source)
+        if budget is not None and total > budget:
+            memory.check(memory.read_estimate(total, json=True), f"more than {total} bytes from a pipe", source)
+        out.write(chunk)
+    return out.getvalue()
 
 
 def check_size(size: int, source: str) -> None:

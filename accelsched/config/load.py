@@ -87,11 +87,7 @@ def load_config(path: str | Path, handle: Any = None) -> SchedulerConfig:
     """Read a KubeSchedulerConfiguration file as the manifests are read (api/reader.py: UTF-8 or UTF-16 with a
     BOM, duplicate keys and alias bombs refused, as kube-scheduler's strict decoding does), then parse_config."""
     source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=source) from None
-    reader.check_size(len(data), source)
+    data = reader.read_input(path, source)
     docs = reader.parse(reader.decode(data, source), source)
     if len(docs) > 1:
         raise InputError(f"holds {len(docs)} documents; a KubeSchedulerConfiguration file holds one", source=source)

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from accelsched import listen
 from accelsched.api import reader
 from accelsched.errors import InputError
 
@@ -228,12 +229,8 @@ def load(path: str | None, overrides: Mapping[str, Any] | None = None) -> Plugin
     doc: dict[str, Any] = {}
     source = path or "(flags)"
     if path is not None:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror or exc}", source=path) from None
-        # As the manifests are read: UTF-8 or UTF-16 with a BOM, duplicate keys and alias bombs refused.
-        reader.check_size(len(data), path)
+        # As the manifests are read: bounded, UTF-8 or UTF-16 with a BOM, duplicate keys and alias bombs refused.
+        data = reader.read_input(path, path)
         docs = reader.parse(reader.decode(data, path), path)
         if len(docs) > 1:
             raise InputError(f"holds {len(docs)} documents; the config is one", source=path, obj=OBJECT)
@@ -271,7 +268,7 @@ def parse(doc: Mapping[str, Any], source: str = "") -> PluginConfig:
     cfg.source = top.get("source", str, cfg.source)
     if cfg.source not in SOURCES:
         raise top.error("source", f"unknown source {cfg.source!r} ({', '.join(SOURCES)})")
-    cfg.socket_dir = top.string("socketDir", cfg.socket_dir)
+    cfg.socket_dir = listen.socket_folder(top.string("socketDir", cfg.socket_dir))
     cfg.health_interval = top.number("healthIntervalSeconds", cfg.health_interval, 0.01, MAX_INTERVAL_SECONDS)
     cfg.watch_interval = top.number("watchIntervalSeconds", cfg.watch_interval, 0.01, MAX_INTERVAL_SECONDS)
     cfg.sysfs = _sysfs(top.sub("sysfs", {"root", "vendors", "requireDriver"}))
@@ -293,6 +290,9 @@ def parse(doc: Mapping[str, Any], source: str = "") -> PluginConfig:
         )
     metrics = top.sub("metrics", {"address", "port", "enabled"})
     cfg.metrics_address = metrics.string("address", cfg.metrics_address)
+    problem = listen.host_problem(cfg.metrics_address)
+    if problem:
+        raise metrics.error("address", problem)
     port = metrics.integer("port", 8080, 0, 65535)
     cfg.metrics_port = port if metrics.get("enabled", bool, True) else None
     return cfg
@@ -343,6 +343,31 @@ def _fake(r: _Reader) -> FakeConfig:
     return out
 
 
+def template_fields(template: str) -> list[tuple[str, str | None]]:
+    """``allocate.deviceNodes`` split into (literal, placeholder or None) parts; ValueError saying what is wrong.
+
+    Only a bare ``{name}`` of PLACEHOLDERS is a field (``{{`` and ``}}`` are braces): a format spec or conversion
+    (``{accel:>3000000000}``, ``{id!r}``) or an attribute (``{id.__class__}``) is refused, as str.format would
+    pad to gigabytes or reach into objects with them."""
+    names = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as exc:  # a single "{" or "}"
+        raise ValueError(f"{exc}; only {names} can be filled in ({{{{ and }}}} for braces)") from None
+    out: list[tuple[str, str | None]] = []
+    for literal, name, spec, conversion in parts:
+        if name is not None and (spec or conversion or name not in PLACEHOLDERS):
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise ValueError(f"{shown[:60]} is not a placeholder; only {names} can be filled in, as written")
+        out.append((literal, name))
+    return out
+
+
+def render_template(template: str, fields: Mapping[str, object]) -> str:
+    """``template`` with its placeholders filled in from ``fields`` (KeyError: a placeholder without a value)."""
+    return "".join(literal + ("" if name is None else str(fields[name])) for literal, name in template_fields(template))
+
+
 def _allocate(r: _Reader) -> AllocateConfig:
     out = AllocateConfig(
         env_var=r.get("envVar", str, AllocateConfig.env_var),
@@ -361,14 +386,13 @@ def _allocate(r: _Reader) -> AllocateConfig:
             f"{out.cdi_kind!r} is not a CDI kind like vendor.com/class (each part starts with a letter, ends with a"
             " letter or digit, and holds only letters, digits, _ - .)",
         )
-    names = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
-    for path in out.device_nodes:
+    for i, path in enumerate(out.device_nodes):
         if not path.startswith("/"):
             raise r.error("deviceNodes", f"{path!r} must be an absolute path")
         try:
-            path.format(**dict.fromkeys(PLACEHOLDERS, 0))
-        except (KeyError, IndexError, ValueError):
-            raise r.error("deviceNodes", f"{path!r}: only {names} can be filled in") from None
+            template_fields(path)
+        except ValueError as exc:
+            raise r.error(f"deviceNodes[{i}]", f"{path[:200]!r}: {exc}") from None
     for path in out.shared_device_nodes:
         if not path.startswith("/"):
             raise r.error("sharedDeviceNodes", f"{path!r} must be an absolute path")

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import grpc
 
+from accelsched import listen
 from accelsched.deviceplugin import sources
 from accelsched.deviceplugin.config import PluginConfig
 from accelsched.deviceplugin.inventory import Inventory, Unit, units_by_resource
@@ -90,7 +91,13 @@ class DevicePluginManager:
         if self._stop.is_set():  # stopped from another thread while the first Register was in flight
             return
         if self.config.metrics_port is not None:
-            self.http = HealthServer(self.metrics, self.ready, self.config.metrics_port, self.config.metrics_address)
+            self.http = HealthServer(
+                self.metrics,
+                self.ready,
+                self.config.metrics_port,
+                self.config.metrics_address,
+                where=listen.Where("metrics.address", "metrics.port", self.config.source_file, "DevicePluginConfig"),
+            )
             self.http.start()
             log.info("/healthz, /readyz and /metrics on %s:%d", self.config.metrics_address, self.http.port)
         for name, step, interval in (

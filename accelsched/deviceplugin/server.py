@@ -20,7 +20,7 @@ from typing import Any
 
 import grpc
 
-from accelsched.deviceplugin.config import NODE_PLACEHOLDERS, AllocateConfig
+from accelsched.deviceplugin.config import NODE_PLACEHOLDERS, AllocateConfig, render_template
 from accelsched.deviceplugin.inventory import Inventory, Unit
 from accelsched.deviceplugin.metrics import PluginMetrics
 from accelsched.deviceplugin.proto import api_pb2 as pb
@@ -236,7 +236,7 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         if any(f"{{{name}}}" in t for t in templates for name in NODE_PLACEHOLDERS):
             fields.update(self.inventory.source.device_nodes(device))
         try:
-            return [t.format(**fields) for t in templates]
+            return [render_template(t, fields) for t in templates]
         except KeyError as exc:
             name = exc.args[0]
             raise RequestError(

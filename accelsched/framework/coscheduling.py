@@ -23,7 +23,7 @@ import numpy as np
 from accelsched.api import quantity
 from accelsched.api.objects import Pod
 from accelsched.framework import fabric, fabricpreemption, gang
-from accelsched.framework.types import Diagnosis, Held, ScheduleResult
+from accelsched.framework.types import Diagnosis, Held, ScheduleResult, fit_error_message
 
 if TYPE_CHECKING:
     from accelsched.framework.scheduler import Scheduler
@@ -38,6 +38,10 @@ class Coscheduler:
 
     def schedule(self, group: gang.PodGroup, members: list[Pod]) -> list[ScheduleResult]:
         members = sorted(members, key=lambda p: p.name)
+        if not group.upstream:
+            siblings = len(members) + self.scheduler.gang_bound.get(group.key, 0)
+            if siblings < group.min_member:  # more pods may come: the gang waits, Pending, as Coscheduling's does
+                return self.too_few(group, members, siblings)
         request = fabric.gang_request(group, members)
         key = request.level
         short = self.min_resources_short(group, members)
@@ -88,6 +92,17 @@ class Coscheduler:
         if group.upstream:
             return self.failed_upstream(members, tried)
         return self.failed(group, members, key, best, preempting, short, planned)
+
+    def too_few(self, group: gang.PodGroup, members: list[Pod], siblings: int) -> list[ScheduleResult]:
+        """Coscheduling's PreFilter (scheduler-plugins pkg/coscheduling/core) when fewer pods carry the PodGroup's
+        label than its minMember: every member is rejected before any node is tried, worded as there."""
+        n = self.scheduler.cluster.n
+        out = []
+        for pod in members:
+            reason = gang.NOT_ENOUGH_SIBLINGS.format(pod=pod.name, count=siblings, min_member=group.min_member)
+            diagnosis = Diagnosis(plugins={gang.GANG}, pre_filter_msg=reason)
+            out.append(ScheduleResult(pod, message=fit_error_message(n, diagnosis), diagnosis=diagnosis))
+        return out
 
     def post_filter_messages(
         self, members: list[Pod], results: dict[str, ScheduleResult], domain: Domain, preemptor: Any

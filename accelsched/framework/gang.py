@@ -28,7 +28,8 @@ domains at each level, slices whole, ranks in order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ import numpy as np
 
 from accelsched.api import quantity
 from accelsched.api.objects import Pod, metadata
+from accelsched.api.validation import dns1123_label_problem, dns1123_subdomain_problem, label_key_problem
 from accelsched.errors import Where
 from accelsched.fabric import request as fabric_request
 
@@ -45,12 +47,19 @@ PREFERRED_TOPOLOGY = "accelsched.io/preferred-topology"
 GANG = "Coscheduling"
 GANG_SCHEDULING = "GangScheduling"  # the upstream plugin (pkg/scheduler/framework/plugins/gangscheduling)
 WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
+WORKLOAD_GROUP = WORKLOAD_API.split("/")[0]
 # GangScheduling's PreEnqueue and Permit statuses, and the pod group cycle's (schedule_one_podgroup.go), verbatim
 # (the typo is upstream's). Checked against the real kube-scheduler v1.36.3 (tests/live/test_live_workload_gangs.py).
 MISSING_POD_GROUP = 'waiting for pods\'s pod group "{name}" to appear in scheduling queue'
 TOO_FEW_PODS = "waiting for minCount pods from a gang to appear in scheduling queue"
 PERMIT_WAIT = "waiting for minCount pods from a gang to be scheduled"
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+# Coscheduling's PreFilter when fewer pods carry the label than minMember (scheduler-plugins pkg/coscheduling/core
+# PodGroupManager.PreFilter), verbatim: the gang waits, Pending, until more pods come.
+NOT_ENOUGH_SIBLINGS = (
+    "pre-filter pod {pod} cannot find enough sibling pods, current pods number: {count}, "
+    "minMember of group: {min_member}"
+)
 # What a member that fit gets when its gang did not: the group error, the Permit status and the FitError of a
 # Wait with no rejection (framework.FitError with NumAllNodes 1), joined as kube-scheduler joins them.
 FEASIBLE_MEMBER = (
@@ -74,7 +83,20 @@ class PodGroup:
 
     @property
     def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        return pod_group_key(self.namespace, self.name, self.upstream)
+
+
+def pod_group_key(namespace: str, name: str, upstream: bool) -> str:
+    """A PodGroup's identity in the maps of gangs: ``namespace/name`` for scheduler-plugins' (the label's), and
+    the API group before it for ``scheduling.k8s.io``'s. An object is its group, kind, namespace and name: a
+    ``scheduling.x-k8s.io`` PodGroup g and a ``scheduling.k8s.io`` PodGroup g in one namespace are two gangs."""
+    return f"{WORKLOAD_GROUP}/{namespace}/{name}" if upstream else f"{namespace}/{name}"
+
+
+def key_parts(key: str) -> tuple[str, str]:
+    """(namespace, name) of a ``pod_group_key`` (a namespace holds no ".", so the API group prefix is unambiguous)."""
+    namespace, name = key.removeprefix(f"{WORKLOAD_GROUP}/").split("/", 1)
+    return namespace, name
 
 
 def parse_pod_group(doc: Mapping[str, Any], source: str = "") -> PodGroup:
@@ -103,6 +125,9 @@ def parse_pod_group(doc: Mapping[str, Any], source: str = "") -> PodGroup:
     annotations = meta.get("annotations") or {}
     kueue = fabric_request.parse_annotations(annotations, where)  # Kueue's podset annotations, as its webhook
     fabric_request.check_count(kueue, min_member, where)
+    for annotation in (REQUIRED_TOPOLOGY, PREFERRED_TOPOLOGY):
+        if key := str(annotations.get(annotation, "")):  # the node label whose values are the domains
+            _checked(where, f"metadata.annotations[{annotation}]", key, label_key_problem)
     required = str(annotations.get(REQUIRED_TOPOLOGY, "")) or kueue.required
     preferred = str(annotations.get(PREFERRED_TOPOLOGY, "")) or kueue.preferred
     if required and preferred:
@@ -139,17 +164,29 @@ def _scheduling_policy(where: Where, spec: Mapping[str, Any], path: str) -> int 
     return count
 
 
+def _checked(where: Where, field: str, value: str, problem: Callable[[str], str | None]) -> str:
+    """``value`` if ``problem`` finds nothing, else the API server's ``Invalid value: "<value>": <problem>``."""
+    why = problem(value)
+    if why:
+        raise where.error(field, f"Invalid value: {json.dumps(value[:300])}: {why}")
+    return value
+
+
 def _topology_key(where: Where, spec: Mapping[str, Any], path: str) -> str:
-    """schedulingConstraints.topology[0].key (TopologyAwareWorkloadScheduling): all members in one domain."""
+    """schedulingConstraints.topology[0].key (TopologyAwareWorkloadScheduling): all members in one domain. Every
+    entry's key is a label key (+k8s:format=k8s-label-key), as the API server checks them."""
     constraints = spec.get("schedulingConstraints") or {}
     topology = constraints.get("topology") if isinstance(constraints, Mapping) else None
     if not topology:
         return ""
-    first = topology[0] if isinstance(topology, list) else None
-    key = first.get("key") if isinstance(first, Mapping) else None
-    if not isinstance(key, str) or not key:
-        raise where.error(f"{path}.schedulingConstraints.topology[0].key", "Required value")
-    return key
+    keys = []
+    for i, item in enumerate(topology if isinstance(topology, list) else [None]):
+        key = item.get("key") if isinstance(item, Mapping) else None
+        field = f"{path}.schedulingConstraints.topology[{i}].key"
+        if not isinstance(key, str) or not key:
+            raise where.error(field, "Required value")
+        keys.append(_checked(where, field, key, label_key_problem))
+    return keys[0]
 
 
 def parse_workload_pod_group(doc: Mapping[str, Any], source: str = "") -> PodGroup:
@@ -164,9 +201,13 @@ def parse_workload_pod_group(doc: Mapping[str, Any], source: str = "") -> PodGro
         workload = ref.get("workload") if isinstance(ref, Mapping) else None
         if not isinstance(workload, Mapping):
             raise where.error("spec.podGroupTemplateRef.workload", "Required value")
-        for key in ("workloadName", "podGroupTemplateName"):
+        # workloadName names a Workload (a DNS subdomain), podGroupTemplateName one of its templates (a DNS label).
+        names = (("workloadName", dns1123_subdomain_problem), ("podGroupTemplateName", dns1123_label_problem))
+        for key, problem in names:
+            field = f"spec.podGroupTemplateRef.workload.{key}"
             if not isinstance(workload.get(key), str) or not workload.get(key):
-                raise where.error(f"spec.podGroupTemplateRef.workload.{key}", "Required value")
+                raise where.error(field, "Required value")
+            _checked(where, field, workload[key], problem)
     count = _scheduling_policy(where, spec, "spec")
     topology = _topology_key(where, spec, "spec")
     return PodGroup(namespace, name, count or 1, required_topology=topology, upstream=True, gang=count is not None)
@@ -187,6 +228,7 @@ def parse_workload(doc: Mapping[str, Any], source: str = "") -> tuple[str, ...]:
         path = f"spec.podGroupTemplates[{i}]"
         if not isinstance(template, Mapping) or not isinstance(template.get("name"), str) or not template["name"]:
             raise where.error(f"{path}.name", "Required value")
+        _checked(where, f"{path}.name", template["name"], dns1123_label_problem)
         if template["name"] in names:
             raise where.error(f"{path}", f'Duplicate value: {{"name":"{template["name"]}"}}')
         names.append(template["name"])
@@ -197,8 +239,24 @@ def parse_workload(doc: Mapping[str, Any], source: str = "") -> tuple[str, ...]:
 
 def group_key(pod: Pod) -> str | None:
     """The gang a pod belongs to: its upstream ``spec.schedulingGroup`` or the scheduler-plugins label."""
-    name = pod.scheduling_group or pod.labels.get(POD_GROUP_LABEL)
-    return f"{pod.namespace}/{name}" if name else None
+    if pod.scheduling_group:
+        return pod_group_key(pod.namespace, pod.scheduling_group, True)
+    name = pod.labels.get(POD_GROUP_LABEL)
+    return pod_group_key(pod.namespace, name, False) if name else None
+
+
+def group_key_of(obj: Mapping[str, Any]) -> str | None:
+    """``group_key`` of a Pod object as the API server serves it (live mode and the what-if read raw pods)."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    group = spec.get("schedulingGroup") if isinstance(spec, Mapping) else None
+    namespace = (meta.get("namespace") if isinstance(meta, Mapping) else None) or "default"
+    name = group.get("podGroupName") if isinstance(group, Mapping) else None
+    if isinstance(name, str) and name:
+        return pod_group_key(namespace, name, True)
+    labels = (meta.get("labels") if isinstance(meta, Mapping) else None) or {}
+    name = labels.get(POD_GROUP_LABEL) if isinstance(labels, Mapping) else None
+    return pod_group_key(namespace, name, False) if isinstance(name, str) and name else None
 
 
 def pre_enqueue(
@@ -209,13 +267,13 @@ def pre_enqueue(
     counts: dict[str, int] = dict(bound or {})
     for pod in pods:
         if pod.scheduling_group:
-            key = f"{pod.namespace}/{pod.scheduling_group}"
+            key = pod_group_key(pod.namespace, pod.scheduling_group, True)
             counts[key] = counts.get(key, 0) + 1
     out: dict[str, str] = {}
     for pod in pods:
         if not pod.scheduling_group:
             continue
-        group = groups.get(key := f"{pod.namespace}/{pod.scheduling_group}")
+        group = groups.get(key := pod_group_key(pod.namespace, pod.scheduling_group, True))
         if group is None or not group.upstream:
             out[pod.key] = MISSING_POD_GROUP.format(name=pod.scheduling_group)
         elif group.gang and counts.get(key, 0) < group.min_member:
@@ -242,26 +300,9 @@ def implicit_groups(pods: list[Pod], groups: dict[str, PodGroup]) -> dict[str, P
             counts[key] = counts.get(key, 0) + 1
     out = {key: group for key, group in groups.items() if group.gang}
     for key, count in counts.items():
-        namespace, name = key.split("/", 1)
+        namespace, name = key_parts(key)
         out[key] = PodGroup(namespace, name, count)
     return out
-
-
-def check_groups(pods: list[Pod], groups: dict[str, PodGroup], where_of: Mapping[str, Where]) -> None:
-    """A gang with fewer pods than minMember can never start: bad input, named on its PodGroup."""
-    members: dict[str, int] = {}
-    for pod in pods:
-        key = group_key(pod)
-        if key:
-            members[key] = members.get(key, 0) + 1
-    for key, group in groups.items():
-        if group.upstream:  # pods of a Workload may come later: they wait (pre_enqueue), as upstream
-            continue
-        if key in where_of and members.get(key, 0) < group.min_member:
-            raise where_of[key].error(
-                "spec.minMember",
-                f"is {group.min_member}, but only {members.get(key, 0)} pods carry {POD_GROUP_LABEL}: {group.name}",
-            )
 
 
 def describe_request(pods: list[Pod]) -> str:

@@ -109,6 +109,7 @@ class Scheduler:
         self.groups: dict[str, gang.PodGroup] = {}  # gangs by namespace/name (framework.gang)
         self.gang_gates: dict[str, str] = {}  # pod key -> GangScheduling's PreEnqueue status (gang.pre_enqueue)
         self.topologies: tuple = ()  # Kueue's Topology objects (fabric.levels): the levels gangs are placed within
+        self.gang_bound: dict[str, int] = {}  # gang key -> bound pods (gang.bound_members): Coscheduling counts them
         self.node_names = [node.name for node in cluster.nodes]
         self.all_nodes = np.arange(cluster.n)
         self.every_node = np.ones(cluster.n, dtype=bool)

@@ -6,8 +6,8 @@ engine. Two things differ from reading files, because a cluster is never all-or-
 
 - One bad object must not stop the scheduler. An object the parsers reject is left out and reported (its error
   names the object and the field, as offline); everything else is scheduled.
-- Pods arrive one by one. A gang whose PodGroup asks for more members than exist yet waits (the Coscheduling
-  plugin's PreEnqueue) instead of being an input error, and members already bound count toward minMember, so a
+- Pods arrive one by one. A gang whose PodGroup asks for more members than exist yet waits, untried, with the
+  Coscheduling plugin's PreFilter message (as offline), and members already bound count toward minMember, so a
   gang that was partly bound is completed rather than asked for minMember more pods.
 - Admission already ran in the API server (priority from the PriorityClass), so pods are taken as they are.
 """
@@ -22,8 +22,10 @@ from typing import TypeVar
 from accelsched.api import objects
 from accelsched.api.loader import Document, Inputs, build_inputs
 from accelsched.api.objects import Pod
+from accelsched.dra import claims as dra_claims
 from accelsched.errors import InputError
 from accelsched.framework import gang
+from accelsched.framework.types import Diagnosis, fit_error_message
 from accelsched.live.kube import JSON
 
 SOURCE = "cluster"
@@ -116,6 +118,15 @@ def _same_failure(a: Exception | None, b: Exception) -> bool:
     return str(a) == str(b)
 
 
+def parse_pod(doc: JSON, source: str) -> Pod:
+    """A Pod with its resource claims checked now, as the loader checks them (dra/claims.py, cached on the pod):
+    a pod whose claims another server version shaped differently is left out here, named, rather than failing
+    the scheduling cycle that first reads them."""
+    pod = objects.parse_pod(doc, source)
+    dra_claims.pod_resource_claims(pod)
+    return pod
+
+
 def _describe(doc: JSON, kind: str) -> str:
     meta = doc.get("metadata") if isinstance(doc, dict) else None
     meta = meta if isinstance(meta, dict) else {}
@@ -144,7 +155,7 @@ def convert(snapshot: Snapshot, scheduler_names: Iterable[str] | None = None) ->
     bound: list[Pod] = []
     pending: list[Pod] = []
     orphans: list[str] = []
-    for pod in _parsed(snapshot.pods, objects.parse_pod, "Pod", errors):
+    for pod in _parsed(snapshot.pods, parse_pod, "Pod", errors):
         if pod.terminal:
             continue
         if pod.node_name:
@@ -156,10 +167,15 @@ def convert(snapshot: Snapshot, scheduler_names: Iterable[str] | None = None) ->
             pending.append(pod)
 
     declared = {g.key: g for g in _parsed(snapshot.pod_groups, gang.parse_pod_group, "PodGroup", errors)}
-    groups, waiting, pending = gang_view(declared, bound, pending)
+    groups, waiting, pending = gang_view(declared, bound, pending, len(inputs.nodes))
     inputs.pods = bound + pending
     inputs.pod_groups = declared
     return Converted(inputs, groups, waiting, errors, orphans)
+
+
+def _too_few(pod: Pod, count: int, min_member: int, num_nodes: int) -> str:
+    reason = gang.NOT_ENOUGH_SIBLINGS.format(pod=pod.name, count=count, min_member=min_member)
+    return fit_error_message(num_nodes, Diagnosis(pre_filter_msg=reason))
 
 
 def one_node(doc: JSON) -> objects.Node | None:
@@ -173,10 +189,11 @@ def one_node(doc: JSON) -> objects.Node | None:
 
 
 def gang_view(
-    declared: dict[str, gang.PodGroup], bound: list[Pod], pending: list[Pod]
+    declared: dict[str, gang.PodGroup], bound: list[Pod], pending: list[Pod], num_nodes: int
 ) -> tuple[dict[str, gang.PodGroup], dict[str, str], list[Pod]]:
     """The gangs to try now: a PodGroup with fewer pods than minMember waits (its pending members are held
-    back with a message); members already bound count, so minMember drops by them."""
+    back with Coscheduling's PreFilter message, as a FitError over ``num_nodes``); members already bound count,
+    so minMember drops by them."""
     bound_members: dict[str, int] = {}
     for pod in bound:
         if (key := gang.group_key(pod)) is not None:
@@ -186,7 +203,7 @@ def gang_view(
         if (key := gang.group_key(pod)) is not None:
             pending_members[key] = pending_members.get(key, 0) + 1
     groups: dict[str, gang.PodGroup] = {}
-    waiting: dict[str, str] = {}
+    waiting: dict[str, tuple[int, int]] = {}  # gang -> (its pods, minMember)
     # The upstream API (scheduling.k8s.io/v1alpha2): GangScheduling's PreEnqueue, in its own words.
     gated = gang.pre_enqueue(pending, declared, bound_members)
     upstream = {str(gang.group_key(p)) for p in pending if p.scheduling_group}
@@ -203,15 +220,12 @@ def gang_view(
                 groups[key] = dataclasses.replace(group, min_member=max(1, group.min_member - have_bound))
             continue
         if group is None:  # labelled pods without a PodGroup (a Job): a gang of all of them
-            namespace, name = key.split("/", 1)
+            namespace, name = gang.key_parts(key)
             group = gang.PodGroup(namespace, name, have_bound + have_pending)
         if have_bound + have_pending < group.min_member:
-            waiting[key] = (
-                f"pod group {key} has {have_bound + have_pending} of minMember {group.min_member} pods; "
-                "waiting for the rest"
-            )
+            waiting[key] = (have_bound + have_pending, group.min_member)
             continue
         groups[key] = dataclasses.replace(group, min_member=max(1, group.min_member - have_bound))
     held = [p for p in pending if gang.group_key(p) in waiting]
-    out_waiting = {p.key: waiting[str(gang.group_key(p))] for p in held} | gated
+    out_waiting = {p.key: _too_few(p, *waiting[str(gang.group_key(p))], num_nodes) for p in held} | gated
     return groups, out_waiting, [p for p in pending if gang.group_key(p) not in waiting and p.key not in gated]

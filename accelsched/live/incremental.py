@@ -6,7 +6,6 @@ import gc
 import logging
 import time
 
-from accelsched.api import objects
 from accelsched.api.objects import Pod
 from accelsched.cluster.devices import first_free
 from accelsched.cluster.volumes import claim_volumes
@@ -138,7 +137,7 @@ class IncrementalState:
         if obj is None or (obj.get("spec") or {}).get("nodeName") not in cluster.index:
             return True  # gone, or on a node we do not have (an orphan, as in a rebuild)
         try:
-            pod = objects.parse_pod(obj, live_convert.SOURCE)
+            pod = live_convert.parse_pod(obj, live_convert.SOURCE)
         except live_convert.UNUSABLE as exc:
             log.warning("object left out", extra={"object": key, "error": live_convert.unusable_message(exc)})
             return True

@@ -127,7 +127,7 @@ class SchedulingLoop:
             pod = self.pending_by_key.get(key) if rebuilt else None
             if pod is None:
                 try:
-                    pod = objects.parse_pod(obj, live_convert.SOURCE)
+                    pod = live_convert.parse_pod(obj, live_convert.SOURCE)
                 except live_convert.UNUSABLE as exc:  # not only InputError: an odd object must not stop the loop
                     message = live_convert.unusable_message(exc)
                     log.warning("object left out", extra={"object": key, "error": message})

@@ -15,11 +15,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from accelsched import listen
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -305,6 +307,9 @@ def _loopback(address: str) -> bool:
         return False
 
 
+RUN_FLAGS = listen.Where("--metrics-address", "--metrics-port")  # accelsched run's flags for the endpoint
+
+
 class HealthServer:
     """``/healthz`` (``healthy()`` says so: the process serves and its loop turns), ``/readyz`` (``ready()`` says
     so), ``/metrics`` and, given ``debug_state``, ``/debug/state`` on one port. /debug/state shows the cluster's
@@ -320,6 +325,7 @@ class HealthServer:
         healthy: Callable[[], tuple[bool, str]] | None = None,
         debug_state: DebugState | None = None,
         debug_remote: bool = False,
+        where: listen.Where = RUN_FLAGS,
     ) -> None:
         outer = self
 
@@ -342,7 +348,7 @@ class HealthServer:
             def log_message(self, format: str, *args: object) -> None:  # probes every few seconds: not logged
                 pass
 
-        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.server = listen.http_server(host, port, Handler, where)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self._thread = threading.Thread(target=self.server.serve_forever, name="health", daemon=True)

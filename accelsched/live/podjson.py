@@ -12,14 +12,7 @@ if TYPE_CHECKING:
     from accelsched.live.writes import Decision
 
 
-def gang_key(obj: JSON) -> str | None:
-    """The gang (namespace/name of its PodGroup) a pod's object belongs to, as gang.group_key reads a Pod."""
-    meta = obj.get("metadata") or {}
-    group = (obj.get("spec") or {}).get("schedulingGroup")
-    name = (group.get("podGroupName") if isinstance(group, dict) else None) or (meta.get("labels") or {}).get(
-        gang.POD_GROUP_LABEL
-    )
-    return f"{meta.get('namespace')}/{name}" if name else None
+gang_key = gang.group_key_of  # the gang a pod's object belongs to, as gang.group_key reads a Pod
 
 
 def write_key(obj: JSON) -> str:

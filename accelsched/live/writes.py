@@ -76,7 +76,7 @@ class WritePipeline:
             self.writes.submit((write_key(unit[0].pod.raw), *nodes), self._bind_unit, unit)
         self._wake_hinted([d.pod for d in bind])
         for key, placed in podgroups.outcomes(results, self.session.scheduler.groups).items():
-            namespace, name = key.split("/", 1)
+            namespace, name = gang.key_parts(key)
             self.writes.submit(f"podgroup:{key}", podgroups.set_condition, self.kube, namespace, name, placed)
         for r in results:
             if r.scheduled or r.pod.key in victims:

@@ -24,6 +24,7 @@ from typing import TextIO
 
 import numpy as np
 
+from accelsched.api import reader
 from accelsched.errors import InputError
 
 MILLI = 1000
@@ -110,11 +111,19 @@ class Pods:
 def open_csv(path: Path) -> TextIO:
     """A CSV file for reading, plain or ``.xz``. An xz file is expanded here, whole and bounded (the trace's
     largest is 0.7 MB), so a truncated or corrupt one is one error naming the file, not a traceback mid-rows."""
+    if path.suffix != ".xz" and path.exists() and not path.is_file():
+        # A pipe or device (``--pods <(xzcat ...)``, /dev/zero): csv would read one endless line into memory.
+        # Read it as manifests are read (api/reader.py: in chunks, refused at a NUL or past the limits).
+        source = str(path)
+        return io.StringIO(reader.decode(reader.read_input(path, source), source), newline="")
     try:
         if path.suffix != ".xz":
             return path.open(newline="")
+        # In chunks: read(MAX_XZ_TEXT + 1) would allocate the whole bound up front, whatever the file holds.
+        data = bytearray()
         with lzma.open(path) as compressed:
-            data = compressed.read(MAX_XZ_TEXT + 1)
+            while len(data) <= MAX_XZ_TEXT and (chunk := compressed.read(1 << 20)):
+                data += chunk
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
     except (lzma.LZMAError, EOFError) as exc:
@@ -184,6 +193,12 @@ def load_nodes(path: str | Path) -> Nodes:
         model.append(models.setdefault(row[col["model"]].strip(), len(models)))
     if not names:
         raise InputError("has no nodes", source=str(path))
+    if not any(gpus):
+        # Every figure the simulator reports (allocation, fragmentation, the inflation target) is a share of GPU
+        # capacity: with none there is nothing to compare.
+        raise InputError(
+            "no node has a GPU; the simulator compares GPU placement policies", source=str(path), field="gpu"
+        )
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise InputError(f"duplicate node {dup!r}", source=str(path), field="sn")

@@ -7,6 +7,7 @@ plugin (and accelsched) can read either.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rich.table import Table
@@ -107,6 +108,29 @@ def _resource(name: str, amount: int) -> dict[str, Any]:
     return {"name": name, "capacity": str(amount), "allocatable": str(amount), "available": str(amount)}
 
 
+def _go_quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)  # as Go's %q for printable text
+
+
+def check_topology_manager(policy: str, scope: str) -> None:
+    """The kubelet's checks of topologyManagerPolicy and topologyManagerScope (pkg/kubelet/apis/config/validation,
+    worded as there): InputError naming the flag."""
+    if policy not in TOPOLOGY_POLICIES:
+        choices = " ".join(map(_go_quote, TOPOLOGY_POLICIES))
+        raise InputError(
+            f"invalid configuration: topologyManagerPolicy (--topology-manager-policy) {_go_quote(policy[:80])} must"
+            f" be one of: [{choices}]",
+            field="--policy",
+        )
+    if scope not in TOPOLOGY_SCOPES:
+        choices = ", or ".join(map(_go_quote, TOPOLOGY_SCOPES))
+        raise InputError(
+            f"invalid configuration: topologyManagerScope (--topology-manager-scope) {_go_quote(scope[:80])} must be"
+            f" one of: {choices}",
+            field="--scope",
+        )
+
+
 def to_nrt(
     topo: NodeTopology,
     node_name: str,
@@ -119,12 +143,7 @@ def to_nrt(
     ``resource_name`` counts every accelerator under one name; without it each is counted under its vendor's usual
     name (``nvidia.com/gpu``...). Accelerators whose NUMA node is unknown belong to no zone and are left out.
     """
-    if policy not in TOPOLOGY_POLICIES:
-        choices = ", ".join(TOPOLOGY_POLICIES)
-        raise InputError(f"unknown topology manager policy {policy!r}; one of {choices}", field="policy")
-    if scope not in TOPOLOGY_SCOPES:
-        choices = ", ".join(TOPOLOGY_SCOPES)
-        raise InputError(f"unknown topology manager scope {scope!r}; one of {choices}", field="scope")
+    check_topology_manager(policy, scope)
     legacy = "None" if policy == "none" else f"{_LEGACY_POLICY[policy]}{scope.capitalize()}Level"
     zones = []
     for node in topo.numa:

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from accelsched import listen
 from accelsched.errors import InputError
 from accelsched.terminal import bad_input_exits
 
@@ -90,6 +91,7 @@ def ui(
     """Serve a local web page: the accelerator map, why pods are Pending, and what-if (nothing is ever written)."""
     live = from_cluster or kubeconfig is not None
     _check_sources(files, live, demo, step, sim_dir)
+    listen.check_host(address, "--address")
     if group_by is not None:
         from accelsched.api.validation import label_key_problem
 

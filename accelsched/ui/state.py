@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accelsched.api import memory
 from accelsched.api.loader import Document, Inputs, build_inputs, read_documents
 from accelsched.engine import Session
 from accelsched.errors import InputError
@@ -217,6 +218,7 @@ class FilesState(DocumentState):
         if not paths:
             raise InputError("no input: give -f FILE (repeatable)", field="-f")
         docs = [d for p in paths for d in read_documents(p)]
+        memory.check_documents(docs)  # as schedule -f: too big for the machine is refused before it is built
         state = cls(docs, "files: " + ", ".join(paths), "offline")
         state.inputs()  # raises InputError for what build_inputs refuses (duplicates, unknown nodes, ...)
         return state
@@ -277,7 +279,7 @@ def cluster_gangs(session: Session, keys: frozenset[str]) -> None:
 
     inputs, scheduler = session.inputs, session.scheduler
     pending = [p for p in inputs.pending if gang.group_key(p) in keys]
-    groups, waiting, _ = gang_view(inputs.pod_groups, inputs.bound, pending)
+    groups, waiting, _ = gang_view(inputs.pod_groups, inputs.bound, pending, session.cluster.n)
     scheduler.groups.update((key, group) for key, group in groups.items() if key in keys)
     scheduler.gang_gates.update((p.key, waiting[p.key]) for p in pending if p.key in waiting)
 

@@ -416,7 +416,7 @@ def pending_list(run: Any) -> list[dict[str, Any]]:
         for r in members:
             for res, amount in r.pod.requests.items():
                 total[res] = total.get(res, 0) + amount
-        namespace, name = key.split("/", 1)
+        namespace, name = gang.key_parts(key)
         singles.append(
             {
                 "kind": "gang",

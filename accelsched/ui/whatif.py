@@ -251,11 +251,7 @@ def apply(state: RawState, actions: list[Action]) -> Applied:
 
 def gang_of(pod: dict[str, Any]) -> str | None:
     """framework.gang.group_key of a raw Pod: its spec.schedulingGroup's PodGroup, or the scheduler-plugins label."""
-    meta = pod.get("metadata") or {}
-    group = (pod.get("spec") or {}).get("schedulingGroup")
-    name = group.get("podGroupName") if isinstance(group, dict) else None
-    name = name or (meta.get("labels") or {}).get(gang.POD_GROUP_LABEL)
-    return f"{meta.get('namespace') or 'default'}/{name}" if isinstance(name, str) and name else None
+    return gang.group_key_of(pod)
 
 
 def _min_members(state: RawState) -> dict[str, int | None]:

@@ -87,7 +87,10 @@ def test_a_gang_waits_for_min_member_pods_then_binds_whole(kube: KubeContext) ->
     with running_scheduler(kube.kubeconfig) as scheduler:
         for i in range(2):
             api.create(k.PODS, accel_pod(f"trio-{i}", kube.namespace, 1, labels), kube.namespace)
-        waiting = f"pod group {kube.namespace}/trio has 2 of minMember 3 pods; waiting for the rest"
+        waiting = (  # Coscheduling's PreFilter message (scheduler-plugins), as offline
+            "0/1 nodes are available: pre-filter pod trio-1 cannot find enough sibling pods, current pods number: 2,"
+            " minMember of group: 3."
+        )
         wait_for(
             "the waiting condition", lambda: condition_message(decided(api, kube.namespace, "trio-1") or {}) == waiting
         )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
+from accelsched import listen
 from accelsched.terminal import bad_input_exits
 
 
@@ -57,9 +59,9 @@ def dra_driver(
     config = DriverConfig(
         node_name=node_name,
         driver=driver_name,
-        plugins_dir=plugins_dir,
-        registry_dir=registry_dir,
-        cdi_dir=cdi_dir,
+        plugins_dir=listen.socket_folder(plugins_dir),
+        registry_dir=listen.socket_folder(registry_dir),
+        cdi_dir=os.path.abspath(cdi_dir),
         sysfs_root=sysfs_root,
         mig=not no_mig,
         fake=FakeSpec(devices=fake_devices) if fake_devices is not None else None,

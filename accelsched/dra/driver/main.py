@@ -66,12 +66,7 @@ def read_fake_file(path: str) -> inv.FakeSpec:
     """The fake inventory file, read as manifests are (api/reader.py: size cap, encodings, duplicate keys)."""
     from accelsched.api import reader
 
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise InputError(f"cannot read the fake inventory: {exc.strerror or exc}", source=path) from None
-    reader.check_size(len(data), path)
+    data = reader.read_input(path, path)
     docs = reader.parse(reader.decode(data, path), path)
     if len(docs) > 1:
         raise InputError(f"holds {len(docs)} documents; the fake inventory is one", source=path, obj="FakeInventory")
