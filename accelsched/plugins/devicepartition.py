@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from accelsched.api import quantity
 from accelsched.api.objects import Pod
 from accelsched.cluster.state import ClusterState
 from accelsched.errors import InputError
@@ -32,6 +33,13 @@ def _requests(pod: Pod, cluster: ClusterState, i: int) -> dict[str, int]:
     return cluster.devices[i].partitioned(pod.requests)
 
 
+def split_shape(pod: Pod) -> tuple[tuple[str, int], ...]:
+    """What this plugin's verdicts and scores depend on: the pod's extended requests (a partition serves only
+    extended resources). Pods that differ in cpu or memory alone share one cached pass over the nodes, so the
+    cache grows with the accelerator shapes asked for, not with every request shape."""
+    return tuple((res, amount) for res, amount in pod.shape if quantity.is_extended(res))
+
+
 class DevicePartition:
     name = NAME
 
@@ -46,7 +54,7 @@ class DevicePartition:
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
         if not cluster.has_partitions:
             return SKIP
-        managed = cluster.memoized((NAME, "managed", pod.shape), lambda: self._managed(pod, cluster))
+        managed = cluster.memoized((NAME, "managed", split_shape(pod)), lambda: self._managed(pod, cluster))
         return SUCCESS if managed else SKIP
 
     def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
@@ -55,7 +63,7 @@ class DevicePartition:
 
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         # Per node a reason code (-1: fits), kept per request shape and updated only where a pod was bound.
-        reasons: list[str] = cluster.memoized((NAME, "reasons", pod.shape), list)
+        reasons: list[str] = cluster.memoized((NAME, "reasons", split_shape(pod)), list)
 
         def one(i: int) -> int:
             split = _requests(pod, cluster, i)
@@ -69,7 +77,7 @@ class DevicePartition:
         def compute(nodes: np.ndarray) -> np.ndarray:
             return np.array([one(int(i)) for i in nodes], dtype=np.int64)
 
-        codes = cluster.node_values((NAME, "fits", pod.shape), compute, one)
+        codes = cluster.node_values((NAME, "fits", split_shape(pod)), compute, one)
         result = FilterResult()
         if (codes < 0).all():
             return result
@@ -110,7 +118,7 @@ class DevicePartition:
 
     def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore:
         """Utilization of the node's split devices after placing the pod (binpack), or what stays free (spread)."""
-        key = (NAME, self.policy, pod.shape)
+        key = (NAME, self.policy, split_shape(pod))
         return cluster.memoized(key, lambda: self._node_score(key, pod, cluster))
 
     def _node_score(self, key: tuple, pod: Pod, cluster: ClusterState) -> NodeScore:
