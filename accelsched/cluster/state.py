@@ -285,6 +285,8 @@ class ClusterState:
         costs one node's work per bind instead of a pass over every node (design principle 3).
         """
         cache = self._node_caches.get(key)
+        if cache is not None:  # first, so that a compute reading another key's values cannot push this one out
+            self._node_caches.move_to_end(key)
         # Behind by the nodes changed since, not by the changes: preemption's dry runs evict and restore pods on
         # a few nodes thousands of times, and counting those would rebuild every cached shape over every node.
         dirty = sorted(set(self.changes[cache.seen :])) if cache is not None and cache.epoch == self.epoch else None
@@ -307,7 +309,6 @@ class ClusterState:
                 cache.values[index] = compute(index)
                 cache.best = None
             cache.seen = len(self.changes)
-        self._node_caches.move_to_end(key)
         return cache.values
 
     def _add_resource(self, res: str) -> int:

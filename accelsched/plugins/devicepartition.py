@@ -33,6 +33,19 @@ def _requests(pod: Pod, cluster: ClusterState, i: int) -> dict[str, int]:
     return cluster.devices[i].partitioned(pod.requests)
 
 
+def used_units(cluster: ClusterState) -> np.ndarray:
+    """Per node the units its split devices have in use (0 without a partition), kept current at changed nodes."""
+
+    def one(i: int) -> int:
+        part = cluster.devices[i].partition
+        return part.used_units() if part is not None else 0
+
+    def compute(nodes: np.ndarray) -> np.ndarray:
+        return np.array([one(int(i)) for i in nodes], dtype=np.int64)
+
+    return cluster.node_values((NAME, "used-units"), compute, one)
+
+
 def split_shape(pod: Pod) -> tuple[tuple[str, int], ...]:
     """What this plugin's verdicts and scores depend on: the pod's extended requests (a partition serves only
     extended resources). Pods that differ in cpu or memory alone share one cached pass over the nodes, so the
@@ -131,8 +144,23 @@ class DevicePartition:
             used = min(used, MAX_NODE_SCORE)
             return used if self.policy == "binpack" else MAX_NODE_SCORE - used
 
+        # What does not change as pods come and go, once per shape: the nodes that split the request, the units it
+        # takes there and their capacity. What does (the units in use) is one array for every shape, kept current
+        # at changed nodes only, so a shape catches up on changed nodes in numpy rather than node by node.
+        applies = np.zeros(cluster.n, dtype=bool)
+        units = np.zeros(cluster.n, dtype=np.int64)
+        total = np.ones(cluster.n, dtype=np.int64)
+        for i, devices in enumerate(cluster.devices):
+            split = _requests(pod, cluster, i)
+            if devices.partition is not None and split:
+                applies[i] = True
+                units[i] = devices.partition.units_of(split)
+                total[i] = max(devices.partition.total_units, 1)
+
         def compute(nodes: np.ndarray) -> np.ndarray:
-            return np.array([one(int(i)) for i in nodes], dtype=np.int64)
+            share = (used_units(cluster)[nodes] + units[nodes]) * MAX_NODE_SCORE // total[nodes]
+            used = np.minimum(share, MAX_NODE_SCORE)
+            return np.where(applies[nodes], used if self.policy == "binpack" else MAX_NODE_SCORE - used, 0)
 
         return NodeScore(key, compute, one)
 
