@@ -66,8 +66,10 @@ class _Memo:
         self.total = np.zeros(n, dtype=np.int64)
         self.count = np.zeros(n, dtype=np.int64)
         self.latest = np.zeros(n, dtype=np.float64)  # minus the earliest start among the highest-priority victims
-        self.candidates: list[Candidate | None] = [None] * n
-        self.reasons: list[list[str]] = [[] for _ in range(n)]
+        # By node, only for the nodes evaluated: a preemptor visits a few of them, and a list per node built for
+        # every PostFilter was most of its cost at 5,000 nodes.
+        self.candidates: dict[int, Candidate | None] = {}
+        self.reasons: dict[int, list[str]] = {}
 
     def store(self, node: int, version: int, candidate: Candidate | None, reasons: list[str]) -> None:
         self.version[node] = version
