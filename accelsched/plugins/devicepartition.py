@@ -8,11 +8,14 @@ upper bound on such nodes; this filter is the exact check, per node's partition 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from accelsched.api import quantity
 from accelsched.api.objects import Pod
 from accelsched.cluster.state import ClusterState
+from accelsched.devices.partition import GPU_RESOURCE, MILLI, MILLI_RESOURCE
 from accelsched.errors import InputError
 from accelsched.framework.interface import (
     MAX_NODE_SCORE,
@@ -40,10 +43,41 @@ def used_units(cluster: ClusterState) -> np.ndarray:
         part = cluster.devices[i].partition
         return part.used_units() if part is not None else 0
 
-    def compute(nodes: np.ndarray) -> np.ndarray:
-        return np.array([one(int(i)) for i in nodes], dtype=np.int64)
+    return cluster.node_values((NAME, "used-units"), _each(one), one)
 
-    return cluster.node_values((NAME, "used-units"), compute, one)
+
+def milli_nodes(cluster: ClusterState) -> np.ndarray:
+    """The nodes whose devices are shared in thousandths (the ``milli`` partition mode)."""
+    def build() -> np.ndarray:
+        return np.array([d.partition is not None and d.partition.mode == "milli" for d in cluster.devices], dtype=bool)
+
+    return cluster.memoized((NAME, "milli-nodes"), build)
+
+
+def milli_room(cluster: ClusterState) -> np.ndarray:
+    """Per GPU-milli node the most any one of its devices has free (-1 elsewhere), kept current at changed nodes."""
+
+    def one(i: int) -> int:
+        part = cluster.devices[i].partition
+        if part is None or part.mode != "milli" or not part.milli:
+            return -1
+        return MILLI - min(part.milli)
+
+    return cluster.node_values((NAME, "milli-room"), _each(one), one)
+
+
+def whole_free(cluster: ClusterState) -> np.ndarray:
+    """Per GPU-milli node its devices no share holds (0 elsewhere), kept current at changed nodes."""
+
+    def one(i: int) -> int:
+        part = cluster.devices[i].partition
+        return part.milli.count(0) if part is not None and part.mode == "milli" else 0
+
+    return cluster.node_values((NAME, "whole-free"), _each(one), one)
+
+
+def _each(one: Callable[[int], int]) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda nodes: np.array([one(int(i)) for i in nodes], dtype=np.int64)
 
 
 def split_shape(pod: Pod) -> tuple[tuple[str, int], ...]:
@@ -87,8 +121,30 @@ class DevicePartition:
                 reasons.append(reason)
             return reasons.index(reason)
 
+        def code(reason: str) -> int:
+            if reason not in reasons:
+                reasons.append(reason)
+            return reasons.index(reason)
+
+        # On GPU-milli nodes a pod that asks for one of a share or whole GPUs fits by one comparison per node
+        # (Partition.fits' plan in numpy); any other node or request goes through the node's own plan.
+        sharing = {r: a for r, a in split_shape(pod) if r in (MILLI_RESOURCE, GPU_RESOURCE)}
+        single = next(iter(sharing.items())) if len(sharing) == 1 else None
+
         def compute(nodes: np.ndarray) -> np.ndarray:
-            return np.array([one(int(i)) for i in nodes], dtype=np.int64)
+            on_milli = milli_nodes(cluster)[nodes] if single is not None else np.zeros(len(nodes), dtype=bool)
+            out = np.empty(len(nodes), dtype=np.int64)
+            if on_milli.any():
+                resource, amount = single
+                at = nodes[on_milli]
+                if resource == MILLI_RESOURCE:
+                    fits = (milli_room(cluster)[at] >= amount) & (amount <= MILLI)
+                else:
+                    fits = whole_free(cluster)[at] >= amount
+                failed = -1 if fits.all() else code(f"node(s) had no device with {amount} free {resource}")
+                out[on_milli] = np.where(fits, -1, failed)
+            out[~on_milli] = [one(int(i)) for i in nodes[~on_milli]]
+            return out
 
         codes = cluster.node_values((NAME, "fits", split_shape(pod)), compute, one)
         result = FilterResult()
