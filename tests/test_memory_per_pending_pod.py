@@ -63,3 +63,25 @@ def test_the_measurement_sees_a_diagnosis_kept_for_reasons() -> None:
     """The same measurement with the per-node reasons kept (``--reasons``) grows with the nodes: it can fail."""
     small, large = per_pending_pod(SMALL, keep_diagnosis=True), per_pending_pod(LARGE, keep_diagnosis=True)
     assert large - small > 2 * BYTES_PER_NODE * (LARGE - SMALL), (small, large)
+
+
+def test_a_backlog_of_many_shapes_keeps_the_per_shape_caches_bounded(monkeypatch) -> None:
+    """Every Pending pod its own request shape: past SHAPE_CACHE_LIMIT the per-shape caches start over between
+    cycles (as live mode does between rounds), and the placements are those of a run that never trims."""
+    from accelsched.cluster import state
+
+    def run(limit: int) -> tuple[list[tuple[str, str | None, str]], int]:
+        monkeypatch.setattr(state, "SHAPE_CACHE_LIMIT", limit)
+        inputs = Inputs(
+            nodes=[parse_node(node(f"n{i}", cpu="4", **{ACCEL: 2})) for i in range(6)],
+            pods=[parse_pod(pod(f"p{i}", cpu=f"{100 + 7 * i}m", extra={ACCEL: 1 + i % 3})) for i in range(40)],
+        )
+        session = Session.start(inputs)
+        results = session.schedule()
+        return [(r.pod.name, r.node, r.message) for r in results], len(session.cluster.memo)
+
+    trimmed, kept = run(8)
+    untrimmed, grown = run(10**9)
+    assert trimmed == untrimmed
+    assert any(node is None for _, node, _ in trimmed)  # a backlog: some pods went through PostFilter
+    assert grown > 40 and kept <= 8, (grown, kept)  # an entry or more per shape unbounded; at most the limit

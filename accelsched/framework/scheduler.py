@@ -184,6 +184,9 @@ class Scheduler:
             else:
                 results[pod.key] = gated
         while (pod := self.queue.pop()) is not None:
+            # Between cycles: past SHAPE_CACHE_LIMIT request shapes the per-shape caches start over, so a backlog
+            # of many shapes keeps memory to the shapes in use (ClusterState.trim_caches; decisions unchanged).
+            self.cluster.trim_caches()
             key = gang.group_key(pod)
             if key is not None and key in self.groups:
                 # The whole gang leaves the queue together and is decided in one go (see framework.gang).
