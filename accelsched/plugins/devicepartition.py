@@ -155,6 +155,14 @@ class DevicePartition:
             result.reject(reasons[code], codes == code)
         return result
 
+    def node_reasons(self, pod: Pod, cluster: ClusterState, node: int) -> list[str]:
+        """This filter's reasons on one node (none: it passes): it reads that node's own ledger only, so
+        DefaultPreemption's dry runs ask this node alone instead of filtering every node."""
+        split = _requests(pod, cluster, node)
+        if not split or cluster.devices[node].partition.fits(split):
+            return []
+        return [self._reason(pod, cluster, node)]
+
     @staticmethod
     def _reason(pod: Pod, cluster: ClusterState, i: int) -> str:
         part = cluster.devices[i].partition
