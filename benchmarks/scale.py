@@ -259,6 +259,7 @@ def exponents(sweep: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, flo
         xs = [float(r[axis]) for r in ok]
         out[axis] = {
             "wall": exponent(xs, [r["wall_s"] for r in ok]),
+            "cpu": exponent(xs, [r["cpu_s"] for r in ok]),  # steadier than the wall clock on a shared machine
             "peak_rss": exponent(xs, [r["peak_rss_mib"] for r in ok]),
         }
     return out
@@ -309,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         render(rows_of, f"growth in {axis} ({EXPONENT_PENDING}% Pending)", console)
         e = growth[axis]
         console.print(
-            f"growth exponent in {axis}: wall {_fmt(e['wall'])}, peak RSS {_fmt(e['peak_rss'])} "
+            f"growth exponent in {axis}: wall {_fmt(e['wall'])}, CPU {_fmt(e['cpu'])}, peak RSS {_fmt(e['peak_rss'])} "
             "(1.0: linear; from a log-log fit)"
         )
     console.print(

@@ -123,7 +123,8 @@ def test_quick_scale_benchmark_runs_the_cli_on_openb_shapes(tmp_path: Path) -> N
     doc = json.loads(out.read_text())
     assert [(r["nodes"], r["pending_pct"]) for r in doc["cases"]] == [(100, 0), (100, 50), (300, 0), (300, 50)]
     for r in doc["cases"] + [r for rows in doc["sweeps"].values() for r in rows]:
-        assert r["rc"] == 0 and r["scheduled"] + r["pending_after"] == r["pending"], r  # the Pending pods
+        # Every Pending pod has a result, and so has each bound pod that preemption evicted.
+        assert r["rc"] == 0 and r["scheduled"] + r["pending_after"] >= r["pending"], r
         assert r["peak_rss_mib"] > 0 and r["wall_s"] > 0
     half = {r["nodes"]: r for r in doc["cases"] if r["pending_pct"] == 50}
     assert all(r["pending"] >= r["pods"] // 2 for r in half.values())  # at least half the file is Pending
