@@ -119,6 +119,9 @@ def main() -> None:
 @score_all_nodes_option
 @limit_option
 @click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
+@click.option(
+    "--reasons", is_flag=True, help="-o json: add each pod's per-node reasons (memory grows with Pending pods x nodes)."
+)
 @bad_input_exits
 def schedule(
     files: tuple[str, ...],
@@ -128,16 +131,17 @@ def schedule(
     seed: int,
     score_all_nodes: bool,
     output: str,
+    reasons: bool,
 ) -> None:
     """Place the pending pods of FILEs (or of the live cluster) in queue order, as kube-scheduler would."""
     session = _session_from(files, from_cluster, kubeconfig, config, seed)
     session.scheduler.score_all_nodes = score_all_nodes
+    session.scheduler.keep_diagnosis = reasons
     _warn_ignored(session)
     results = session.rejected + session.schedule()
     if output == "json":
-        click.echo(
-            json.dumps({**report.to_json(results, session.cluster), **report.queues_json(session.queues)}, indent=2)
-        )
+        body = {**report.to_json(results, session.cluster, reasons), **report.queues_json(session.queues)}
+        click.echo(json.dumps(body, indent=2))
     elif output == "yaml":
         click.echo(goyaml.dump(report.to_objects(results, session.cluster), sort_keys=False), nl=False)
     else:

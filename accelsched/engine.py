@@ -85,7 +85,9 @@ def config_from(path: str | Path | None) -> SchedulerConfig | None:
 
 
 def schedule(
-    paths: Iterable[str | Path], config: str | Path | None = None, seed: int = 0
+    paths: Iterable[str | Path], config: str | Path | None = None, seed: int = 0, reasons: bool = False
 ) -> tuple[Session, list[ScheduleResult]]:
+    """``reasons``: keep each Pending pod's per-node reasons (``ScheduleResult.reasons``), as ``--reasons`` does."""
     session = Session.start(load(paths), config_from(config), seed)
+    session.scheduler.keep_diagnosis = reasons
     return session, session.rejected + session.schedule()

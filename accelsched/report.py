@@ -20,18 +20,20 @@ if TYPE_CHECKING:
     from accelsched.explain import Explanation
 
 
-def pod_json(r: ScheduleResult, dra: Any = None) -> dict[str, Any]:
+def pod_json(r: ScheduleResult, dra: Any = None, reasons: bool = False) -> dict[str, Any]:
     """The contract's pod entry; ``preempted`` (the evicted pods, ``namespace/name``) only when it preempted, and
     ``claims`` (design.md: per pod claim, the ResourceClaim and its allocated devices) only for a pod with claims,
-    from the cluster's DRA state ``dra`` (dra/state.py)."""
+    from the cluster's DRA state ``dra`` (dra/state.py). ``reasons`` (``schedule --reasons``) adds each rejected
+    node's reasons, which the scheduler keeps only when asked (``Scheduler.keep_diagnosis``)."""
     out: dict[str, Any] = {
         "namespace": r.pod.namespace,
         "name": r.pod.name,
         "node": r.node,
         "devices": {k: list(v) for k, v in r.devices.items()},
         "message": r.message,
-        "reasons": {node: list(reasons) for node, reasons in r.reasons.items()},
     }
+    if reasons:
+        out["reasons"] = {node: list(why) for node, why in r.reasons.items()}
     if r.preempted:
         out["preempted"] = [v.key for v in r.preempted]
     if dra is not None and (_has_claims(r.pod) or dra.extended_claim_key(r.pod)):
@@ -54,10 +56,11 @@ def node_json(cluster: ClusterState, i: int) -> dict[str, Any]:
     return {"name": cluster.nodes[i].name, "allocatable": fmt(cluster.allocatable), "requested": fmt(cluster.requested)}
 
 
-def to_json(results: list[ScheduleResult], cluster: ClusterState) -> dict[str, Any]:
-    """The design.md contract: pods in the order they were scheduled, then every node's capacity."""
+def to_json(results: list[ScheduleResult], cluster: ClusterState, reasons: bool = False) -> dict[str, Any]:
+    """The design.md contract: pods in the order they were scheduled, then every node's capacity; with
+    ``reasons``, each pod's per-node reasons too."""
     dra = getattr(cluster, "dra", None)
-    pods = [pod_json(r, dra) for r in results]
+    pods = [pod_json(r, dra, reasons) for r in results]
     return {"pods": pods, "nodes": [node_json(cluster, i) for i in range(cluster.n)]}
 
 

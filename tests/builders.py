@@ -142,14 +142,20 @@ def session(
         pods=[objects.parse_pod(p) for p in pods],
         namespaces=[objects.parse_namespace(n) for n in namespaces],
     )
-    return Session.start(inputs, config=config, seed=seed)
+    return _with_reasons(Session.start(inputs, config=config, seed=seed))
+
+
+def _with_reasons(s: Session) -> Session:
+    """The tests pin each Pending pod's per-node reasons (``schedule --reasons``): the scheduler keeps them."""
+    s.scheduler.keep_diagnosis = True
+    return s
 
 
 def start(*docs: Mapping[str, Any], config: SchedulerConfig | None = None, seed: int = 0) -> Session:
     """A session over whole documents of any kind (PodGroups, PriorityClasses, ...), loaded as the CLI loads
     files: admission, priority classes and gang checks included."""
     inputs = build_inputs([Document(dict(d), "test.yaml", d["kind"]) for d in docs], base=Inputs())
-    return Session.start(inputs, config=config, seed=seed)
+    return _with_reasons(Session.start(inputs, config=config, seed=seed))
 
 
 def run(

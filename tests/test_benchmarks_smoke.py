@@ -109,6 +109,29 @@ def test_quick_cli_benchmark_runs_the_real_process_and_schedules_every_pending_p
     assert rows["dump"]["bound"] == 5000 and (tmp_path / "dump-500n-5000b-500p.json").read_bytes().startswith(b"{")
 
 
+@pytest.mark.integration
+def test_quick_scale_benchmark_runs_the_cli_on_openb_shapes(tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.scale", "--quick", "--dir", str(tmp_path), "--json", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert [(r["nodes"], r["pending_pct"]) for r in doc["cases"]] == [(100, 0), (100, 50), (300, 0), (300, 50)]
+    for r in doc["cases"] + [r for rows in doc["sweeps"].values() for r in rows]:
+        # Every Pending pod has a result, and so has each bound pod that preemption evicted.
+        assert r["rc"] == 0 and r["scheduled"] + r["pending_after"] >= r["pending"], r
+        assert r["peak_rss_mib"] > 0 and r["wall_s"] > 0
+    half = {r["nodes"]: r for r in doc["cases"] if r["pending_pct"] == 50}
+    assert all(r["pending"] >= r["pods"] // 2 for r in half.values())  # at least half the file is Pending
+    assert set(doc["exponents"]) == {"nodes", "pods"}
+    assert all(isinstance(e["peak_rss"], float) for e in doc["exponents"].values())
+
+
 # ---------------------------------------------------------------------------------------------- DRA workloads
 
 

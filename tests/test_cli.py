@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -43,17 +44,31 @@ def test_json_output_is_the_design_contract():
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert set(out) == {"pods", "nodes"}
-    for pod in out["pods"]:
-        assert set(pod) == {"namespace", "name", "node", "devices", "message", "reasons"}
+    for pod in out["pods"]:  # per-node reasons only with --reasons (they grow with Pending pods x nodes)
+        assert set(pod) == {"namespace", "name", "node", "devices", "message"}
     assert [n["name"] for n in out["nodes"]] == ["node-a", "node-b", "node-c", "node-d"]
     assert all(set(n) == {"name", "allocatable", "requested"} for n in out["nodes"])
     placed = [p for p in out["pods"] if p["node"]]
     assert len(placed) == 2 and all(len(p["devices"]["qualcomm.com/ai-accelerator"]) == 1 for p in placed)
     (pending,) = [p for p in out["pods"] if not p["node"]]
     assert pending["message"].startswith("0/4 nodes are available:")
-    assert pending["reasons"]["node-c"] == ["node(s) had untolerated taint(s)"]
     requested = {n["name"]: n["requested"].get("qualcomm.com/ai-accelerator", "0") for n in out["nodes"]}
     assert sorted(requested.values()) == ["0", "0", "1", "1"]
+
+
+def test_json_reasons_adds_each_rejected_node_and_agrees_with_the_message():
+    plain = json.loads(run("schedule", "-f", NODES, "-f", TENANT, "-o", "json").output)
+    result = run("schedule", "-f", NODES, "-f", TENANT, "-o", "json", "--reasons")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert [{k: v for k, v in p.items() if k != "reasons"} for p in out["pods"]] == plain["pods"]
+    assert all(p["reasons"] == {} for p in out["pods"] if p["node"])
+    (pending,) = [p for p in out["pods"] if not p["node"]]
+    assert pending["reasons"]["node-c"] == ["node(s) had untolerated taint(s)"]
+    # The message's histogram counts exactly the per-node reasons.
+    counts = Counter(reason for why in pending["reasons"].values() for reason in why)
+    histogram = pending["message"].split(": ", 1)[1].split(". ")[0].rstrip(".")
+    assert sorted(f"{n} {reason}" for reason, n in counts.items()) == sorted(histogram.split(", "))
 
 
 def test_yaml_output_sets_node_name_and_conditions():

@@ -64,7 +64,7 @@ def pod(name: str, gpus: int = 1, resource: str = "example.com/gpu", kind: str |
 def run(tmp_path, *docs: str):
     path = tmp_path / "in.yaml"
     path.write_text("\n---\n".join(textwrap.dedent(d) for d in docs))
-    session, results = schedule([path])
+    session, results = schedule([path], reasons=True)
     return session, {r.pod.name: r for r in results}, results
 
 
@@ -199,7 +199,7 @@ def test_unmapped_extended_resource_missing_on_node_cannot_fit(tmp_path):
         "- schedulerName: default-scheduler\n  pluginConfig:\n  - name: NodeResourcesFit\n"
         "    args: {ignoredResources: [other.com/fpga]}\n"
     )
-    _, results = schedule([tmp_path / "in.yaml"], config=cfg)
+    _, results = schedule([tmp_path / "in.yaml"], config=cfg, reasons=True)
     assert results[0].reasons == {"dra-node": ["cannot fit resource"], "fpga-node": ["cannot allocate all claims"]}
 
 

@@ -401,6 +401,50 @@ def test_victims_by_fit_arithmetic_equal_victims_by_dry_runs(nodes, bound, want)
 # ---------------------------------------------------------------------------------------- review regressions
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    devices=st.lists(st.integers(1, 3), min_size=1, max_size=3),
+    bound=st.lists(st.tuples(st.integers(0, 2), st.sampled_from([0, 250, 500, 800]), st.integers(0, 3)), max_size=8),
+    want=st.tuples(st.sampled_from([0, 300, 700]), st.integers(0, 2), st.integers(1, 4)),
+)
+def test_victims_by_node_local_dry_runs_equal_victims_by_full_dry_runs(devices, bound, want) -> None:
+    """On GPU-milli nodes (DevicePartition reads only the node's own ledger) a dry run on the node alone picks the
+    same victims, with the same reasons, as a dry run of every filter over every node."""
+    import yaml
+
+    from accelsched.api.objects import parse_pod
+    from accelsched.devices.partition import GPU_RESOURCE, MILLI_RESOURCE
+    from accelsched.plugins.defaultpreemption import DefaultPreemption, _fit_decides, _node_local_filters
+
+    def milli_node(i: int, count: int) -> dict:
+        doc = node(f"n{i}", cpu="4")
+        partitioning = yaml.safe_dump({"mode": "milli", "devices": count})
+        doc["metadata"]["annotations"] = {"accelsched.io/partitioning": partitioning}
+        return doc
+
+    def share_pod(name: str, milli: int, whole: int, priority: int, on: str | None = None) -> dict:
+        extra = {**({MILLI_RESOURCE: milli} if milli else {}), **({GPU_RESOURCE: whole} if whole else {})}
+        return pod(name, cpu="500m", extra=extra or {GPU_RESOURCE: 1}, priority=priority, node_name=on)
+
+    s = session([milli_node(i, c) for i, c in enumerate(devices)], [])
+    for j, (where, milli, prio) in enumerate(bound):  # admitted as the kubelet would: one that does not fit is not
+        on = f"n{where % len(devices)}"
+        s.scheduler.admit_bound(parse_pod(share_pod(f"b{j}", milli, 0 if milli else 1, prio * 10, on)))
+    pod_obj = parse_pod(share_pod("p", want[0], want[1], want[2] * 10))
+    assert _fit_decides(pod_obj, s.scheduler) is None  # DevicePartition is no pod-independent filter
+    local = _node_local_filters(pod_obj, s.scheduler)
+    assert local is not None
+    plugin = DefaultPreemption()
+    before = (s.cluster.requested.copy(), [list(d.partition.milli) for d in s.cluster.devices])
+    for i in range(len(devices)):
+        here, here_reasons = plugin.select_victims(pod_obj, i, s.scheduler, frozenset(), None, local=local)
+        full, full_reasons = plugin.select_victims(pod_obj, i, s.scheduler, frozenset(), None)
+        assert (None if here is None else [v.key for v in here]) == (None if full is None else [v.key for v in full])
+        assert here_reasons == full_reasons
+    assert (s.cluster.requested == before[0]).all()  # dry runs leave the state as it was
+    assert [list(d.partition.milli) for d in s.cluster.devices] == before[1]
+
+
 def test_an_evicted_pod_gives_back_its_exclusive_cpus_on_its_numa_node() -> None:
     """Exclusive CPUs are taken at Reserve per NUMA node; eviction must return them, dry runs and for good."""
     from test_topology_scheduling import node_doc, pod_doc, session_of, two_numa

@@ -64,7 +64,7 @@ def test_the_status_names_every_gate_in_order() -> None:
 def test_schedule_json_reports_the_gated_pod(tmp_path: Path) -> None:
     path = tmp_path / "in.yaml"
     path.write_text(yaml.safe_dump_all([node("a"), gated("waiting", "example.com/wait"), pod("free")]))
-    result = CliRunner().invoke(main, ["schedule", "-f", str(path), "-o", "json"])
+    result = CliRunner().invoke(main, ["schedule", "-f", str(path), "-o", "json", "--reasons"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     entry = next(p for p in out["pods"] if p["name"] == "waiting")
@@ -74,7 +74,7 @@ def test_schedule_json_reports_the_gated_pod(tmp_path: Path) -> None:
         "node": None,
         "devices": {},
         "message": GATED,
-        "reasons": {},
+        "reasons": {},  # never tried: no node rejected it
     }
     assert next(p for p in out["pods"] if p["name"] == "free")["node"] == "a"
 

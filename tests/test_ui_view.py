@@ -262,7 +262,8 @@ def test_node_order_is_natural() -> None:
 @pytest.mark.parametrize("step", [2, 3, 4, 5, 9, 10, 11])
 def test_pending_list_matches_schedule_json(lab: list[StandIn], step: int) -> None:
     run = lab[step - 1]
-    contract = {f"{p['namespace']}/{p['name']}": p for p in report.to_json(run.results, run.session.cluster)["pods"]}
+    pods = report.to_json(run.results, run.session.cluster, reasons=True)["pods"]  # as schedule --reasons
+    contract = {f"{p['namespace']}/{p['name']}": p for p in pods}
     pending = view.pending_list(run)
     seen = []
     for entry in pending:

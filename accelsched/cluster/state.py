@@ -285,13 +285,17 @@ class ClusterState:
         costs one node's work per bind instead of a pass over every node (design principle 3).
         """
         cache = self._node_caches.get(key)
-        if cache is None or cache.epoch != self.epoch or len(self.changes) - cache.seen > self.n // 4:
+        if cache is not None:  # first, so that a compute reading another key's values cannot push this one out
+            self._node_caches.move_to_end(key)
+        # Behind by the nodes changed since, not by the changes: preemption's dry runs evict and restore pods on
+        # a few nodes thousands of times, and counting those would rebuild every cached shape over every node.
+        dirty = sorted(set(self.changes[cache.seen :])) if cache is not None and cache.epoch == self.epoch else None
+        if cache is None or dirty is None or len(dirty) > self.n // 4:
             cache = _NodeCache(compute(np.arange(self.n)), len(self.changes), self.epoch)
             self._node_caches[key] = cache
             if len(self._node_caches) > NODE_CACHE_SIZE:
                 self._node_caches.popitem(last=False)
-        elif cache.seen < len(self.changes):
-            dirty = sorted(set(self.changes[cache.seen :]))
+        elif dirty:
             if compute_one is not None and len(dirty) <= SCALAR_UPDATE_LIMIT:
                 # numpy's per-call overhead dwarfs one node's arithmetic: plain Python is ~20x faster here.
                 best = cache.best
@@ -305,7 +309,6 @@ class ClusterState:
                 cache.values[index] = compute(index)
                 cache.best = None
             cache.seen = len(self.changes)
-        self._node_caches.move_to_end(key)
         return cache.values
 
     def _add_resource(self, res: str) -> int:

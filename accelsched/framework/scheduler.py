@@ -96,6 +96,10 @@ class Scheduler:
         self.config = config
         # percentageOfNodesToScore as kube-scheduler uses it; ``score_all_nodes`` filters and scores every node.
         self.score_all_nodes = score_all_nodes
+        # A Pending pod's Diagnosis holds a mask per filter over every node: kept past its cycle only when someone
+        # asked for per-node reasons (``schedule --reasons``); otherwise a Pending pod keeps its message alone, as
+        # kube-scheduler keeps its FailedScheduling message, and memory grows with pods + nodes, not their product.
+        self.keep_diagnosis = False
         self.next_start_node_index = 0  # nextStartNodeIndex: where the next cycle's search starts
         self._snapshot_order: np.ndarray | None = None
         self._order_twice = np.empty(0, dtype=np.int64)
@@ -182,6 +186,9 @@ class Scheduler:
             else:
                 results[pod.key] = gated
         while (pod := self.queue.pop()) is not None:
+            # Between cycles: past SHAPE_CACHE_LIMIT request shapes the per-shape caches start over, so a backlog
+            # of many shapes keeps memory to the shapes in use (ClusterState.trim_caches; decisions unchanged).
+            self.cluster.trim_caches()
             key = gang.group_key(pod)
             if key is not None and key in self.groups:
                 # The whole gang leaves the queue together and is decided in one go (see framework.gang).
@@ -203,6 +210,8 @@ class Scheduler:
                 else:
                     plugins = frozenset(result.diagnosis.plugins) if result.diagnosis else frozenset()
                     self.queue.add_unschedulable(result.pod, plugins)
+                    if not self.keep_diagnosis:
+                        result.forget_nodes()
             dra = self.cluster.dra
             if dra is not None and dra.deallocated:  # a claim was deallocated: its devices may help anyone waiting
                 dra.deallocated = False

@@ -7,6 +7,7 @@ calls, builds the same results without importing the cycle back.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import Counter
 from dataclasses import dataclass, field
@@ -115,9 +116,17 @@ class ScheduleResult:
     def scheduled(self) -> bool:
         return self.node is not None
 
+    def forget_nodes(self) -> None:
+        """Drop what this result holds per node (the diagnosis' filter masks) once its cycle is over: the message,
+        the rejecting plugins (the queue's hints) and the PostFilter message stay."""
+        if self.diagnosis is not None and self.diagnosis.log:
+            self.diagnosis = dataclasses.replace(self.diagnosis, log=[])
+        self.node_names = None
+
     @property
     def reasons(self) -> dict[str, list[str]]:
-        """Per rejected node its reasons (the contract's ``reasons``), built from the diagnosis on demand."""
+        """Per rejected node its reasons (the contract's ``reasons``), built from the diagnosis on demand: empty
+        once the scheduler forgot them (``Scheduler.keep_diagnosis`` off, the default)."""
         if self.explicit_reasons is not None:
             return self.explicit_reasons
         if self.diagnosis is None or self.node_names is None:

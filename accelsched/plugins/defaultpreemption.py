@@ -66,8 +66,10 @@ class _Memo:
         self.total = np.zeros(n, dtype=np.int64)
         self.count = np.zeros(n, dtype=np.int64)
         self.latest = np.zeros(n, dtype=np.float64)  # minus the earliest start among the highest-priority victims
-        self.candidates: list[Candidate | None] = [None] * n
-        self.reasons: list[list[str]] = [[] for _ in range(n)]
+        # By node, only for the nodes evaluated: a preemptor visits a few of them, and a list per node built for
+        # every PostFilter was most of its cost at 5,000 nodes.
+        self.candidates: dict[int, Candidate | None] = {}
+        self.reasons: dict[int, list[str]] = {}
 
     def store(self, node: int, version: int, candidate: Candidate | None, reasons: list[str]) -> None:
         self.version[node] = version
@@ -142,12 +144,13 @@ class DefaultPreemption:
         helpful_nodes = np.flatnonzero(helpful)
         wanted = min(max(helpful_nodes.size * self.min_percentage // 100, self.min_absolute), helpful_nodes.size)
         by_fit = _fit_decides(pod, handle)
+        local = None if by_fit is not None else _node_local_filters(pod, handle)
         # Which bound pods form each running gang: the same at every node's dry run (each restores the state).
         gangs = functools.cache(functools.partial(bound_gangs, handle))
         # By Fit, a node's victims depend on its own pods only (unless a gang spans nodes): kept per node and
         # request shape, valid while the node's version is unchanged, so a stream of preemptors re-evaluates only
         # the nodes the previous ones changed.
-        if by_fit is not None and not exclude:
+        if (by_fit is not None or local is not None) and not exclude:
             key = (pod.scheduler_name, pod.shape, pod.priority, cluster.epoch)
             memos = cluster.memoized((NAME, "memos"), OrderedDict)
             memo = memos.get(key)
@@ -168,7 +171,7 @@ class DefaultPreemption:
                 chunk = order[start : start + wanted - found]
                 start += chunk.size
                 for node in chunk[memo.version[chunk] != cluster.node_version[chunk]].tolist():
-                    memo.store(node, *self._evaluate(pod, node, handle, exclude, allowed, by_fit, gangs))
+                    memo.store(node, *self._evaluate(pod, node, handle, exclude, allowed, by_fit, gangs, local))
                 ok = memo.ok[chunk]
                 for node in chunk[~ok].tolist():
                     statuses.update(memo.reasons[node])
@@ -193,12 +196,13 @@ class DefaultPreemption:
         allowed: np.ndarray | None,
         by_fit: list[tuple[int, int, str]] | None,
         gangs: Gangs,
+        local: list[Any] | None = None,
     ) -> tuple[int, Candidate | None, list[str]]:
         """(the node's version it holds for, or -1 when it depends on other nodes; the candidate; the reasons)."""
         if by_fit is not None:
             victims, reasons = self.select_victims_by_fit(pod, node, handle, exclude, by_fit, gangs)
         else:
-            victims, reasons = self.select_victims(pod, node, handle, exclude, allowed, gangs)
+            victims, reasons = self.select_victims(pod, node, handle, exclude, allowed, gangs, local)
         spans = any(gang.group_key(v) is not None for v in handle.cluster.pods_on[node].values())
         version = -1 if spans else int(handle.cluster.node_version[node])
         return version, (Candidate(node, victims) if victims is not None else None), reasons
@@ -236,14 +240,20 @@ class DefaultPreemption:
         exclude: frozenset[str],
         allowed: np.ndarray | None,
         gangs: Gangs | None = None,
+        local: list[Any] | None = None,
     ) -> tuple[list[Pod] | None, list[str]]:
-        """SelectVictimsOnNode on the live state, which is restored before returning."""
+        """SelectVictimsOnNode on the live state, which is restored before returning. With ``local``
+        (``_node_local_filters``) each dry run reads this node alone, as kube-scheduler's does, not every node."""
         units = eviction_units(pod, node, handle, exclude, gangs)
         if not units:
             return None, [NO_VICTIMS]
+
+        def dry_run() -> list[str] | None:
+            return handle.dry_run(pod, node, allowed) if local is None else _dry_run_here(local, pod, node, handle)
+
         home = {v.key: handle.evict(v) for unit in units for v in unit}
         try:
-            reasons = handle.dry_run(pod, node, allowed)
+            reasons = dry_run()
             if reasons is not None:
                 return None, reasons
             victims: list[Pod] = []
@@ -252,7 +262,7 @@ class DefaultPreemption:
             for unit in sorted(units, key=functools.partial(_importance, handle.cluster)):
                 for v in unit:
                     handle.restore(v, home[v.key])
-                if handle.dry_run(pod, node, allowed) is not None:
+                if dry_run() is not None:
                     for v in unit:
                         handle.evict(v)
                     victims.extend(unit)
@@ -339,6 +349,40 @@ def _fit_decides(pod: Pod, handle: Scheduler) -> list[tuple[int, int, str]] | No
         elif not (hasattr(plugin, "pod_independent") and plugin.pod_independent(pod, cluster)):
             return None
     return fit.checks(pod, cluster) if fit is not None else None
+
+
+def _node_local_filters(pod: Pod, handle: Scheduler) -> list[Any] | None:
+    """The filters a dry run must evaluate, in order, when each reads only the node at hand: NodeResourcesFit
+    (its checks, on the node's free amounts) and plugins with ``node_reasons`` (DevicePartition: the node's own
+    device ledger); every other filter says its verdict does not depend on the pods (``pod_independent``), as
+    ``_fit_decides`` asks. None otherwise: full dry runs."""
+    cluster = handle.cluster
+    profile = handle.profile_for(pod)
+    if profile is None:
+        return None
+    out: list[Any] = []
+    for plugin in profile.at("filter"):
+        if hasattr(plugin, "rejected_after_freeing"):
+            out.append(plugin.checks(pod, cluster))
+        elif hasattr(plugin, "node_reasons"):
+            out.append(plugin)
+        elif not (hasattr(plugin, "pod_independent") and plugin.pod_independent(pod, cluster)):
+            return None
+    return out
+
+
+def _dry_run_here(local: list[Any], pod: Pod, node: int, handle: Scheduler) -> list[str] | None:
+    """Scheduler.dry_run on ``node`` for the filters ``_node_local_filters`` allows: the first one's reasons that
+    rejects it, None when the pod fits."""
+    cluster = handle.cluster
+    for check in local:
+        if isinstance(check, list):  # NodeResourcesFit's (row, amount, reason)
+            reasons = [reason for row, amount, reason in check if cluster.free[row, node] < amount]
+        else:
+            reasons = check.node_reasons(pod, cluster, node)
+        if reasons:
+            return reasons
+    return None
 
 
 def eviction_units(

@@ -8,10 +8,14 @@ upper bound on such nodes; this filter is the exact check, per node's partition 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+from accelsched.api import quantity
 from accelsched.api.objects import Pod
 from accelsched.cluster.state import ClusterState
+from accelsched.devices.partition import GPU_RESOURCE, MILLI, MILLI_RESOURCE
 from accelsched.errors import InputError
 from accelsched.framework.interface import (
     MAX_NODE_SCORE,
@@ -32,6 +36,57 @@ def _requests(pod: Pod, cluster: ClusterState, i: int) -> dict[str, int]:
     return cluster.devices[i].partitioned(pod.requests)
 
 
+def used_units(cluster: ClusterState) -> np.ndarray:
+    """Per node the units its split devices have in use (0 without a partition), kept current at changed nodes."""
+
+    def one(i: int) -> int:
+        part = cluster.devices[i].partition
+        return part.used_units() if part is not None else 0
+
+    return cluster.node_values((NAME, "used-units"), _each(one), one)
+
+
+def milli_nodes(cluster: ClusterState) -> np.ndarray:
+    """The nodes whose devices are shared in thousandths (the ``milli`` partition mode)."""
+    def build() -> np.ndarray:
+        return np.array([d.partition is not None and d.partition.mode == "milli" for d in cluster.devices], dtype=bool)
+
+    return cluster.memoized((NAME, "milli-nodes"), build)
+
+
+def milli_room(cluster: ClusterState) -> np.ndarray:
+    """Per GPU-milli node the most any one of its devices has free (-1 elsewhere), kept current at changed nodes."""
+
+    def one(i: int) -> int:
+        part = cluster.devices[i].partition
+        if part is None or part.mode != "milli" or not part.milli:
+            return -1
+        return MILLI - min(part.milli)
+
+    return cluster.node_values((NAME, "milli-room"), _each(one), one)
+
+
+def whole_free(cluster: ClusterState) -> np.ndarray:
+    """Per GPU-milli node its devices no share holds (0 elsewhere), kept current at changed nodes."""
+
+    def one(i: int) -> int:
+        part = cluster.devices[i].partition
+        return part.milli.count(0) if part is not None and part.mode == "milli" else 0
+
+    return cluster.node_values((NAME, "whole-free"), _each(one), one)
+
+
+def _each(one: Callable[[int], int]) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda nodes: np.array([one(int(i)) for i in nodes], dtype=np.int64)
+
+
+def split_shape(pod: Pod) -> tuple[tuple[str, int], ...]:
+    """What this plugin's verdicts and scores depend on: the pod's extended requests (a partition serves only
+    extended resources). Pods that differ in cpu or memory alone share one cached pass over the nodes, so the
+    cache grows with the accelerator shapes asked for, not with every request shape."""
+    return tuple((res, amount) for res, amount in pod.shape if quantity.is_extended(res))
+
+
 class DevicePartition:
     name = NAME
 
@@ -46,7 +101,7 @@ class DevicePartition:
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
         if not cluster.has_partitions:
             return SKIP
-        managed = cluster.memoized((NAME, "managed", pod.shape), lambda: self._managed(pod, cluster))
+        managed = cluster.memoized((NAME, "managed", split_shape(pod)), lambda: self._managed(pod, cluster))
         return SUCCESS if managed else SKIP
 
     def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
@@ -55,7 +110,7 @@ class DevicePartition:
 
     def filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> FilterResult:
         # Per node a reason code (-1: fits), kept per request shape and updated only where a pod was bound.
-        reasons: list[str] = cluster.memoized((NAME, "reasons", pod.shape), list)
+        reasons: list[str] = cluster.memoized((NAME, "reasons", split_shape(pod)), list)
 
         def one(i: int) -> int:
             split = _requests(pod, cluster, i)
@@ -66,10 +121,32 @@ class DevicePartition:
                 reasons.append(reason)
             return reasons.index(reason)
 
-        def compute(nodes: np.ndarray) -> np.ndarray:
-            return np.array([one(int(i)) for i in nodes], dtype=np.int64)
+        def code(reason: str) -> int:
+            if reason not in reasons:
+                reasons.append(reason)
+            return reasons.index(reason)
 
-        codes = cluster.node_values((NAME, "fits", pod.shape), compute, one)
+        # On GPU-milli nodes a pod that asks for one of a share or whole GPUs fits by one comparison per node
+        # (Partition.fits' plan in numpy); any other node or request goes through the node's own plan.
+        sharing = {r: a for r, a in split_shape(pod) if r in (MILLI_RESOURCE, GPU_RESOURCE)}
+        single = next(iter(sharing.items())) if len(sharing) == 1 else None
+
+        def compute(nodes: np.ndarray) -> np.ndarray:
+            on_milli = milli_nodes(cluster)[nodes] if single is not None else np.zeros(len(nodes), dtype=bool)
+            out = np.empty(len(nodes), dtype=np.int64)
+            if on_milli.any():
+                resource, amount = single
+                at = nodes[on_milli]
+                if resource == MILLI_RESOURCE:
+                    fits = (milli_room(cluster)[at] >= amount) & (amount <= MILLI)
+                else:
+                    fits = whole_free(cluster)[at] >= amount
+                failed = -1 if fits.all() else code(f"node(s) had no device with {amount} free {resource}")
+                out[on_milli] = np.where(fits, -1, failed)
+            out[~on_milli] = [one(int(i)) for i in nodes[~on_milli]]
+            return out
+
+        codes = cluster.node_values((NAME, "fits", split_shape(pod)), compute, one)
         result = FilterResult()
         if (codes < 0).all():
             return result
@@ -77,6 +154,14 @@ class DevicePartition:
         for code in sorted(set(codes[codes >= 0].tolist()), key=lambda c: reasons[c]):
             result.reject(reasons[code], codes == code)
         return result
+
+    def node_reasons(self, pod: Pod, cluster: ClusterState, node: int) -> list[str]:
+        """This filter's reasons on one node (none: it passes): it reads that node's own ledger only, so
+        DefaultPreemption's dry runs ask this node alone instead of filtering every node."""
+        split = _requests(pod, cluster, node)
+        if not split or cluster.devices[node].partition.fits(split):
+            return []
+        return [self._reason(pod, cluster, node)]
 
     @staticmethod
     def _reason(pod: Pod, cluster: ClusterState, i: int) -> str:
@@ -110,7 +195,7 @@ class DevicePartition:
 
     def node_score(self, state: CycleState, pod: Pod, cluster: ClusterState) -> NodeScore:
         """Utilization of the node's split devices after placing the pod (binpack), or what stays free (spread)."""
-        key = (NAME, self.policy, pod.shape)
+        key = (NAME, self.policy, split_shape(pod))
         return cluster.memoized(key, lambda: self._node_score(key, pod, cluster))
 
     def _node_score(self, key: tuple, pod: Pod, cluster: ClusterState) -> NodeScore:
@@ -123,8 +208,23 @@ class DevicePartition:
             used = min(used, MAX_NODE_SCORE)
             return used if self.policy == "binpack" else MAX_NODE_SCORE - used
 
+        # What does not change as pods come and go, once per shape: the nodes that split the request, the units it
+        # takes there and their capacity. What does (the units in use) is one array for every shape, kept current
+        # at changed nodes only, so a shape catches up on changed nodes in numpy rather than node by node.
+        applies = np.zeros(cluster.n, dtype=bool)
+        units = np.zeros(cluster.n, dtype=np.int64)
+        total = np.ones(cluster.n, dtype=np.int64)
+        for i, devices in enumerate(cluster.devices):
+            split = _requests(pod, cluster, i)
+            if devices.partition is not None and split:
+                applies[i] = True
+                units[i] = devices.partition.units_of(split)
+                total[i] = max(devices.partition.total_units, 1)
+
         def compute(nodes: np.ndarray) -> np.ndarray:
-            return np.array([one(int(i)) for i in nodes], dtype=np.int64)
+            share = (used_units(cluster)[nodes] + units[nodes]) * MAX_NODE_SCORE // total[nodes]
+            used = np.minimum(share, MAX_NODE_SCORE)
+            return np.where(applies[nodes], used if self.policy == "binpack" else MAX_NODE_SCORE - used, 0)
 
         return NodeScore(key, compute, one)
 

@@ -321,5 +321,6 @@ class Run:
 def execute(state: RawState, config: SchedulerConfig | None = None, seed: int = 0) -> Run:
     """Start a session over (a deep copy of) ``state`` and schedule every pending pod, as ``schedule`` does."""
     session, warnings = state.start(config, seed)
+    session.scheduler.keep_diagnosis = True  # the pod detail shows a Pending pod's per-node reasons (view.pod_detail)
     results = session.rejected + session.schedule()
     return Run(state, session, results, list(warnings))
