@@ -190,7 +190,7 @@ def test_cordon_taint_and_compact_keys(lab: list[StandIn]) -> None:
     free_cell = cells(built["node-b"])["ai-accelerator-0"]
     assert free_cell == {"id": "ai-accelerator-0", "resource": "qualcomm.com/ai-accelerator", "kind": "device"}
     assert built["node-b"]["free"] == {"qualcomm.com/ai-accelerator": 4}
-    assert "free" not in built["node-a"]  # all four cards held
+    assert built["node-a"]["free"] == {"qualcomm.com/ai-accelerator": 0}  # all four cards held: a 0, said
     base = report.node_json(lab[-1].session.cluster, 0)
     assert built["node-a"]["allocatable"] == base["allocatable"]
     assert built["node-a"]["requested"] == base["requested"]

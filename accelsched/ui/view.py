@@ -24,7 +24,8 @@ from accelsched.cluster.devices import is_device_resource
 from accelsched.devices import mig
 from accelsched.devices import partition as partitioning
 from accelsched.dra import explain as dra_explain
-from accelsched.dra.model import DeviceID
+from accelsched.dra import state as dra_state
+from accelsched.dra.model import ALLOCATION_MODE_EXACT_COUNT, DeviceID
 from accelsched.framework import gang
 from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
 from accelsched.topology.layout import ATTR_PCIE_ROOT
@@ -40,8 +41,6 @@ KNOWN_GROUP_KEYS = (
 )
 # Never offered for grouping: one value per node, a group of one.
 _UNGROUPED_KEYS = frozenset({"kubernetes.io/hostname"})
-# The physical resource a partitioned device is counted as, per partition mode (slices and time-slicing name theirs).
-_PHYSICAL = {"mig": partitioning.GPU_RESOURCE, "milli": partitioning.GPU_RESOURCE}
 _SHARE_UNIT = {"timeslicing": "replicas", "slices": "slices", "milli": "milli"}
 
 
@@ -168,7 +167,7 @@ def _node_view(run: Any, i: int, dra_holders: dict[DeviceID, tuple[list[str], li
             cells.append((place.get(ident, (None, None)), cell))
     part = devices.partition
     if part is not None:
-        res = _PHYSICAL.get(part.mode, part.resource)
+        res = capacity.PHYSICAL.get(part.mode, part.resource)
         for d, ident in enumerate(part.devices):
             cells.append((place.get(ident, (None, None)), _partition_cell(part, d, res, holders.get((res, ident), []))))
     if cluster.dra is not None:
@@ -187,7 +186,7 @@ def _node_view(run: Any, i: int, dra_holders: dict[DeviceID, tuple[list[str], li
             held = by_nic.get(ident) or by_nic.get(nic.address) or []
             nics.append(((nic.numa_node, _switch(nic.bridges)), {"id": ident, "holders": held}))
 
-    free: dict[str, int] = {}
+    free: dict[str, int] = {cell["resource"]: 0 for _, cell in cells}  # a 0 is said, not left out
     for _, cell in cells:
         if not cell["holders"] and not cell.get("claims"):
             free[cell["resource"]] = free.get(cell["resource"], 0) + 1
@@ -278,7 +277,7 @@ def _device_id(part: Any, res: str, ident: str) -> str:
 def _device_holders(devices: Any, pods: Iterable[Any]) -> dict[tuple[str, str], list[str]]:
     """(cell resource, device id) -> the pods holding it, in the node's pod order (several on a shared device)."""
     part = devices.partition
-    physical = _PHYSICAL.get(part.mode, part.resource) if part is not None else None
+    physical = capacity.PHYSICAL.get(part.mode, part.resource) if part is not None else None
     out: dict[tuple[str, str], list[str]] = {}
     for pod in pods:
         for res, ids in pod.devices.items():
@@ -366,14 +365,37 @@ def _status(r: Any) -> str:
     return "Pending"
 
 
-def _device_count(requests: dict[str, int]) -> float | int:
-    """Devices a request asks for: whole extended resources, milli shares as the fraction of a device."""
-    total: float | int = 0
+def _device_count(requests: dict[str, int], dra_devices: int = 0) -> float | int:
+    """Devices a request asks for: whole extended resources, milli shares as the fraction of a device, plus the
+    devices its DRA claims request (``dra_devices``, see _claimed_devices)."""
+    total: float | int = dra_devices
     for res, amount in requests.items():
         if res == partitioning.MILLI_RESOURCE:
             total += amount / partitioning.MILLI
         elif is_device_resource(res):
             total += amount
+    return total
+
+
+def _claimed_devices(cluster: Any, pod: Any) -> int:
+    """Devices a pod's DRA claims request: per claim (its ResourceClaim, or the template it is made from), each
+    request's count (an ``exactly`` request's, or the first ``firstAvailable`` alternative's; allocationMode All
+    counts one, its size being the pool's). Claims not in the input count nothing."""
+    dra = getattr(cluster, "dra", None)
+    if dra is None or not (pod.raw.get("spec") or {}).get("resourceClaims"):
+        return 0
+    total = 0
+    for pc in dra_state.pod_resource_claims(pod):
+        if pc.resource_claim_name:
+            claim = dra.claims.get(f"{pod.namespace}/{pc.resource_claim_name}")
+            spec = claim.spec if claim is not None else None
+        else:
+            template = dra.inputs.templates.get(f"{pod.namespace}/{pc.resource_claim_template_name}")
+            spec = template.spec if template is not None else None
+        for request in spec.requests if spec is not None else ():
+            sub = request.exactly or (request.first_available[0] if request.first_available else None)
+            if sub is not None:
+                total += sub.count if sub.allocation_mode == ALLOCATION_MODE_EXACT_COUNT else 1
     return total
 
 
@@ -388,6 +410,7 @@ def pending_list(run: Any) -> list[dict[str, Any]]:
     (pod_detail, or explain's verdicts) when one is selected."""
     singles: list[dict[str, Any]] = []
     gangs: dict[str, list[Any]] = {}
+    cluster = run.session.cluster
     for r in run.results:
         if r.node is not None:
             continue
@@ -403,7 +426,7 @@ def pending_list(run: Any) -> list[dict[str, Any]]:
                 "namespace": pod.namespace,
                 "name": pod.name,
                 "requests": _formatted(pod.requests),
-                "devices": _device_count(pod.requests),
+                "devices": _device_count(pod.requests, _claimed_devices(cluster, pod)),
                 "priority": pod.priority,
                 "message": r.message,
                 "status": _status(r),
@@ -424,7 +447,7 @@ def pending_list(run: Any) -> list[dict[str, Any]]:
                 "namespace": namespace,
                 "name": name,
                 "requests": _formatted(total),
-                "devices": _device_count(total),
+                "devices": _device_count(total, sum(_claimed_devices(cluster, r.pod) for r in members)),
                 "priority": first.pod.priority,
                 "message": first.message,
                 "status": _status(first),

@@ -521,13 +521,23 @@ function wireControls(params) {
 
 function connect() {
   const live = document.querySelector('#status [data-field="live"]');
+  // Only live mode follows a cluster: files and the demo are read once, and a green dot would say otherwise. The
+  // event stream is still held (a Hub may publish a new state, as the benchmark does), without the claim.
+  const following = () => app.view?.mode === "live";
+  if (!following()) {
+    live.textContent = "static snapshot";
+    live.classList.add("static");
+    live.title = "read once from the input: the page does not follow a cluster (accelsched ui --from-cluster does)";
+  }
   const source = new EventSource("/api/events");
   source.addEventListener("open", () => {
+    if (!following()) return;
     live.classList.add("on");
     live.title = "connected: updates arrive as they happen";
     // No refetch here: the server's first event is its current version, which tells whether anything was missed.
   });
   source.addEventListener("error", () => {
+    if (!following()) return;
     live.classList.remove("on");
     live.title = "disconnected: reconnecting";
   });

@@ -54,6 +54,82 @@ function countCells(node) {
   return stats;
 }
 
+const UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable:NoSchedule";
+const MAX_FLAGS = 3; // what a row's head has room for; past it the last pill says how many more (all in its title)
+const NAME_FONT = '600 13px system-ui, -apple-system, "Segoe UI", "Noto Sans", "DejaVu Sans", sans-serif';
+const cut = new Map(); // (name, width) -> the text shown: a row is rebuilt often, a name's fit measured once
+let measure = null;
+
+/** The name as it fits `width` px, cut in the middle (GKE's `gke-a3-mega-pool-1-2f8c91d0-abcd` and `...-wxyz` differ
+ * only at the end), measured in the row's font on a canvas. */
+export function middleCut(name, width) {
+  const memo = `${width}\u0000${name}`;
+  let text = cut.get(memo);
+  if (text !== undefined) return text;
+  measure = measure || document.createElement("canvas").getContext("2d");
+  measure.font = NAME_FONT;
+  const fits = (t) => measure.measureText(t).width <= width - 2;
+  text = name;
+  for (let keep = name.length - 1; keep > 4 && !fits(text); keep--) {
+    const head = Math.ceil(keep * 0.55);
+    text = `${name.slice(0, head)}\u2026${name.slice(name.length - (keep - head))}`;
+  }
+  if (cut.size > 20000) cut.clear();
+  cut.set(memo, text);
+  return text;
+}
+
+/** A row's flags as [class, text, title]: new, cordoned, then every taint (a cordoned node's own unschedulable taint
+ * is said by "cordoned"). Past MAX_FLAGS the last pill is "+N", its title naming the rest. */
+function rowFlags(node, added) {
+  const out = [];
+  if (added) out.push(["added", "new", "added by the what-if"]);
+  const taints = node.taints || [];
+  if (node.unschedulable) {
+    const own = taints.includes(UNSCHEDULABLE_TAINT) ? ` (taint ${UNSCHEDULABLE_TAINT})` : "";
+    out.push(["cordoned", "cordoned", `cordoned: spec.unschedulable${own}`]);
+  }
+  for (const t of taints) if (!(node.unschedulable && t === UNSCHEDULABLE_TAINT)) out.push(["taint", t, `taint ${t}`]);
+  if (out.length <= MAX_FLAGS) return out;
+  const rest = out.slice(MAX_FLAGS - 1);
+  return [...out.slice(0, MAX_FLAGS - 1),
+    ["more", `+${rest.length}`, rest.map(([, , title]) => title).join("\n")]];
+}
+
+const SPLIT_UNIT = { mig: "slices", timeslicing: "replicas", slices: "slices", milli: "milli" };
+
+/** Free devices (wholly free / all), and for split devices their free units (MIG slices, replicas, ...) below, with
+ * what the node can still take per resource (allocatable - requested) in the title. */
+function nodeStats(node) {
+  const { total, free } = countCells(node);
+  let unit = null;
+  let units = 0;
+  let unitsFree = 0;
+  for (const c of cellsOf(node)) {
+    if (c.kind === "mig") {
+      const size = c.slotCount || 8;
+      units += size;
+      unitsFree += size - (c.slots || []).filter((s) => s.holder).reduce((a, s) => a + s.size, 0);
+    } else if (c.share) {
+      units += c.share.total;
+      unitsFree += c.share.total - c.share.used;
+    } else continue;
+    unit = unit || SPLIT_UNIT[c.kind] || c.share?.unit;
+  }
+  const left = [];
+  for (const [res, alloc] of Object.entries(node.allocatable || {})) {
+    if (!res.includes("/")) continue;
+    const n = Number(alloc) - Number((node.requested || {})[res] ?? 0);
+    if (Number.isFinite(n)) left.push(`${res.slice(res.lastIndexOf("/") + 1).replace(/^mig-/, "")} ${n}`);
+  }
+  const title = [`${free} of ${total} devices wholly free`,
+    unit ? `${unitsFree} of ${units} ${unit} free` : null,
+    left.length ? `free to request: ${left.join(", ")}` : null].filter(Boolean).join("\n");
+  return el("div", { class: `node-stats${unit ? " split" : ""}`, title },
+    el("span", { class: "free-count" }, String(free)), el("span", { class: "muted" }, `/${total}`),
+    unit ? el("span", { class: "split-free" }, `${unitsFree}/${units} ${unit}`) : null);
+}
+
 function* cellsOf(node) {
   for (const g of node.groups || []) for (const sw of g.switches || []) yield* sw.devices || [];
 }
@@ -72,15 +148,18 @@ export class AcceleratorMap {
     this.hooks = hooks;
     this.canvas = el("div", { class: "map-canvas", role: "grid", "aria-label": "accelerator map" });
     this.empty = el("p", { class: "map-empty", hidden: true }, "No nodes match.");
-    // The group of the topmost visible row stays pinned (a sticky, zero-height strip): in a 100-node PDU the header
-    // scrolls away long before its last node does. Not a .group-row, so selectors on the real headers stay unique.
-    this.pin = el("div", { class: "group-pin", hidden: true, title: "scroll to this group's header" });
+    // The group of the topmost visible row stays named (in a 100-node PDU the header scrolls away long before its
+    // last node does) in a strip above the map, outside the scrolling area, so it never covers the first row. Not a
+    // .group-row, so selectors on the real headers stay unique.
+    this.pin = el("div", { class: "group-pin", title: "scroll to this group's header" });
     this.pinKey = null;
     this.pin.addEventListener("click", () => {
       const i = this.index.get(this.pinKey);
       if (i !== undefined) this.root.scrollTop = i * ROW_H;
     });
-    root.replaceChildren(el("div", { class: "group-pin-holder" }, this.pin), this.canvas, this.empty);
+    this.pinHolder = el("div", { class: "group-pin-holder", hidden: true }, this.pin);
+    root.before(this.pinHolder);
+    root.replaceChildren(this.canvas, this.empty);
     this.nodes = [];
     this.byName = new Map();
     this.groupBy = null;
@@ -335,14 +414,16 @@ export class AcceleratorMap {
   }
 
   renderPin(topIndex) {
+    this.pinHolder.hidden = !this.groupBy;
     const h = this.headerOf ? this.headerOf[topIndex] : -1;
     const row = h >= 0 && h < topIndex ? this.rows[h] : null;
     if (!row) {
-      this.pin.hidden = true;
+      // The strip keeps its height (no jump of the map when it fills); empty while the header itself is in view.
+      this.pin.classList.add("idle");
       this.pinKey = null;
       return;
     }
-    this.pin.hidden = false;
+    this.pin.classList.remove("idle");
     this.pinKey = row.key;
     const stamp = `${row.key}|${this.stamp(row)}`;
     if (stamp === this.pinStamp) return;
@@ -357,7 +438,7 @@ export class AcceleratorMap {
     if (row.type === "group") {
       return `${this.epoch}|${row.all.length}|${row.total}|${row.free}|${row.cordoned}|${row.collapsed}|${row.hidden}`;
     }
-    return `${this.epoch}|${row.node.etag ?? `serial${this.serial}`}`;
+    return `${this.epoch}|${this.nameWidth()}|${row.node.etag ?? `serial${this.serial}`}`;
   }
 
   scrollToNode(name) {
@@ -427,18 +508,13 @@ export class AcceleratorMap {
     }
     const check = el("input", { type: "checkbox", class: "select-node", "aria-label": `select ${node.name}` });
     check.checked = this.isSelected(node.name);
-    const flags = el("span", { class: "flags" });
-    if (classes.includes("is-added")) {
-      flags.appendChild(el("span", { class: "flag added", title: "added by the what-if" }, "new"));
-    }
-    if (node.unschedulable) flags.appendChild(el("span", { class: "flag cordoned", title: "cordoned" }, "cordoned"));
-    for (const t of node.taints || []) flags.appendChild(el("span", { class: "flag taint", title: t }, t));
-    const { total, free } = countCells(node);
+    const flags = el("span", { class: "flags" }, rowFlags(node, classes.includes("is-added")).map(([cls, text, title]) =>
+      el("span", { class: `flag ${cls}`, title }, text)));
     const head = el("div", { class: "node-head" }, check,
-      el("button", { class: "node-name", type: "button", title: `${node.name}: facts and why-pending` }, node.name),
+      el("button", { class: "node-name", type: "button", title: `${node.name}: facts and why-pending`,
+        "aria-label": node.name }, middleCut(node.name, this.nameWidth())),
       flags);
-    const stats = el("div", { class: "node-stats", title: `${free} of ${total} devices free` },
-      el("span", { class: "free-count" }, String(free)), el("span", { class: "muted" }, `/${total}`));
+    const stats = nodeStats(node);
     const explain = el("div", { class: "node-explain" });
     const devices = el("div", { class: "devices" });
     for (const g of node.groups || []) devices.appendChild(this.buildNuma(node, g));
@@ -447,6 +523,15 @@ export class AcceleratorMap {
       head, stats, explain, devices);
     this.applyExplain(row);
     return row;
+  }
+
+  /** --name-w of the canvas now (a container query changes it with the map's width). */
+  nameWidth() {
+    if (this.nameW === undefined || this.nameWEpoch !== this.root.clientWidth) {
+      this.nameWEpoch = this.root.clientWidth;
+      this.nameW = parseFloat(getComputedStyle(this.canvas).getPropertyValue("--name-w")) || 130;
+    }
+    return this.nameW;
   }
 
   buildNuma(node, group) {

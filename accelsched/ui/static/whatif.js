@@ -38,6 +38,29 @@ function describe(action, sizes) {
   }
 }
 
+/** The evicted pods under one heading, then one group per cause ("drain", "taint K=V:NoExecute"): the taint
+ * manager's evictions are not a drain's. */
+function evictedSection(evicted, section) {
+  const causes = new Map();
+  for (const x of evicted) {
+    const cause = x.cause || "drain";
+    if (!causes.has(cause)) causes.set(cause, []);
+    causes.get(cause).push(x);
+  }
+  const line = (x) => [el("span", { class: "pod" }, x.pod), " from ",
+    el("button", { type: "button", class: "link", "data-jump": x.from }, x.from),
+    el("span", { class: "muted" }, x.recreated ? " · recreated by its controller" : " · deleted (no controller)")];
+  const s = el("section", { class: "wi-list evicted" }, el("h4", null, `Evicted (${evicted.length})`));
+  if (!evicted.length) s.appendChild(el("p", { class: "muted" }, "none"));
+  for (const [cause, rows] of causes) {
+    const group = section("evicted-by", `by ${cause}`, rows, line);
+    group.setAttribute("data-cause", cause);
+    group.querySelector("h4").replaceWith(el("h5", null, `by ${cause} (${rows.length})`));
+    s.appendChild(group);
+  }
+  return s;
+}
+
 export class WhatIfPanel {
   /**
    * root: #whatif. hooks: selection() -> {groups, nodes} (AcceleratorMap.selection), version() -> current state
@@ -318,10 +341,7 @@ export class WhatIfPanel {
       section("moved", "Move", moved, (x) => [el("span", { class: "pod" }, x.pod), " ", jump(x.from), " → ",
         jump(x.to)]),
       section("placed", "Get placed", placed, (x) => [el("span", { class: "pod" }, x.pod), " → ", jump(x.to)]),
-      section("evicted", "Evicted by drain", evicted, (x) => [el("span", { class: "pod" }, x.pod), " from ",
-        jump(x.from),
-        el("span", { class: "muted" }, x.recreated ? " · recreated by its controller" : " · deleted (no controller)"),
-      ]),
+      evictedSection(evicted, section),
       el("button", { type: "button", id: "whatif-map", class: "toggle", "aria-pressed": "false" }, ""),
     );
     this.out.hidden = false;

@@ -1,0 +1,285 @@
+"""The web view's bugs of issue 27, each as the user saw it in Chromium: a row's flags, the evictions' causes, a DRA
+pod's device count, the node drawer's free column, the capacity table's units, free devices after a drain, the
+pinned group header, the live dot, long node names.
+
+Expected values come from the engine's cluster after the run (``hub.run.session.cluster``), the raw input
+documents or ``hub.whatif``, never from the page's own JSON alone.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from browserkit import text_of, texts, wait_rendered
+
+from accelsched.ui.state import DemoState, FilesState
+
+pytestmark = pytest.mark.integration
+
+GKE_A = "gke-a3-mega-pool-1-2f8c91d0-abcd"
+GKE_B = "gke-a3-mega-pool-1-2f8c91d0-wxyz"
+TAINTS = ["nvidia.com/gpu=present:NoSchedule", "maintenance=true:NoExecute"]
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def open_page(page: Any, url: str) -> None:
+    page.goto(url)
+    wait_rendered(page)
+    page.wait_for_selector("#map .node-row[data-node]")
+
+
+def _node(name: str, unschedulable: bool = False, taints: list[str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if unschedulable:
+        spec["unschedulable"] = True
+    if taints:
+        spec["taints"] = []
+        for t in taints:
+            kv, effect = t.rsplit(":", 1)
+            key, _, value = kv.partition("=")
+            spec["taints"].append({"key": key, "value": value, "effect": effect})
+    alloc = {"cpu": "200", "memory": "1800Gi", "pods": "110", "nvidia.com/gpu": "8"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "cloud.google.com/gke-nodepool": "a3"}},
+        "spec": spec,
+        "status": {"capacity": alloc, "allocatable": alloc},
+    }
+
+
+@pytest.fixture
+def gke_state(tmp_path: Path) -> FilesState:
+    """Two GKE nodes whose names differ only at the end; the first cordoned (with the taint the node lifecycle
+    controller adds for it) and tainted twice."""
+    cordon = "node.kubernetes.io/unschedulable:NoSchedule"
+    docs = [_node(GKE_A, True, [*TAINTS, cordon]), _node(GKE_B)]
+    path = tmp_path / "gke.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return FilesState.load([path])
+
+
+# ------------------------------------------------------------------------------------------------ the map's rows
+
+
+def test_a_row_shows_every_flag(ui_server: Any, page: Any, gke_state: FilesState) -> None:
+    server = ui_server(gke_state)
+    open_page(page, server.url)
+    flags = page.evaluate(
+        """(name) => {
+            const row = document.querySelector(`.node-row[data-node="${name}"]`);
+            const box = row.querySelector('.flags').getBoundingClientRect();
+            return [...row.querySelectorAll('.flags .flag')].map(f => {
+                const r = f.getBoundingClientRect();
+                const shown = getComputedStyle(f).display !== 'none' && r.width >= 14 && r.height > 0
+                    && r.top >= box.top - 0.5 && r.bottom <= box.bottom + 0.5
+                    && r.left >= box.left - 0.5 && r.right <= box.right + 0.5;
+                return {title: f.title, shown};
+            });
+        }""",
+        GKE_A,
+    )
+    assert [f for f in flags if not f["shown"]] == [], "every flag of the row is visible, none clipped"
+    titles = " ".join(f["title"] for f in flags)
+    assert "cordoned" in titles
+    for taint in TAINTS:
+        assert taint in titles, taint
+
+
+def test_node_names_are_cut_in_the_middle_with_the_full_name_on_hover(
+    ui_server: Any, page: Any, gke_state: FilesState
+) -> None:
+    server = ui_server(gke_state)
+    open_page(page, server.url)
+    shown = {}
+    for name in (GKE_A, GKE_B):
+        button = page.locator(f'.node-row[data-node="{name}"] .node-name')
+        shown[name] = button.inner_text()
+        assert name in (button.get_attribute("title") or ""), "the full name is on hover"
+        assert button.evaluate("b => b.scrollWidth <= b.clientWidth + 1"), f"{name}: the text is not clipped"
+        assert shown[name].endswith(name[-4:]), f"{name}: the end of the name stays: {shown[name]!r}"
+    assert shown[GKE_A] != shown[GKE_B]
+
+
+def test_the_group_pin_covers_no_row(ui_server: Any, page: Any, tmp_path: Path) -> None:
+    from benchmarks.ui import files_state, generate
+
+    server = ui_server(files_state(generate(64), tmp_path))
+    open_page(page, server.url)
+    # rows: the pdu-0000 header, its 8 nodes, the next header...: put node-00003 at the top of the map
+    page.evaluate("() => { const m = document.querySelector('#map'); m.scrollTop = 4 * 36; }")
+    page.wait_for_timeout(200)
+    hit = page.evaluate(
+        """() => {
+            const m = document.querySelector('#map').getBoundingClientRect();
+            const at = (y) => { const e = document.elementFromPoint(m.left + 120, y); return e && e.closest('.node-row')
+                ? e.closest('.node-row').dataset.node : (e ? e.className : null); };
+            return [at(m.top + 4), at(m.top + 20)];
+        }"""
+    )
+    assert hit == ["node-00003", "node-00003"], "the first row under the pinned group is not covered"
+    assert "pdu-0000" in text_of(page, ".group-pin"), "the pin still names the group scrolled into"
+
+
+def test_offline_and_demo_say_static_snapshot_not_live(ui_server: Any, page: Any, gke_state: FilesState) -> None:
+    for state in (gke_state, DemoState.lab(None)):
+        server = ui_server(state)
+        open_page(page, server.url)
+        page.wait_for_timeout(300)  # the event stream has connected
+        dot = page.locator('#status [data-field="live"]')
+        assert "static snapshot" in dot.inner_text()
+        assert "on" not in (dot.get_attribute("class") or "").split()
+        assert "as they happen" not in (dot.get_attribute("title") or "")
+
+
+# ------------------------------------------------------------------------------------------------ Pending and drawer
+
+
+def _dra_devices(state: DemoState, key: str) -> int:
+    """Devices a pod's claims ask for, from the raw documents: each claim's (or template's) requests' counts."""
+    name = key.split("/")[1]
+    docs = [d.doc for d in state.docs]
+    pod = next(d for d in docs if d.get("kind") == "Pod" and d["metadata"]["name"] == name)
+    total = 0
+    for ref in pod["spec"].get("resourceClaims") or []:
+        kind, obj = ("ResourceClaimTemplate", ref.get("resourceClaimTemplateName")) if ref.get(
+            "resourceClaimTemplateName") else ("ResourceClaim", ref.get("resourceClaimName"))  # fmt: skip
+        doc = next(d for d in docs if d.get("kind") == kind and d["metadata"]["name"] == obj)
+        spec = doc["spec"]["spec"] if kind == "ResourceClaimTemplate" else doc["spec"]
+        total += sum((r.get("exactly") or {}).get("count", 1) for r in spec["devices"]["requests"])
+    return total
+
+
+def test_a_dra_pod_counts_its_claimed_devices_and_sorts_by_them(ui_server: Any, page: Any) -> None:
+    state = DemoState.lab(None)
+    want = _dra_devices(state, "default/train-dra-b")
+    assert want == 3, "two accelerators and a NIC"
+    server = ui_server(state)
+    open_page(page, server.url)
+    item = page.locator('#pending .pending-item[data-key="default/train-dra-b"] .pi-devices')
+    assert item.inner_text() == str(want)
+    counts = [float(t) for t in texts(page, "#pending .pending-item .pi-devices")]
+    assert counts == sorted(counts, reverse=True), "largest first"
+
+
+def _free(server: Any, node: str) -> dict[str, int]:
+    cluster = server.hub.run.session.cluster
+    i = [n.name for n in cluster.nodes].index(node)
+    out = {}
+    for res, r in cluster.res_index.items():
+        alloc = int(cluster.allocatable[r][i])
+        if "/" in res and alloc:
+            out[res] = alloc - int(cluster.requested[r][i])
+    return out
+
+
+def _drawer_free(page: Any, node: str) -> dict[str, str]:
+    page.locator(f'.node-row[data-node="{node}"] .node-name').click()
+    page.wait_for_function("(n) => document.querySelector('#node-panel')?.dataset.node === n", arg=node)
+    rows = page.eval_on_selector_all(
+        "#node-panel table.res tbody tr", "rs => rs.map(r => [r.cells[0].textContent, r.cells[3].textContent])"
+    )
+    return dict(rows)
+
+
+def test_the_node_drawer_says_free_zero_and_counts_mig_instances(ui_server: Any, page: Any) -> None:
+    server = ui_server(DemoState.lab(None))
+    open_page(page, server.url)
+    for node in ("node-a", "node-h"):
+        want = _free(server, node)
+        got = _drawer_free(page, node)
+        assert want, node
+        for res, n in want.items():
+            assert got[res] == str(n), (node, res)
+    assert _free(server, "node-a")["qualcomm.com/ai-accelerator"] == 0, "node-a is full: its 0 must show"
+    # the map row of the MIG node: its free slices, and free instances by profile on hover
+    devices = server.hub.run.session.cluster.devices
+    part = next(d.partition for d in devices if d.partition and d.partition.mode == "mig")
+    free = sum(part.free_units(d) for d in range(len(part.devices)))
+    stats = page.locator('.node-row[data-node="node-h"] .node-stats')
+    assert stats.locator(".split-free").inner_text() == f"{free}/{part.total_units} slices"
+    assert f"1g.5gb {_free(server, 'node-h')['nvidia.com/mig-1g.5gb']}" in (stats.get_attribute("title") or "")
+
+
+# ------------------------------------------------------------------------------------------------ capacity, what-if
+
+
+def test_the_capacity_table_counts_physical_devices_with_mig_under_its_gpu(ui_server: Any, page: Any) -> None:
+    server = ui_server(DemoState.lab(None))
+    open_page(page, server.url)
+    view = get_json(server.url + "api/state")
+    physical: dict[str, int] = {}
+    for n in view["nodes"]:
+        for g in n["groups"]:
+            for sw in g["switches"]:
+                for c in sw["devices"]:
+                    if c["kind"] != "dra":
+                        physical[c["resource"]] = physical.get(c["resource"], 0) + 1
+    rows = page.eval_on_selector_all(
+        "#capacity-body table.devices tr.physical",
+        "rs => rs.map(r => [r.dataset.resource, r.cells[1].textContent])",
+    )
+    assert {k: int(v) for k, v in rows} == physical
+    mig = page.eval_on_selector_all(
+        '#capacity-body table.devices tr.split[data-parent="nvidia.com/gpu"]',
+        "rs => rs.map(r => [r.dataset.resource, r.cells[1].textContent])",
+    )
+    cluster = server.hub.run.session.cluster
+    want = {
+        res: int(cluster.allocatable[r].sum())
+        for res, r in cluster.res_index.items()
+        if res.startswith("nvidia.com/mig-") and cluster.allocatable[r].sum()
+    }
+    assert {k: int(v) for k, v in mig if k.startswith("nvidia.com/mig-")} == want
+
+
+def _run_whatif(page: Any, node: str, op: str, taint: str = "") -> None:
+    page.check(f'.node-row[data-node="{node}"] input.select-node')
+    if taint:
+        page.fill("#taint-text", taint)
+    page.click(f'#whatif button[data-op="{op}"]')
+    page.click("#whatif-run")
+    page.wait_for_selector("#whatif-result .wi-summary")
+
+
+def test_taint_evictions_are_listed_by_their_cause(ui_server: Any, page: Any) -> None:
+    server = ui_server(DemoState.lab(None))
+    taint = "x=y:NoExecute"
+    expected = server.hub.whatif({"actions": [{"op": "taint", "nodes": ["node-a"], "taint": taint}]})
+    assert expected["evicted"], "the taint evicts node-a's pods"
+    open_page(page, server.url)
+    _run_whatif(page, "node-a", "taint", taint)
+    heading = text_of(page, "#whatif-result .evicted h4")
+    assert "drain" not in heading
+    got = page.eval_on_selector_all(
+        "#whatif-result .evicted [data-cause]",
+        "gs => gs.map(g => [g.dataset.cause, [...g.querySelectorAll('[data-pod]')].map(p => p.dataset.pod)])",
+    )
+    assert got == [[f"taint {taint}", [e["pod"] for e in expected["evicted"]]]]
+
+
+def test_a_drain_does_not_raise_free_devices(ui_server: Any, page: Any) -> None:
+    server = ui_server(DemoState.lab(None))
+    held = len(server.hub.run.session.cluster.devices[0].pools["qualcomm.com/ai-accelerator"].ids)
+    assert server.hub.run.session.cluster.nodes[0].name == "node-a" and held == 4
+    open_page(page, server.url)
+    _run_whatif(page, "node-a", "drain")
+    rows = dict(
+        (r[0], (int(r[1]), int(r[2])))
+        for r in page.eval_on_selector_all(
+            "#whatif-result table.compare tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))"
+        )
+    )
+    today, after = rows["devices free"]
+    assert after <= today, "node-a's devices, freed by the drain, are stranded by its cordon"
+    s_today, s_after = rows["devices stranded"]
+    assert s_after == s_today + held
