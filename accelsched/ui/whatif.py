@@ -596,8 +596,12 @@ def compare(
     from accelsched.ui import capacity, view
 
     was, now = before.placements(), after.placements()
+    # Pods bound in the input are the cluster's; the others were placed by today's run, a decision not yet made in
+    # a cluster. Re-run with the action, such a pod may land elsewhere only because the queue went another way:
+    # that is no move the action caused, so it is listed apart ("replaced") and counted nowhere else.
+    bound = {object_key(p) for p in before.state.pods() if (p.get("spec") or {}).get("nodeName")}
     gone = {e["pod"]: e.get("cause") or "drain" for e in evicted if not e["recreated"]}
-    lost, moved, placed = [], [], []
+    lost, moved, placed, replaced = [], [], [], []
     for key, node in was.items():
         if node is None:
             continue
@@ -607,20 +611,26 @@ def compare(
         to = now.get(key)
         if to is None:
             r = after.result(key)
-            lost.append({"pod": key, "from": node, "message": r.message if r is not None else ""})
+            entry = {"pod": key, "from": node, "message": r.message if r is not None else ""}
+            if key not in bound:
+                entry["placedByRun"] = True
+            lost.append(entry)
         elif to != node:
-            moved.append({"pod": key, "from": node, "to": to})
+            (moved if key in bound else replaced).append({"pod": key, "from": node, "to": to})
     for key, node in now.items():
         if node is not None and key in was and was[key] is None:
             placed.append({"pod": key, "to": node})
     shown = view.build_view(after, group_by)  # holds the after run's capacity panel and Pending list too
+    normalized = [a.normalized() if isinstance(a, Action) else a for a in actions]
     return {
-        "actions": [a.normalized() if isinstance(a, Action) else a for a in actions],
+        "actions": normalized,
         "notes": notes,
         "lost": lost,
         "moved": moved,
         "placed": placed,
+        "replaced": replaced,
         "evicted": evicted,
+        "changedNodes": changed_nodes(normalized, lost, moved, placed, evicted, before, shown),
         "before": before_view["capacity"] if before_view else capacity.panel(before.session.cluster, before.results),
         "after": shown["capacity"],
         "pendingBefore": before_view["pending"] if before_view else view.pending_list(before),
@@ -629,6 +639,32 @@ def compare(
         "order": shown["order"],
         "readOnly": READ_ONLY,
     }
+
+
+def changed_nodes(
+    actions: list[dict[str, Any]],
+    lost: list[dict[str, Any]],
+    moved: list[dict[str, Any]],
+    placed: list[dict[str, Any]],
+    evicted: list[dict[str, Any]],
+    before: Run,
+    after_view: dict[str, Any],
+) -> list[str]:
+    """The nodes the action changed, in the after run's order: those it names (and the copies it adds), and those a
+    pod left, moved to or got placed on. A node that differs only in where the run put pods Pending in the input
+    (``replaced``) is not one."""
+    names: set[str] = set()
+    for a in actions:
+        if isinstance(a.get("nodes"), list):
+            names.update(a["nodes"])
+    for e in (*lost, *evicted):
+        names.add(e["from"])
+    for e in moved:
+        names.update((e["from"], e["to"]))
+    names.update(e["to"] for e in placed)
+    today = {n.name for n in before.session.cluster.nodes}
+    names.update(n for n in after_view["order"] if n not in today)
+    return [n for n in after_view["order"] if n in names]
 
 
 def _deleted_message(run: Run, key: str, cause: str) -> str:

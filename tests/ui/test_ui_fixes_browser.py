@@ -283,3 +283,38 @@ def test_a_drain_does_not_raise_free_devices(ui_server: Any, page: Any) -> None:
     assert after <= today, "node-a's devices, freed by the drain, are stranded by its cordon"
     s_today, s_after = rows["devices stranded"]
     assert s_after == s_today + held
+
+
+def test_with_files_a_rack_drain_moves_only_pods_bound_in_the_input(ui_server: Any, page: Any, tmp_path: Path) -> None:
+    """A generated -f cluster where the recreated pods have a controller: the page lists as moved only pods bound in
+    the input, the pods the re-run queue put elsewhere apart, and the banner counts the nodes the drain changed."""
+    from benchmarks.ui import generate
+
+    cluster = generate(80)
+    owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u", "controller": True}]
+    for pod in cluster.pods:
+        if pod["spec"].get("nodeName"):
+            pod["metadata"]["ownerReferences"] = owner
+        else:
+            pod["spec"].pop("nodeSelector", None)
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [*cluster.nodes, *cluster.pods]}))
+    server = ui_server(FilesState.load([str(path)]))
+    bound = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in cluster.pods if p["spec"].get("nodeName")}
+    expected = server.hub.whatif(
+        {"actions": [{"op": "drain", "nodes": {"label": "accelsched.io/rack", "value": "rack-000"}}]}
+    )
+    page.goto(server.url + "?group=accelsched.io/rack")
+    wait_rendered(page)
+    page.check('.group-row[data-group="rack-000"] input.select-group')
+    page.click('#whatif button[data-op="drain"]')
+    page.click("#whatif-run")
+    page.wait_for_selector("#whatif-result .wi-summary")
+    moved = page.eval_on_selector_all("#whatif-result .moved [data-pod]", "es => es.map(e => e.dataset.pod)")
+    assert moved and set(moved) <= bound
+    assert sorted(moved) == sorted(m["pod"] for m in expected["moved"])
+    replaced = page.eval_on_selector_all("#whatif-result .replaced [data-pod]", "es => es.map(e => e.dataset.pod)")
+    assert sorted(replaced) == sorted(m["pod"] for m in expected["replaced"]) and not set(replaced) & bound
+    page.click("#whatif-map")
+    banner = text_of(page, "#map-banner-text")
+    assert f"{len(expected['changedNodes'])} nodes changed by the action" in banner

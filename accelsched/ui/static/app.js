@@ -225,15 +225,21 @@ function renderLegend() {
 
 function renderMap() {
   const baseline = app.mapMode === "whatif" ? new Map(app.view.nodes.map((n) => [n.name, n.etag])) : null;
-  map.setData(mapNodes(), { gangs: app.view.gangs || {}, baseline });
+  // The nodes the action changed (the server's list), not every node whose holders differ: with -f input the re-run
+  // queue may place Pending pods elsewhere without the action touching their nodes.
+  const changed = app.mapMode === "whatif" && app.whatif?.changedNodes ? new Set(app.whatif.changedNodes) : null;
+  map.setData(mapNodes(), { gangs: app.view.gangs || {}, baseline, changed });
   renderLegend();
   const banner = $("map-banner");
   banner.hidden = app.mapMode !== "whatif";
   if (app.mapMode === "whatif" && app.whatif) {
-    const changed = app.whatif.nodes.filter((n) => baseline.has(n.name) && baseline.get(n.name) !== n.etag).length;
+    const differ = app.whatif.nodes.filter((n) => baseline.has(n.name) && baseline.get(n.name) !== n.etag).length;
     const added = app.whatif.nodes.filter((n) => !baseline.has(n.name)).length;
-    $("map-banner-text").textContent =
-      `The map shows the what-if run: ${plural(changed, "node")} changed, ${added} added. Nothing was written.`;
+    const touched = changed ? [...changed].filter((n) => baseline.has(n)).length : differ;
+    const others = differ - touched;
+    $("map-banner-text").textContent = `The map shows the what-if run: ${plural(touched, "node")} changed by the `
+      + `action, ${added} added${others > 0 ? `; ${others} more differ only in where the run placed pods Pending `
+      + "in the input" : ""}. Nothing was written.`;
   }
 }
 

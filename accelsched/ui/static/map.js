@@ -199,7 +199,8 @@ export class AcceleratorMap {
   // ---- data ---------------------------------------------------------------------------------------------------
 
   /** Show these NodeViews. Rows whose etag did not change keep their DOM; the layout is redone only if needed. */
-  setData(nodes, { gangs, baseline } = {}) {
+  setData(nodes, { gangs, baseline, changed = null } = {}) {
+    this.changed = changed;
     this.nodes = nodes;
     this.serial = (this.serial || 0) + 1;
     this.byName = new Map(nodes.map((n) => [n.name, n]));
@@ -504,7 +505,7 @@ export class AcceleratorMap {
     if (this.baseline) {
       const before = this.baseline.get(node.name);
       if (before === undefined) classes.push("is-added");
-      else if (before !== node.etag) classes.push("is-changed");
+      else if (this.changed ? this.changed.has(node.name) : before !== node.etag) classes.push("is-changed");
     }
     const check = el("input", { type: "checkbox", class: "select-node", "aria-label": `select ${node.name}` });
     check.checked = this.isSelected(node.name);

@@ -287,6 +287,7 @@ export class WhatIfPanel {
     const moved = r.moved || [];
     const placed = r.placed || [];
     const evicted = r.evicted || [];
+    const replaced = r.replaced || [];
     // Every number here counts pods (a gang as its pending members), as the header's "pending" does.
     const pb = pendingPods(r.pendingBefore);
     const pa = pendingPods(r.pendingAfter);
@@ -297,7 +298,10 @@ export class WhatIfPanel {
       el("span", { class: "stat" }, el("b", null, String(moved.length)), ` ${pods(moved.length)} move`),
       el("span", { class: `stat ${placed.length ? "good" : ""}` }, el("b", null, String(placed.length)),
         ` ${pods(placed.length)} get placed`),
-      el("span", { class: "stat" }, el("b", null, String(evicted.length)), ` ${pods(evicted.length)} evicted`));
+      el("span", { class: "stat" }, el("b", null, String(evicted.length)), ` ${pods(evicted.length)} evicted`),
+      replaced.length ? el("span", { class: "stat muted", title: "Pending in the input, placed by this run on "
+        + "another node than today's run chose: the queue's order, not the action, moved them" },
+      el("b", null, String(replaced.length)), ` ${pods(replaced.length)} placed elsewhere by the run`) : null);
     const side = el("div", { class: "side-by-side" },
       el("div", { class: "side today" }, el("h4", null, "Today"), el("p", { class: "big" }, String(pb)),
         el("p", { class: "muted" }, `${pods(pb)} pending`)),
@@ -337,11 +341,16 @@ export class WhatIfPanel {
       summary, notes, side,
       el("h4", null, "Capacity: today vs what-if"), compare,
       section("lost", "Lose their place", lost, (x) => [el("span", { class: "pod" }, x.pod), " from ", jump(x.from),
+        x.placedByRun ? el("span", { class: "muted" }, " · placed by today's run (Pending in the input)") : null,
         x.message ? el("div", { class: "message" }, x.message) : null]),
       section("moved", "Move", moved, (x) => [el("span", { class: "pod" }, x.pod), " ", jump(x.from), " → ",
         jump(x.to)]),
       section("placed", "Get placed", placed, (x) => [el("span", { class: "pod" }, x.pod), " → ", jump(x.to)]),
       evictedSection(evicted, section),
+      replaced.length ? el("details", { class: "wi-replaced" },
+        el("summary", null, `Placed elsewhere by the run (${replaced.length}): Pending in the input, not moved`),
+        section("replaced", "Today's run → what-if run", replaced, (x) => [el("span", { class: "pod" }, x.pod), " ",
+          jump(x.from), " → ", jump(x.to)])) : null,
       el("button", { type: "button", id: "whatif-map", class: "toggle", "aria-pressed": "false" }, ""),
     );
     this.out.hidden = false;
