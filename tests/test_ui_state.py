@@ -15,7 +15,7 @@ from accelsched.cli import main
 from accelsched.demo import LAB_STEPS, play
 from accelsched.engine import schedule
 from accelsched.errors import InputError
-from accelsched.ui.hub import Hub
+from accelsched.ui.hub import Busy, Hub, Superseded
 from accelsched.ui.state import DemoState, FilesState, RawState, clone, execute
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -232,3 +232,49 @@ def test_clone_is_deep():
     copy = clone(doc)
     copy["a"][0]["b"] = 5
     assert doc["a"][0]["b"] == 1 and copy["c"] == doc["c"]
+
+
+def test_a_newer_request_of_a_page_supersedes_its_older_ones():
+    hub = Hub(FilesState.load(FILL))
+    body = {"actions": [{"op": "cordon", "nodes": ["node-a"]}]}
+    first, other = hub.ticket("page-1"), hub.ticket("page-2")
+    newest = hub.ticket("page-1")
+    assert first.cancelled.is_set() and not other.cancelled.is_set() and not newest.cancelled.is_set()
+    with pytest.raises(Superseded):
+        hub.whatif(body, first)  # stopped before any engine work
+    # Both slots held (as two long runs would), one by a superseded request that stops at its next checkpoint: the
+    # newest waits for its slot instead of a 429; held by live requests of other pages, it is Busy as before.
+    slots = hub.engine_slots
+    assert slots.acquire(timeout=1) and slots.acquire(timeout=1)
+    stale = hub.ticket("page-3")
+    hub.ticket("page-3")  # supersedes stale
+    hub._holding.add(stale)
+    timer = threading.Timer(0.4, lambda: (hub._holding.discard(stale), slots.release()))
+    timer.start()
+    try:
+        assert hub.whatif(body, newest)["lost"]  # answered, after the superseded run gave its slot back
+    finally:
+        timer.join()
+        slots.release()
+    assert slots.acquire(timeout=1) and slots.acquire(timeout=1)
+    try:
+        with pytest.raises(Busy):
+            hub.whatif(body, hub.ticket("page-4"))
+    finally:
+        slots.release()
+        slots.release()
+
+
+def test_a_pending_pods_explanation_is_of_the_final_state_with_the_clis_filters():
+    """The UI explains a Pending pod on the run's final state (the map's): every node's first failing filter is the
+    CLI's (which explains the pod's last attempt during the run), on the demo's whole Pending list."""
+    hub = Hub(DemoState.lab(None))
+    state = hub.state
+    for entry in hub.view()["pending"]:
+        key = entry["key"] if entry["kind"] == "pod" else entry["members"][0]["key"]
+        fast = hub.explain(key)
+        replay = hub._explain_replay(state, key, None)
+        assert [(v["node"], v["feasible"], v.get("filter")) for v in fast["nodes"]] == [
+            (v["node"], v["feasible"], v.get("filter")) for v in replay["nodes"]
+        ], key
+        assert fast["message"] == replay["message"], key

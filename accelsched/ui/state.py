@@ -8,7 +8,7 @@ copy of the dicts without touching what the page shows. hub.py holds the current
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -316,8 +316,28 @@ class Run:
         return out
 
 
-def execute(state: RawState, config: SchedulerConfig | None = None, seed: int = 0) -> Run:
-    """Start a session over (a deep copy of) ``state`` and schedule every pending pod, as ``schedule`` does."""
+def checked(session: Session, check: Callable[[], None]) -> None:
+    """Call ``check`` before each pod's attempt of ``session`` (chained with an observer already set, such as an
+    Explainer's): a superseded request raises there and stops its run."""
+    scheduler = session.scheduler
+    observer = scheduler.observer
+
+    def observe(pod: Any) -> None:
+        check()
+        if observer is not None:
+            observer(pod)
+
+    scheduler.observer = observe
+
+
+def execute(
+    state: RawState, config: SchedulerConfig | None = None, seed: int = 0, check: Callable[[], None] | None = None
+) -> Run:
+    """Start a session over (a deep copy of) ``state`` and schedule every pending pod, as ``schedule`` does.
+    ``check``: called before each pod's attempt (and once the session is built); it may raise to stop the run."""
     session, warnings = state.start(config, seed)
+    if check is not None:
+        check()
+        checked(session, check)
     results = session.rejected + session.schedule()
     return Run(state, session, results, list(warnings))

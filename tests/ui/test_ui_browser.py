@@ -30,6 +30,7 @@ from click.testing import CliRunner
 
 from accelsched import demo, report
 from accelsched.errors import InputError
+from accelsched.explain import Explainer
 from accelsched.framework import gang
 from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
 from accelsched.ui.state import DemoState, FilesState, execute
@@ -292,9 +293,19 @@ def test_selected_pending_pod_highlights_first_failing_filter(
             assert row["feasible"] == "false", v["node"]
             assert row["filter"] == v["filter"], v["node"]
             assert row["badge"] == v["filter"], v["node"]
-    # a node's facts and remedies: the first with a remedy (or with details) in explain's output
-    verdict = next((v for v in explained["nodes"] if v["remedies"]), None) or next(
-        v for v in explained["nodes"] if v["details"]
+    # a node's facts and remedies: the first with a remedy (or with details), explained on the final state of an
+    # independent run (the map's state; the CLI explains the pod's last attempt during the run, before later pods
+    # filled some nodes further: the same failing filters, as checked above)
+    run = execute(FilesState.load(LAB_FILES))
+    result = run.result(pod)
+    explainer = Explainer(run.session.scheduler, {pod})
+    explainer.observe(result.pod)
+    final = explainer.explanation(result.pod, result).to_json()
+    assert [(v["node"], v.get("filter")) for v in final["nodes"]] == [
+        (v["node"], v.get("filter")) for v in explained["nodes"]
+    ]
+    verdict = next((v for v in final["nodes"] if v["remedies"]), None) or next(
+        v for v in final["nodes"] if v["details"]
     )
     page.locator(f'.node-row[data-node="{verdict["node"]}"] .node-name').click()
     panel = page.locator("#node-panel")
@@ -303,7 +314,7 @@ def test_selected_pending_pod_highlights_first_failing_filter(
     assert texts(page, "#node-panel .detail") == verdict["details"]
     assert texts(page, "#node-panel .remedy") == verdict["remedies"]
     if pod == "default/infer-b":
-        assert verdict["node"] == "node-c" and verdict["filter"] == "TaintToleration"
+        assert next(v for v in final["nodes"] if v["node"] == "node-c")["filter"] == "TaintToleration"
         page.screenshot(path=str(tmp_path / "map-pending-selected.png"), full_page=True)
 
 

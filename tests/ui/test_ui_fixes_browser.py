@@ -318,3 +318,26 @@ def test_with_files_a_rack_drain_moves_only_pods_bound_in_the_input(ui_server: A
     page.click("#whatif-map")
     banner = text_of(page, "#map-banner-text")
     assert f"{len(expected['changedNodes'])} nodes changed by the action" in banner
+
+
+def test_three_pending_pods_picked_in_a_row_show_the_last_ones_explanation(
+    ui_server: Any, page: Any, tmp_path: Path
+) -> None:
+    """3,000 nodes: three Pending pods picked 0.3 s apart. The page aborts the older explains (the server stops
+    them), shows the last pod's explanation, and never a 429 (which the page watch would fail on as a console
+    error)."""
+    from benchmarks.ui import files_state, generate
+
+    server = ui_server(files_state(generate(3000), tmp_path))
+    open_page(page, server.url)
+    keys = [e["key"] for e in get_json(server.url + "api/state")["pending"] if e["kind"] == "pod"][:3]
+    for key in keys:
+        page.click(f'#pending .pending-item[data-key="{key}"] .pi-head')
+        page.wait_for_timeout(300)
+    page.wait_for_function("(k) => document.body.dataset.explain === k", arg=keys[-1], timeout=30_000)
+    summary = text_of(page, f'#pending .pending-item[data-key="{keys[-1]}"] .pi-summary')
+    assert summary.startswith("fits ") and "busy" not in summary
+    assert page.locator("#pending .pi-summary .error").count() == 0
+    want = server.hub.explain(keys[-1])
+    feasible = sum(1 for v in want["nodes"] if v["feasible"])
+    assert summary.startswith(f"fits {feasible} of {len(want['nodes'])} nodes")

@@ -337,6 +337,7 @@ function selectPending(entry) {
   $("deep-link-error").hidden = true;
   if (!entry) {
     app.explainToken++;
+    app.explainAbort?.abort();
     map.setExplain(null);
     delete document.body.dataset.explain;
     setUrl({ pod: null });
@@ -352,7 +353,10 @@ function explainSelected() {
   const token = ++app.explainToken;
   const key = explainKey(entry);
   pending.showExplain(app.explain, "");
-  getExplain(key).then(
+  // A newer pick cancels the older request: its answer would be stale, and the server stops computing it.
+  app.explainAbort?.abort();
+  const abort = (app.explainAbort = new AbortController());
+  getExplain(key, { signal: abort.signal }).then(
     (body) => {
       if (token !== app.explainToken) return;
       app.explain = body;
@@ -363,7 +367,7 @@ function explainSelected() {
       if (app.openNode) showNode(app.openNode, { keepScroll: true });
     },
     (err) => {
-      if (token !== app.explainToken) return;
+      if (token !== app.explainToken || err.name === "AbortError") return;
       app.explainError = err.message;
       map.setExplain(null);
       pending.showExplain(null, err.message);
