@@ -430,6 +430,7 @@ def pending_list(run: Any) -> list[dict[str, Any]]:
                 "priority": pod.priority,
                 "message": r.message,
                 "status": _status(r),
+                "owner": f"{pod.owner_kind}/{pod.owner_name}" if pod.owner_kind else None,
                 "_cpu": pod.requests.get(quantity.CPU, 0),
             }
         )
@@ -467,6 +468,8 @@ def pending_list(run: Any) -> list[dict[str, Any]]:
     singles.sort(key=lambda e: (-e["devices"], -e["_cpu"], e["key"]))
     for e in singles:
         del e["_cpu"]
+        if e.get("owner", "") is None:
+            del e["owner"]  # a bare pod: no key rather than a null per pod
     return singles
 
 

@@ -248,24 +248,29 @@ def test_pending_list_matches_schedule_json(ui_server: Any, page: Any, lab_sched
     expected = expected_pending(lab_schedule, server.hub.run)
     items = page.eval_on_selector_all(
         "#pending .pending-item",
-        """els => els.map(e => ({key: e.dataset.key, kind: e.dataset.kind,
+        """els => els.map(e => ({key: e.dataset.key, kind: e.dataset.kind, pods: e.dataset.pods.split(' '),
             message: e.querySelector(':scope > .message').textContent,
             members: [...e.querySelectorAll('.member[data-key]')].map(m => m.dataset.key)}))""",
     )
-    assert sorted(i["key"] for i in items) == sorted(expected)
-    assert len(items) == len(expected), "one entry per pending pod or gang"
+    # a card per gang, per pod, or per set of identical replicas (one message for all of them)
+    shown = [p for i in items for p in (i["pods"] if i["kind"] == "replicas" else [i["key"]])]
+    assert sorted(shown) == sorted(expected)
+    assert len(shown) == len(expected), "every pending pod or gang once"
     assert any(e["kind"] == "gang" for e in expected.values()), "the lab has a waiting gang (train-b)"
+    assert any(i["kind"] == "replicas" for i in items), "the lab's chat-whole replicas fold into one card"
     for item in items:
-        want = expected[item["key"]]
-        assert item["kind"] == want["kind"], item["key"]
-        if want["kind"] == "pod":
-            assert item["message"] == want["messages"][0], item["key"]
-        else:
-            assert sorted(item["members"]) == sorted(want["members"]), item["key"]
-            assert item["message"] in want["messages"], item["key"]
+        for key in item["pods"] if item["kind"] == "replicas" else [item["key"]]:
+            want = expected[key]
+            assert item["kind"] == want["kind"] or (item["kind"] == "replicas" and want["kind"] == "pod"), key
+            if want["kind"] == "pod":
+                assert item["message"] == want["messages"][0], key
+            else:
+                assert sorted(item["members"]) == sorted(want["members"]), key
+                assert item["message"] in want["messages"], key
     # largest first: the page keeps the order the server sorted (devices desc, cpu desc, key)
     view = get_json(server.url + "api/state")
-    assert [i["key"] for i in items] == [e["key"] for e in view["pending"]]
+    order = [e["key"] for e in view["pending"]]
+    assert [i["key"] for i in items] == [k for k in order if k in {i["key"] for i in items}]
 
 
 def select_pending(page: Any, key: str) -> None:

@@ -328,9 +328,13 @@ def test_three_pending_pods_picked_in_a_row_show_the_last_ones_explanation(
     error)."""
     from benchmarks.ui import files_state, generate
 
-    server = ui_server(files_state(generate(3000), tmp_path))
+    cluster = generate(3000)
+    huge = [p for p in cluster.pods if p["metadata"]["name"].startswith("huge-")][:3]
+    for k, pod in enumerate(huge):  # three shapes: three cards (identical replicas would fold into one)
+        pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = str(k + 1)
+    server = ui_server(files_state(cluster, tmp_path))
     open_page(page, server.url)
-    keys = [e["key"] for e in get_json(server.url + "api/state")["pending"] if e["kind"] == "pod"][:3]
+    keys = [f"bench/{p['metadata']['name']}" for p in huge]
     for key in keys:
         page.click(f'#pending .pending-item[data-key="{key}"] .pi-head')
         page.wait_for_timeout(300)
@@ -341,3 +345,64 @@ def test_three_pending_pods_picked_in_a_row_show_the_last_ones_explanation(
     want = server.hub.explain(keys[-1])
     feasible = sum(1 for v in want["nodes"] if v["feasible"])
     assert summary.startswith(f"fits {feasible} of {len(want['nodes'])} nodes")
+
+
+def test_the_pending_list_at_5000_nodes_folds_replicas_caps_its_cards_searches_and_groups(
+    ui_server: Any, page: Any, tmp_path: Path
+) -> None:
+    """5,000 nodes with 600 identical replicas of a ReplicaSet and 300 Pending pods of distinct shapes (for a node
+    pool no node has): one card
+    with a count for the replicas, 30 cards drawn at a time, under 2,000 DOM elements for the whole page; the filter
+    box finds Pending pods, label keys and resource names; grouping by reason and namespace."""
+    from benchmarks.ui import files_state, generate, pod_obj
+
+    cluster = generate(5000)
+    owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d9f", "uid": "u", "controller": True}]
+    for k in range(600):
+        pod = pod_obj(f"web-7d9f-{k:05d}", "team-a", 16)
+        pod["metadata"]["ownerReferences"] = owner
+        cluster.pods.append(pod)
+    for k in range(300):
+        cluster.pods.append(pod_obj(f"odd-{k:04d}", "team-b", 1, cpu=str(k + 1), selector={"pool": "none"}))
+    server = ui_server(files_state(cluster, tmp_path))
+    open_page(page, server.url)
+    view = get_json(server.url + "api/state")
+    pending = [e for e in view["pending"] if e["kind"] == "pod"]
+    assert sum(1 for e in pending if e["key"].startswith("team-a/web-7d9f-")) == 600
+
+    cards = page.locator("#pending .pending-item")
+    assert cards.count() == 30, "30 cards drawn at a time"
+    assert page.evaluate("document.querySelectorAll('*').length") < 2000, "the page's DOM budget at 5,000 nodes"
+    web = page.locator('#pending .pending-item[data-kind="replicas"]', has_text="web-7d9f")
+    assert web.locator(".pi-count").inner_text().strip() == "\u00d7600"
+    assert len(web.get_attribute("data-pods").split()) == 600
+    page.click("#pending [data-more]")
+    assert cards.count() == 60
+
+    # the filter box finds Pending pods (here: by owner), label keys and resource names
+    page.fill("#node-filter", "web-7d9f")
+    page.wait_for_function("() => document.querySelectorAll('#pending .pending-item').length === 1")
+    assert text_of(page, "#pending .pending-found").startswith("600 pods in 1 card match")
+    for query in ("accelsched.io/rack", "qualcomm.com/ai-accelerator"):
+        page.fill("#node-filter", query)
+        page.wait_for_timeout(400)
+        assert page.locator("#map .node-row[data-node]").count() > 0, query
+        assert page.locator("#map .map-empty").is_hidden(), query
+    page.fill("#node-filter", "")
+    page.wait_for_timeout(300)
+
+    # grouping: by namespace the 300 odd pods are team-b's; by reason each card sits under the reason its message
+    # blames on the most nodes
+    page.select_option("#pending-group", "namespace")
+    groups = page.eval_on_selector_all(
+        "#pending .pending-group", "gs => gs.map(g => [g.dataset.group, g.querySelector('h3').textContent])"
+    )
+    assert ["team-a", " 600 pods"] in [[g, h.replace(g, "", 1)] for g, h in groups]
+    assert any(g == "team-b" and h.endswith("300 pods") for g, h in groups)
+    page.select_option("#pending-group", "reason")
+    placed = page.eval_on_selector_all(
+        "#pending .pending-group .pending-item",
+        "is => is.map(i => [i.closest('.pending-group').dataset.group, i.querySelector('.message').textContent])",
+    )
+    assert placed and all(reason in message for reason, message in placed)
+    assert placed[0][0] == "Insufficient qualcomm.com/ai-accelerator", "the reason that holds most pods first"

@@ -492,7 +492,25 @@ function wireControls(params) {
   let timer = 0;
   filter.addEventListener("input", () => {
     clearTimeout(timer);
-    timer = setTimeout(() => map.setFilter(filter.value), 120);
+    timer = setTimeout(() => {
+      map.setFilter(filter.value);
+      pending.setQuery(filter.value);
+      setUrl({ q: filter.value });
+    }, 120);
+  });
+  const wantedQuery = params.get("q");
+  if (wantedQuery) {
+    filter.value = wantedQuery;
+    map.setFilter(wantedQuery);
+    pending.setQuery(wantedQuery);
+  }
+  const groupPending = $("pending-group");
+  const wantedGroup = params.get("pgroup");
+  if (["reason", "namespace", "owner"].includes(wantedGroup)) groupPending.value = wantedGroup;
+  pending.setGroupBy(groupPending.value);
+  groupPending.addEventListener("change", () => {
+    pending.setGroupBy(groupPending.value);
+    setUrl({ pgroup: groupPending.value });
   });
   $("legend").addEventListener("click", (e) => {
     const item = e.target.closest("[data-filter]");
@@ -500,6 +518,7 @@ function wireControls(params) {
     const key = item.getAttribute("data-filter");
     filter.value = filter.value === key ? "" : key;
     map.setFilter(filter.value);
+    pending.setQuery(filter.value);
   });
   $("map-banner-back").addEventListener("click", () => {
     whatif.showing = false;

@@ -316,7 +316,11 @@ export class AcceleratorMap {
     const f = this.filter;
     if (!f) return true;
     if (node.name.toLowerCase().includes(f)) return true;
-    for (const v of Object.values(node.labels || {})) if (String(v).toLowerCase().includes(f)) return true;
+    for (const [k, v] of Object.entries(node.labels || {})) {
+      if (k.toLowerCase().includes(f) || String(v).toLowerCase().includes(f)) return true;
+    }
+    for (const res of Object.keys(node.allocatable || {})) if (res.toLowerCase().includes(f)) return true;
+    for (const res of Object.keys(node.free || {})) if (res.toLowerCase().includes(f)) return true;
     for (const t of node.taints || []) if (t.toLowerCase().includes(f)) return true;
     for (const p of node.pods || []) if (p.toLowerCase().includes(f)) return true;
     return false;
