@@ -238,9 +238,12 @@ def test_whatif_leaves_the_state_and_the_hub_alone(tmp_path):
             {"op": "drain", "nodes": ["node-a"]},
             {"op": "taint", "nodes": ["node-b"], "taint": "x=y:NoExecute"},
             {"op": "add", "node": "node-d", "count": 3},
+            {"op": "cordon", "nodes": ["node-c"]},
+            {"op": "uncordon", "nodes": ["node-c"]},
+            {"op": "taint", "nodes": ["node-d"], "taint": "gpu=yes:NoSchedule"},
         ]
     }
-    out = hub.whatif(body)
+    out = hub.whatif(body)  # copy on write: the state's own dicts are never edited
     assert out["evicted"] and len(out["order"]) == 7
     assert hub.version == 1 and dump(hub.view()) == view and dump([d.doc for d in state.docs]) == docs
     with pytest.raises(InputError):  # an error halfway (the second action) leaves nothing behind either
@@ -628,3 +631,18 @@ def test_with_files_a_drain_moves_only_pods_bound_in_the_input(tmp_path):
     assert {e["pod"] for e in out["replaced"]} == {k for k, n in was.items() if k not in bound and n and now.get(k)
                                                    and now[k] != n}  # fmt: skip
     assert set(drained) <= set(out["changedNodes"])
+
+
+def test_a_whatifs_node_views_are_todays_where_the_node_did_not_change():
+    """The what-if reuses today's node view for every node whose signature did not change, and its views equal
+    those built from scratch."""
+    from accelsched.ui import view
+
+    hub = Hub(FilesState.load(FILL))
+    out = hub.whatif({"actions": [{"op": "cordon", "nodes": ["node-a"]}]})
+    today = {n["name"]: n for n in hub.view()["nodes"]}
+    after = execute(whatif.apply(hub.state, whatif.parse({"actions": [{"op": "cordon", "nodes": ["node-a"]}]})).state)
+    fresh = {n["name"]: n for n in view.build_view(after, None)["nodes"]}
+    assert {n["name"]: n for n in out["nodes"]} == fresh
+    reused = [n["name"] for n in out["nodes"] if n is today.get(n["name"])]
+    assert "node-a" not in reused and "node-c" in reused  # node-c: tainted, untouched by the cordon's re-run

@@ -203,7 +203,7 @@ class Hub:
         assert run is not None
         actions = whatif.parse(body)
         with self._engine_slot(ticket):
-            applied = whatif.apply(state.copy(), actions)
+            applied = whatif.apply(state, actions)  # copy on write: the current state stays as it is
             after = execute(applied.state, self.config, self.seed, ticket.check if ticket is not None else None)
             if ticket is not None:
                 ticket.check()

@@ -297,6 +297,8 @@ class Run:
     results: list[ScheduleResult]
     warnings: list[str] = field(default_factory=list)
     _by_key: dict[str, ScheduleResult] | None = field(default=None, repr=False)
+    # What is derived from the finished run once and asked again (view.py's node signatures, per what-if).
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def result(self, key: str) -> ScheduleResult | None:
         """The pod's last result in this run (a pod placed, then preempted, is preempted); None for a pod bound
