@@ -225,12 +225,12 @@ def test_the_capacity_table_counts_physical_devices_with_mig_under_its_gpu(ui_se
                     if c["kind"] != "dra":
                         physical[c["resource"]] = physical.get(c["resource"], 0) + 1
     rows = page.eval_on_selector_all(
-        "#capacity-body table.devices tr.physical",
+        "#capacity-body table.device-types tr.physical",
         "rs => rs.map(r => [r.dataset.resource, r.cells[1].textContent])",
     )
     assert {k: int(v) for k, v in rows} == physical
     mig = page.eval_on_selector_all(
-        '#capacity-body table.devices tr.split[data-parent="nvidia.com/gpu"]',
+        '#capacity-body table.device-types tr.split[data-parent="nvidia.com/gpu"]',
         "rs => rs.map(r => [r.dataset.resource, r.cells[1].textContent])",
     )
     cluster = server.hub.run.session.cluster
@@ -406,3 +406,73 @@ def test_the_pending_list_at_5000_nodes_folds_replicas_caps_its_cards_searches_a
     )
     assert placed and all(reason in message for reason, message in placed)
     assert placed[0][0] == "Insufficient qualcomm.com/ai-accelerator", "the reason that holds most pods first"
+
+
+# ------------------------------------------------------------------------------------------------ extras
+
+
+def test_dark_mode_follows_the_system(ui_server: Any, page: Any) -> None:
+    server = ui_server(DemoState.lab(None))
+    page.emulate_media(color_scheme="dark")
+    open_page(page, server.url)
+
+    def luminance(css: str) -> float:
+        assert not css.startswith("rgba(0, 0, 0, 0)"), "an opaque colour"
+        r, g, b = (int(x) for x in css[css.index("(") + 1 : css.index(")")].split(",")[:3])
+        return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+    colours = page.evaluate(
+        """() => { const s = (q, p) => getComputedStyle(document.querySelector(q))[p];
+            return [s('html', 'backgroundColor'), s('body', 'color'), s('.node-row', 'backgroundColor'),
+                    s('#pending-panel', 'backgroundColor')]; }"""
+    )
+    body, text, row, panel = (luminance(c) for c in colours)
+    assert body < 0.2 and row < 0.2 and panel < 0.2 and text > 0.7, colours
+    page.emulate_media(color_scheme="light")
+    page.wait_for_timeout(100)
+    assert luminance(page.evaluate("getComputedStyle(document.documentElement).backgroundColor")) > 0.8
+
+
+def test_the_url_keeps_the_filter_and_the_open_node(ui_server: Any, page: Any) -> None:
+    server = ui_server(DemoState.lab(None))
+    open_page(page, server.url)
+    page.fill("#node-filter", "node-h")
+    page.wait_for_function("() => new URL(location.href).searchParams.get('q') === 'node-h'")
+    page.locator('.node-row[data-node="node-h"] .node-name').click()
+    page.wait_for_function("() => new URL(location.href).searchParams.get('node') === 'node-h'")
+    url = page.url
+    page.goto("about:blank")
+    page.goto(url)
+    wait_rendered(page)
+    page.wait_for_function("() => document.querySelector('#node-panel')?.dataset.node === 'node-h'")
+    assert page.input_value("#node-filter") == "node-h"
+    assert page.locator("#map .node-row[data-node]").count() == 1
+
+
+def test_the_pending_list_and_a_whatif_export_as_csv_and_json(ui_server: Any, page: Any, tmp_path: Path) -> None:
+    import csv
+
+    server = ui_server(DemoState.lab(None))
+    open_page(page, server.url)
+    pending = get_json(server.url + "api/state")["pending"]
+    with page.expect_download() as got:
+        page.click("#pending-csv")
+    rows = list(csv.DictReader(Path(got.value.path()).read_text().splitlines()))
+    pods = [(m["key"], m["message"]) for e in pending for m in (e["members"] if e["kind"] == "gang" else [e])]
+    assert [(f"{r['namespace']}/{r['name']}", r["message"]) for r in rows] == pods
+    with page.expect_download() as got:
+        page.click("#pending-json")
+    assert json.loads(Path(got.value.path()).read_text()) == pending
+
+    body = {"actions": [{"op": "drain", "nodes": ["node-a"]}]}
+    expected = server.hub.whatif(body)
+    _run_whatif(page, "node-a", "drain")
+    with page.expect_download() as got:
+        page.click('#whatif-result [data-export="csv"]')
+    rows = list(csv.DictReader(Path(got.value.path()).read_text().splitlines()))
+    want = [(c, x["pod"]) for c in ("lost", "moved", "placed", "evicted", "replaced") for x in expected[c]]
+    assert [(r["change"], r["pod"]) for r in rows] == want and want
+    with page.expect_download() as got:
+        page.click('#whatif-result [data-export="json"]')
+    doc = json.loads(Path(got.value.path()).read_text())
+    assert doc["lost"] == expected["lost"] and doc["evicted"] == expected["evicted"] and "nodes" not in doc

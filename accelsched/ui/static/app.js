@@ -10,6 +10,7 @@ import { WhatIfPanel, pendingPods } from "./whatif.js";
 import { renderCapacity } from "./panel.js";
 import { Tooltip, renderPod, renderPodError, renderNode, openDrawer, closeDrawers } from "./details.js";
 import { el, replaceChildren, plural } from "./dom.js";
+import { PENDING_COLUMNS, download, pendingRows, toCSV } from "./export.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -431,6 +432,7 @@ function showNode(name, { keepScroll = false } = {}) {
   }, { onPod: (key) => showPod(key) });
   root.dataset.node = name;
   openDrawer("node-panel");
+  setUrl({ node: name });
   if (scroll) root.querySelector(".drawer-body").scrollTop = scroll;
 }
 
@@ -525,6 +527,12 @@ function wireControls(params) {
     whatif.renderToggle();
     setMapMode("today");
   });
+  $("pending-csv").addEventListener("click", () => {
+    download("pending.csv", toCSV(PENDING_COLUMNS, pendingRows(app.view.pending)), "text/csv");
+  });
+  $("pending-json").addEventListener("click", () => {
+    download("pending.json", `${JSON.stringify(app.view.pending || [], null, 2)}\n`, "application/json");
+  });
   $("warnings-button").addEventListener("click", () => {
     $("warnings").hidden = !$("warnings").hidden;
   });
@@ -533,6 +541,7 @@ function wireControls(params) {
       closeDrawers();
       app.openNode = null;
       app.openPod = null;
+      setUrl({ node: null });
     }
   });
   document.addEventListener("keydown", (e) => {
@@ -540,6 +549,7 @@ function wireControls(params) {
       closeDrawers();
       app.openNode = null;
       app.openPod = null;
+      setUrl({ node: null });
       tooltip.hide();
     } else if (e.key === "/" && !/^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement?.tagName || "")) {
       e.preventDefault();
@@ -599,6 +609,11 @@ async function boot() {
   whatif.selectionChanged();
   const pod = params.get("pod");
   if (pod) await deepLink(pod);
+  const node = params.get("node");
+  if (node && app.view.nodes.some((n) => n.name === node)) {
+    map.scrollToNode(node);
+    showNode(node);
+  }
   connect();
 }
 

@@ -122,7 +122,7 @@ export function renderCapacity(root, cap) {
 /** Physical devices by type, one row each (a MIG-split or time-sliced GPU is one GPU), with what their partitions
  * serve under them in their own units (MIG instances per profile, replicas): no row adds replicas to devices. */
 function deviceTable(physical) {
-  const table = el("table", { class: "num-table devices" });
+  const table = el("table", { class: "num-table device-types" });
   table.appendChild(el("thead", null, el("tr", null, ["device", "total", "used", "free", "stranded"].map(
     (h) => el("th", null, h)))));
   const body = el("tbody");

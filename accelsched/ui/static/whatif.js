@@ -6,6 +6,7 @@
 import { postWhatif } from "./api.js";
 import { el, replaceChildren, plural } from "./dom.js";
 import { renderCapacityCompare } from "./panel.js";
+import { WHATIF_COLUMNS, download, toCSV, whatifRows } from "./export.js";
 
 const NO_GROUP = "\u0000";
 const MAX_ADD_TARGETS = 20;
@@ -36,6 +37,12 @@ function describe(action, sizes) {
     default:
       return `${action.op} ${target(action.nodes)}`;
   }
+}
+
+/** A what-if result as exported: everything but the what-if map's node views (megabytes at 5,000 nodes). */
+function exportable(result) {
+  const { nodes, order, ...rest } = result;
+  return rest;
 }
 
 /** The evicted pods under one heading, then one group per cause ("drain", "taint K=V:NoExecute"): the taint
@@ -103,6 +110,12 @@ export class WhatIfPanel {
         this.showing = !this.showing;
         this.renderToggle();
         this.hooks.onShowMap?.(this.showing);
+        return;
+      }
+      const format = e.target.closest("[data-export]")?.getAttribute("data-export");
+      if (format && this.result) {
+        if (format === "csv") download("whatif.csv", toCSV(WHATIF_COLUMNS, whatifRows(this.result)), "text/csv");
+        else download("whatif.json", `${JSON.stringify(exportable(this.result), null, 2)}\n`, "application/json");
         return;
       }
       const node = e.target.closest("[data-jump]");
@@ -352,6 +365,9 @@ export class WhatIfPanel {
         section("replaced", "Today's run → what-if run", replaced, (x) => [el("span", { class: "pod" }, x.pod), " ",
           jump(x.from), " → ", jump(x.to)])) : null,
       el("button", { type: "button", id: "whatif-map", class: "toggle", "aria-pressed": "false" }, ""),
+      el("p", { class: "exports" }, "export ",
+        el("button", { type: "button", class: "link", "data-export": "csv" }, "CSV"), " ",
+        el("button", { type: "button", class: "link", "data-export": "json" }, "JSON")),
     );
     this.out.hidden = false;
     renderCapacityCompare(compare, r.before || {}, r.after || {});
