@@ -19,6 +19,8 @@ Chromium (headless, through Playwright). Figures, all measured in the browser ex
 - explain and what-if: GET /api/explain for three Pending pods and POST /api/whatif cordoning one node (three
   nodes), each timed from request to parsed answer over loopback (the server's engine, JSON and gzip included); the
   median of the three, before the page is loaded;
+- server RSS: the resident memory of this process (the server's thread, its Hub and the generated cluster) once the
+  size's state is served;
 - server: Hub.last_run_seconds of the first publish (the engine's run over the state + the view), and the size of
   GET /api/state raw and gzip-compressed as the page receives it; DOM elements: how many the page holds (the map
   draws only the rows in view).
@@ -297,6 +299,18 @@ def get_state(url: str) -> tuple[dict[str, Any], int, int]:
     return json.loads(raw), len(raw), len(wire) if encoded else len(gzip.compress(raw))
 
 
+def rss_mib() -> float | None:
+    """This process's resident memory (the server runs here, in a thread; Chromium is a process of its own), from
+    /proc (Linux); None elsewhere."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
 def timed(request: urllib.request.Request | str) -> float:
     """Milliseconds from sending ``request`` to its parsed JSON answer (which must be a 200)."""
     began = time.perf_counter()
@@ -419,6 +433,7 @@ def measure_size(browser: Any, size: str, args: argparse.Namespace, workdir: Pat
             gzip_kib=round(wire / 1024, 1),
         )
         row.update(measure_engine(url, view))
+        row["rss_mib"] = rss_mib()
         times, context, page = first_render(browser, url, args.repeat)
         row["first_render_ms"] = round(statistics.median(times), 1)
         row["first_render_ms_samples"] = [round(t, 1) for t in times]
@@ -457,7 +472,7 @@ def render(rows: list[dict[str, Any]], notes: list[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console() if sys.stdout.isatty() else Console(width=200)
+    console = Console() if sys.stdout.isatty() else Console(width=280)
     table = Table(title="accelsched ui in headless Chromium (ms measured in the browser)")
     for col in (
         "size",
@@ -473,6 +488,7 @@ def render(rows: list[dict[str, Any]], notes: list[str]) -> None:
         "update after bind ms",
         "explain ms",
         "what-if ms",
+        "server RSS MiB",
         "via",
         "DOM elements",
     ):
@@ -483,7 +499,7 @@ def render(rows: list[dict[str, Any]], notes: list[str]) -> None:
 
     for r in rows:
         if "error" in r:
-            table.add_row(r["size"], *["-"] * 13, f"[red]{r['error'][:60]}[/]")
+            table.add_row(r["size"], *["-"] * 14, f"[red]{r['error'][:60]}[/]")
             continue
         table.add_row(
             r["size"],
@@ -499,6 +515,7 @@ def render(rows: list[dict[str, Any]], notes: list[str]) -> None:
             fmt(r["update_ms"], ",.0f"),
             fmt(r.get("explain_ms"), ",.0f"),
             fmt(r.get("whatif_ms"), ",.0f"),
+            fmt(r.get("rss_mib"), ",.0f"),
             r["update_mode"] + (f" (fill {r['fill_s']} s)" if "fill_s" in r else ""),
             fmt(r["dom_elements"], ","),
         )
