@@ -21,6 +21,13 @@ from accelsched.ui.state import DemoState, FilesState, RawState, clone, execute
 ROOT = Path(__file__).resolve().parent.parent
 LAB = [str(ROOT / p) for p in ("examples/lab/00-nodes.yaml", "deploy/device-plugin-daemonset.yaml")]
 FILL = [*LAB, str(ROOT / "examples/lab/06-fill.yaml"), str(ROOT / "examples/lab/03-maintenance.yaml")]
+# Every step's files of the lab but step 4's (it re-declares node-b, which `schedule -f` refuses as a duplicate).
+LAB_FILES_ALL = [
+    *LAB,
+    *(str(ROOT / f"examples/lab/{n}.yaml") for n in ("02-train-16", "06-fill", "07-topology", "08-fractional")),
+    *(str(ROOT / f"examples/lab/{n}.yaml") for n in ("09-gangs", "10-preemption", "03-maintenance")),
+    *sorted(str(p) for p in (ROOT / "examples/lab").glob("11-dra-*.yaml")),
+]
 
 
 def as_json(run_or_session, results=None):
@@ -278,3 +285,22 @@ def test_a_pending_pods_explanation_is_of_the_final_state_with_the_clis_filters(
             (v["node"], v["feasible"], v.get("filter")) for v in replay["nodes"]
         ], key
         assert fast["message"] == replay["message"], key
+
+
+@pytest.mark.parametrize("make", [lambda: DemoState.lab(None), lambda: FilesState.load(LAB_FILES_ALL)])
+def test_runs_explains_and_whatifs_leave_the_documents_unchanged(make):
+    """Pods and nodes reach a run uncloned (the loader copies where the engine writes): over the lab's every feature
+    (topology, MIG, time-slicing, DRA claims, gangs, preemption, DaemonSets) a publish, an explain of every Pending
+    pod (replayed and on the final state) and a drain, taint and add of every node leave the documents as they were."""
+    state = make()
+    before = json.dumps([d.doc for d in state.docs], sort_keys=True)
+    hub = Hub(state)
+    for entry in hub.view()["pending"]:
+        key = entry["key"] if entry["kind"] == "pod" else entry["members"][0]["key"]
+        hub.explain(key)
+        hub._explain_replay(state, key, None)
+    for node in [n["metadata"]["name"] for n in state.nodes()]:
+        hub.whatif({"actions": [{"op": "drain", "nodes": [node]}, {"op": "taint", "nodes": [node],
+                                "taint": "x=y:NoExecute"}, {"op": "add", "node": node, "count": 1}]})  # fmt: skip
+    hub.publish(state)
+    assert json.dumps([d.doc for d in state.docs], sort_keys=True) == before
