@@ -476,3 +476,26 @@ def test_the_pending_list_and_a_whatif_export_as_csv_and_json(ui_server: Any, pa
         page.click('#whatif-result [data-export="json"]')
     doc = json.loads(Path(got.value.path()).read_text())
     assert doc["lost"] == expected["lost"] and doc["evicted"] == expected["evicted"] and "nodes" not in doc
+
+
+def test_the_map_shows_only_the_nodes_of_one_verdict(ui_server: Any, page: Any) -> None:
+    """An explanation's filter, clicked, leaves on the map only the nodes it stops first; again, every node."""
+    server = ui_server(DemoState.lab(None))
+    pod = "default/train-16"
+    verdicts = server.hub.explain(pod)["nodes"]
+    by_filter: dict[str, list[str]] = {}
+    for v in verdicts:
+        if not v["feasible"]:
+            by_filter.setdefault(v["filter"], []).append(v["node"])
+    open_page(page, server.url)
+    page.click(f'#pending .pending-item[data-key="{pod}"] .pi-head')
+    page.wait_for_selector("#pending .pi-summary .fits")
+    for name, nodes in by_filter.items():
+        page.click(f'#pending .pi-summary [data-verdict="{name}"]')
+        page.wait_for_timeout(150)
+        shown = page.eval_on_selector_all("#map .node-row[data-node]", "rs => rs.map(r => r.dataset.node)")
+        assert sorted(shown) == sorted(nodes), name
+        assert page.get_attribute(f'#pending .pi-summary [data-verdict="{name}"]', "aria-pressed") == "true"
+    page.click(f'#pending .pi-summary [data-verdict="{name}"]')  # the last one again: every node
+    page.wait_for_timeout(150)
+    assert page.locator("#map .node-row[data-node]").count() == len(verdicts)

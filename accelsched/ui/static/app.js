@@ -85,6 +85,7 @@ const map = new AcceleratorMap($("map"), {
 
 const pending = new PendingList($("pending"), {
   onSelect: (entry) => selectPending(entry),
+  onVerdict: (verdict) => map.setVerdictFilter(verdict),
   onJump: (name) => {
     map.scrollToNode(name);
     showNode(name);
@@ -363,6 +364,7 @@ function explainSelected() {
       app.explain = body;
       app.explainError = "";
       map.setExplain(app.mapMode === "whatif" ? null : body.nodes || []); // today's verdicts, not the what-if's
+      if (app.mapMode !== "whatif") map.setVerdictFilter(pending.verdict); // a refreshed explanation keeps it
       pending.showExplain(body, "");
       document.body.dataset.explain = entry.key;
       if (app.openNode) showNode(app.openNode, { keepScroll: true });

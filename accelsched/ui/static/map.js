@@ -170,6 +170,7 @@ export class AcceleratorMap {
     this.selectedNodes = new Set();
     this.selectedGroups = new Set();
     this.explain = null; // Map node -> verdict of the selected pending pod
+    this.verdictFilter = null; // "feasible" | a filter's name: only those nodes of the explanation are shown
     this.baseline = null; // Map node -> etag of today's run while the map shows a what-if run
     this.rows = [];
     this.rendered = new Map(); // row key -> {el, index, stamp}
@@ -265,6 +266,10 @@ export class AcceleratorMap {
   /** verdicts: [{node, feasible, filter, reasons, ...}] from /api/explain, or null to clear the highlight. */
   setExplain(verdicts) {
     this.explain = verdicts ? new Map(verdicts.map((v) => [v.node, v])) : null;
+    if (this.verdictFilter) {
+      this.verdictFilter = null; // another pod's (or no) explanation: its verdicts decide nothing here
+      this.relayout(true);
+    }
     this.root.classList.toggle("explaining", !!verdicts);
     for (const r of this.rendered.values()) if (r.el.classList.contains("node-row")) this.applyExplain(r.el);
   }
@@ -312,7 +317,24 @@ export class AcceleratorMap {
     return v === undefined || v === null ? NO_GROUP : String(v);
   }
 
+  /** Show only the nodes of one verdict of the explained pod: "feasible", or a filter's name (the nodes it stops
+   * first); null shows every node. At 5,000 nodes the few that fit, or the ones a taint blocks, are otherwise lost. */
+  setVerdictFilter(verdict) {
+    const v = verdict || null;
+    if (v === this.verdictFilter) return;
+    this.verdictFilter = v;
+    this.relayout(true);
+  }
+
+  verdictMatches(node) {
+    if (!this.verdictFilter || !this.explain) return true;
+    const v = this.explain.get(node.name);
+    if (!v) return false;
+    return this.verdictFilter === "feasible" ? !!v.feasible : !v.feasible && v.filter === this.verdictFilter;
+  }
+
   matches(node) {
+    if (!this.verdictMatches(node)) return false;
     const f = this.filter;
     if (!f) return true;
     if (node.name.toLowerCase().includes(f)) return true;

@@ -87,7 +87,8 @@ const GROUPS = {
 };
 
 export class PendingList {
-  /** @param {HTMLElement} root  #pending's list container; hooks: onSelect(entry | null), onJump(node) */
+  /** @param {HTMLElement} root  #pending's list container; hooks: onSelect(entry | null), onJump(node),
+   * onVerdict("feasible" | filter name | null): show only those nodes of the explanation on the map */
   constructor(root, hooks = {}) {
     this.root = root;
     this.hooks = hooks;
@@ -96,6 +97,7 @@ export class PendingList {
     this.selected = null; // the selected card's key
     this.selectedPod = null; // the pod of it explained (a replica card's first, or the one a link named)
     this.summary = null;
+    this.verdict = null; // the verdict the map shows alone, if any
     this.query = "";
     this.groupBy = "";
     this.shown = CARD_PAGE;
@@ -253,6 +255,16 @@ export class PendingList {
     const item = e.target.closest(".pending-item");
     if (!item) return;
     if (e.target.closest(".pi-summary")) {
+      const verdict = e.target.closest("[data-verdict]");
+      if (verdict) {
+        const v = verdict.getAttribute("data-verdict");
+        this.verdict = this.verdict === v ? null : v;
+        for (const b of this.root.querySelectorAll(".pi-summary [data-verdict]")) {
+          b.setAttribute("aria-pressed", String(b.getAttribute("data-verdict") === this.verdict));
+        }
+        this.hooks.onVerdict?.(this.verdict);
+        return;
+      }
       const jump = e.target.closest("[data-jump]");
       if (jump) this.hooks.onJump?.(jump.getAttribute("data-jump"));
       return;
@@ -270,6 +282,7 @@ export class PendingList {
     this.selected = card ? card.key : null;
     this.selectedPod = card ? (card.pods.includes(key) && card.kind !== "gang" ? key : card.pods[0]) : null;
     this.summary = null;
+    this.verdict = null;
     if (card && !this.matches(card) && this.query) this.query = ""; // a deep link to a pod the search hides
     this.draw();
     let entry = null;
@@ -290,13 +303,17 @@ export class PendingList {
       const feasible = verdicts.filter((v) => v.feasible);
       const byFilter = new Map();
       for (const v of verdicts) if (!v.feasible) byFilter.set(v.filter, (byFilter.get(v.filter) || 0) + 1);
+      const only = (v, child) => el("button", { type: "button", class: "verdict-only", "data-verdict": v,
+        "aria-pressed": String(this.verdict === v), title: "show only these nodes on the map (again: all)" }, child);
       box.appendChild(el("p", { class: feasible.length ? "fits" : "fits none" },
-        `fits ${feasible.length} of ${plural(verdicts.length, "node")}`));
+        `fits ${feasible.length} of ${plural(verdicts.length, "node")}`,
+        feasible.length ? [" ", only("feasible", "only these")] : null));
       const list = el("ul", { class: "filter-counts" });
       for (const [filter, n] of [...byFilter.entries()].sort((a, b) => b[1] - a[1])) {
         const first = verdicts.find((v) => !v.feasible && v.filter === filter);
         list.appendChild(el("li", null,
-          el("span", { class: "filter-name" }, filter || "?"), el("span", { class: "muted" }, ` ${plural(n, "node")}`),
+          only(filter, el("span", { class: "filter-name" }, filter || "?")),
+          el("span", { class: "muted" }, ` ${plural(n, "node")}`),
           first ? el("button", { type: "button", class: "link", "data-jump": first.node, title: "show on the map" },
             first.node) : null));
       }
