@@ -304,3 +304,38 @@ def test_runs_explains_and_whatifs_leave_the_documents_unchanged(make):
                                 "taint": "x=y:NoExecute"}, {"op": "add", "node": node, "count": 1}]})  # fmt: skip
     hub.publish(state)
     assert json.dumps([d.doc for d in state.docs], sort_keys=True) == before
+
+
+def test_the_history_keeps_a_point_per_version_and_exports_the_latest_as_prometheus_gauges():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from accelsched.ui import history
+
+    hub = Hub(DemoState.lab(None))
+    view = hub.view()
+    hub.publish(FilesState.load(FILL))
+    points = hub.history.points()
+    assert [p["version"] for p in points] == [1, 2]
+    first = points[0]
+    cells = [c for n in view["nodes"] for g in n["groups"] for sw in g["switches"] for c in sw["devices"]]
+    assert first["devices"] == sum(1 for c in cells if c["kind"] != "dra")  # physical devices, each once
+    assert first["pending"] == view["counts"]["pending"] == sum(first["pendingByReason"].values())
+    assert first["free"] == view["capacity"]["devices"]["free"]
+    assert first["fragmented"] == {"mig": 2, "timeslicing": 0}
+    # the reason the message blames on the most nodes, as the page groups by
+    message = "0/16 nodes are available: 1 Insufficient nvidia.com/gpu, 14 node(s) didn't match Pod's node affinity."
+    assert history.reason_of({"message": message}) == "node(s) didn't match Pod's node affinity"
+    gauges = {
+        (f.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(hub.history.metrics().decode())
+        for s in f.samples
+    }
+    last = points[-1]
+    assert gauges[("accelsched_ui_devices", (("state", "free"),))] == last["free"]
+    assert gauges[("accelsched_ui_state_version", ())] == 2
+    pending = {dict(k[1])["reason"]: v for k, v in gauges.items() if k[0] == "accelsched_ui_pending_pods"}
+    assert pending == last["pendingByReason"]
+    small = history.History(points=3)
+    for v in range(5):
+        small.record({**view, "version": v}, float(v))
+    assert [p["version"] for p in small.points()] == [2, 3, 4], "bounded: the oldest go"

@@ -16,6 +16,7 @@ from accelsched.explain import Explainer, find_pod
 from accelsched.framework.profile import SchedulerConfig
 from accelsched.ui import view as views
 from accelsched.ui import whatif
+from accelsched.ui.history import History
 from accelsched.ui.state import RawState, Run, checked, execute
 
 ENGINE_SLOTS = 2  # what-ifs and explanations computed at once: each is a whole engine run over the state
@@ -76,6 +77,7 @@ class Hub:
         self._newest: dict[str, Ticket] = {}  # client -> its newest engine request
         self._holding: set[Ticket] = set()  # the requests that hold an engine slot now
         self._final_lock = threading.Lock()  # explains on the current run's scheduler, one at a time
+        self.history = History()  # a point per published version (allocation, Pending by reason, fragmentation)
         self.publish(state)
 
     @property
@@ -107,6 +109,7 @@ class Hub:
                 self._state, self._run, self._view = state, run, body
                 self._explained = {}
                 self.last_run_seconds = seconds
+                self.history.record(body, time.time())
                 self._cond.notify_all()
 
     def view(self, since: int | None = None) -> dict[str, Any]:

@@ -306,6 +306,17 @@ def create_app(
                 return error(400, f"since: must be an integer version, got {raw[:40]!r}")
         return await run_in_threadpool(lambda: json_response(hub.view(since)))
 
+    async def history(request: Request) -> Response:
+        if hub is None:
+            return no_state()
+        return json_response({"points": hub.history.points()})
+
+    async def metrics(request: Request) -> Response:
+        """The latest history point as Prometheus gauges (history.py), for a scrape to keep over time."""
+        if hub is None:
+            return no_state()
+        return Response(hub.history.metrics(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
     async def pod(request: Request) -> Response:
         if hub is None:
             return no_state()
@@ -410,6 +421,8 @@ def create_app(
         Route("/api/explain", explain, methods=get),
         Route("/api/whatif", whatif, methods=["POST"]),
         Route("/api/events", events, methods=get),
+        Route("/api/history", history, methods=get),
+        Route("/metrics", metrics, methods=get),
         Route("/api/sim", sim_data, methods=get),
     ]
     middleware = [Middleware(GZipMiddleware, minimum_size=1024, compresslevel=6)]
