@@ -499,3 +499,26 @@ def test_the_map_shows_only_the_nodes_of_one_verdict(ui_server: Any, page: Any) 
     page.click(f'#pending .pi-summary [data-verdict="{name}"]')  # the last one again: every node
     page.wait_for_timeout(150)
     assert page.locator("#map .node-row[data-node]").count() == len(verdicts)
+
+
+def test_the_history_is_drawn_once_a_state_is_published_again(ui_server: Any, page: Any) -> None:
+    """A point per published version (live mode publishes on every burst of events): two more states published
+    to the Hub reach the page, which draws allocation and Pending pods over the three."""
+    from accelsched import demo
+
+    lab = [str(demo.ROOT / "examples/lab/00-nodes.yaml"), str(demo.ROOT / "deploy/device-plugin-daemonset.yaml")]
+    fill = [*lab, str(demo.ROOT / "examples/lab/06-fill.yaml"), str(demo.ROOT / "examples/lab/02-train-16.yaml")]
+    server = ui_server(FilesState.load(lab))
+    open_page(page, server.url)
+    assert page.locator("#history").is_hidden(), "one version: nothing to draw"
+    server.hub.publish(FilesState.load(fill))
+    server.hub.publish(FilesState.load(lab))
+    wait_rendered(page, 3)
+    page.wait_for_function("() => document.querySelector('#history').dataset.points === '3'")
+    assert page.locator("#history").is_visible()
+    series = page.eval_on_selector_all("#history-alloc path.series-line", "ps => ps.map(p => p.dataset.series)")
+    assert series == ["used", "stranded"]
+    points = server.hub.history.points()
+    assert [p["version"] for p in points] == [1, 2, 3] and points[1]["used"] > points[0]["used"]
+    pending = page.eval_on_selector_all("#history-pending path.series-line", "ps => ps.map(p => p.dataset.series)")
+    assert pending[0] == "all" and pending[1:] == list(points[-1]["pendingByReason"])[:3]

@@ -3,7 +3,8 @@
 // removed names, the small parts whole) that is merged in place, so the map rebuilds only the changed visible rows.
 // body[data-version] is set after each render completes: the browser tests wait on it.
 
-import { getState, getExplain, PodCache } from "./api.js";
+import { getJSON, getState, getExplain, PodCache } from "./api.js";
+import { lineChart } from "./charts.js";
 import { AcceleratorMap, NO_GANG, keyClass } from "./map.js";
 import { PendingList, explainKey, findEntry } from "./pending.js";
 import { WhatIfPanel, pendingPods } from "./whatif.js";
@@ -259,6 +260,36 @@ function renderAll() {
   performance.measure(`accelsched:render v${app.view.version}`, "accelsched:render-start");
 }
 
+/** Allocation and Pending pods over the published versions (GET /api/history: a point per version, kept by the
+ * server): drawn once there are two, i.e. in live mode, or whenever a state is published again. */
+async function renderHistory() {
+  let points;
+  try {
+    points = (await getJSON("/api/history")).points || [];
+  } catch {
+    return; // the map stays; the next version tries again
+  }
+  const box = $("history");
+  box.hidden = points.length < 2;
+  box.dataset.points = String(points.length);
+  if (box.hidden) return;
+  const t0 = points[0].t;
+  const minutes = points[points.length - 1].t - t0 >= 120;
+  const x = (p) => (minutes ? (p.t - t0) / 60 : p.t - t0);
+  const xLabel = minutes ? "minutes" : "seconds";
+  const share = (p, n) => (p.devices ? (100 * n) / p.devices : 0);
+  lineChart($("history-alloc"), { title: "Devices over time (% of all)", xLabel, yLabel: "%", height: 150, series: [
+    { name: "used", points: points.map((p) => [x(p), share(p, p.used)]) },
+    { name: "stranded", points: points.map((p) => [x(p), share(p, p.stranded)]) },
+  ] });
+  const last = points[points.length - 1].pendingByReason || {};
+  const reasons = Object.keys(last).slice(0, 3); // the server sorts by count
+  lineChart($("history-pending"), { title: "Pending pods over time", xLabel, yLabel: "pods", height: 150, series: [
+    { name: "all", points: points.map((p) => [x(p), p.pending]) },
+    ...reasons.map((r) => ({ name: r, points: points.map((p) => [x(p), (p.pendingByReason || {})[r] || 0]) })),
+  ] });
+}
+
 // ---- state updates --------------------------------------------------------------------------------------------
 
 /** Merge a delta into the current view (or take a full view); the node array keeps cluster order. */
@@ -320,6 +351,7 @@ function afterUpdate() {
     }
   }
   renderAll();
+  renderHistory();
   if (app.openNode) showNode(app.openNode, { keepScroll: true });
   if (app.openPod) showPod(app.openPod);
 }
@@ -609,6 +641,7 @@ async function boot() {
   renderAll();
   $("group-by").value = map.groupBy ?? "";
   whatif.selectionChanged();
+  renderHistory();
   const pod = params.get("pod");
   if (pod) await deepLink(pod);
   const node = params.get("node");
