@@ -522,3 +522,27 @@ def test_the_history_is_drawn_once_a_state_is_published_again(ui_server: Any, pa
     assert [p["version"] for p in points] == [1, 2, 3] and points[1]["used"] > points[0]["used"]
     pending = page.eval_on_selector_all("#history-pending path.series-line", "ps => ps.map(p => p.dataset.series)")
     assert pending[0] == "all" and pending[1:] == list(points[-1]["pendingByReason"])[:3]
+
+
+def test_colour_by_namespace_gives_each_of_21_namespaces_its_own_colour(
+    ui_server: Any, page: Any, tmp_path: Path
+) -> None:
+    from benchmarks.ui import node_obj, pod_obj
+
+    nodes = [node_obj(i) for i in range(21)]
+    pods = [pod_obj(f"job-{k}", f"team-{k:02d}", 2, node=nodes[k]["metadata"]["name"]) for k in range(21)]
+    path = tmp_path / "teams.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [*nodes, *pods]}))
+    server = ui_server(FilesState.load([str(path)]))
+    page.goto(server.url + "?color=namespace&group=none")
+    wait_rendered(page)
+    page.wait_for_selector("#map .node-row[data-node]")
+    colours = page.eval_on_selector_all(
+        "#map .cell[data-holder]:not([data-holder=''])",
+        "cs => cs.map(c => [c.dataset.holder.split('/')[0], [...c.classList].find(k => /^c\\d+$/.test(k))])",
+    )
+    by_namespace: dict[str, set[str]] = {}
+    for namespace, colour in colours:
+        by_namespace.setdefault(namespace, set()).add(colour)
+    assert len(by_namespace) == 21 and all(len(c) == 1 for c in by_namespace.values())
+    assert len({next(iter(c)) for c in by_namespace.values()}) == 21, "21 namespaces, 21 colours"

@@ -212,11 +212,11 @@ function renderLegend() {
   const { top, more, free } = map.legend(8);
   const items = top.map(([key, n]) => map.colorBy === "gang" && key === NO_GANG
     ? el("span", { class: "legend-item", title: `pods outside any gang: ${plural(n, "device")}` },
-      el("span", { class: `swatch held ${keyClass(key, map.colorBy)}` }), el("span", { class: "legend-key" }, key),
+      el("span", { class: `swatch held ${keyClass(key, map.colorBy, map.palette)}` }), el("span", { class: "legend-key" }, key),
       el("span", { class: "muted" }, String(n)))
     : el("button", { type: "button", class: "legend-item", "data-filter": key,
       title: `${key}: ${plural(n, "device")} (click: show only its nodes)` },
-      el("span", { class: `swatch held ${keyClass(key, map.colorBy)}` }), el("span", { class: "legend-key" }, key),
+      el("span", { class: `swatch held ${keyClass(key, map.colorBy, map.palette)}` }), el("span", { class: "legend-key" }, key),
       el("span", { class: "muted" }, String(n))));
   if (more) items.push(el("span", { class: "legend-item muted" }, `+${more} more`));
   items.push(el("span", { class: "legend-item" }, el("span", { class: "swatch free" }), "free",

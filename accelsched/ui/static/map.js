@@ -3,7 +3,7 @@
 // only the rows in view (plus OVERSCAN) exist in the DOM, built in one DocumentFragment per pass, and a row is rebuilt
 // only when its node's etag (or the colouring) changed. Everything a test or a user reads is an attribute or text.
 
-import { el, colorClass, colorKey, plural } from "./dom.js";
+import { el, colorClass, colorKey, plural, PALETTE_SIZE } from "./dom.js";
 
 export const ROW_H = 36; // px, matches .node-row / .group-row height in style.css
 const OVERSCAN = 12;
@@ -20,8 +20,22 @@ export function holderKey(holder, mode, gangs) {
 }
 
 /** The colour class of a key: the palette's, or the neutral one of "no gang". */
-export function keyClass(key, mode) {
-  return mode === "gang" && key === NO_GANG ? "c-nogang" : colorClass(key);
+export function keyClass(key, mode, palette = null) {
+  if (mode === "gang" && key === NO_GANG) return "c-nogang";
+  const given = palette ? palette.get(key) : undefined;
+  return given === undefined ? colorClass(key) : given;
+}
+
+/** Colours by namespace or by gang, one each while there are no more keys than colours (in their sorted order):
+ * hashed, 21 namespaces drew 16 colours, neighbours alike. Past PALETTE_SIZE keys, and by pod, the hash (a pod keeps
+ * its colour while the cluster changes). */
+function distinctPalette(nodes, mode, gangs) {
+  if (mode !== "namespace" && mode !== "gang") return null;
+  const keys = new Set();
+  for (const n of nodes) for (const h of countCells(n).holders.keys()) keys.add(holderKey(h, mode, gangs));
+  keys.delete(NO_GANG);
+  if (keys.size > PALETTE_SIZE) return null;
+  return new Map([...keys].sort().map((k, i) => [k, `c${i}`]));
 }
 
 function collator() {
@@ -172,6 +186,7 @@ export class AcceleratorMap {
     this.explain = null; // Map node -> verdict of the selected pending pod
     this.verdictFilter = null; // "feasible" | a filter's name: only those nodes of the explanation are shown
     this.baseline = null; // Map node -> etag of today's run while the map shows a what-if run
+    this.palette = null; // key -> colour class, by namespace or gang while they are few (distinctPalette)
     this.rows = [];
     this.rendered = new Map(); // row key -> {el, index, stamp}
     this.epoch = 0;
@@ -226,6 +241,7 @@ export class AcceleratorMap {
       const present = new Set(nodes.map((n) => this.groupOf(n)));
       for (const g of [...this.selectedGroups]) if (!present.has(g)) pruned = this.selectedGroups.delete(g);
     }
+    this.repalette();
     this.relayout();
     if (pruned) {
       this.syncChecks();
@@ -248,8 +264,20 @@ export class AcceleratorMap {
   setColorBy(mode) {
     if (mode === this.colorBy) return;
     this.colorBy = mode;
+    this.repalette();
     this.epoch++;
     this.schedule();
+  }
+
+  /** The distinct colours of the keys held now; rows are redrawn if any key's colour moved. */
+  repalette() {
+    const palette = distinctPalette(this.nodes, this.colorBy, this.gangs);
+    const sig = palette ? [...palette].join("|") : "";
+    if (sig !== this.paletteSig) {
+      if (this.paletteSig !== undefined) this.epoch++;
+      this.paletteSig = sig;
+    }
+    this.palette = palette;
   }
 
   setFilter(text) {
@@ -580,7 +608,8 @@ export class AcceleratorMap {
   }
 
   holderClass(holder) {
-    return holder ? `held ${keyClass(holderKey(holder, this.colorBy, this.gangs), this.colorBy)}` : "free";
+    const key = holderKey(holder, this.colorBy, this.gangs);
+    return holder ? `held ${keyClass(key, this.colorBy, this.palette)}` : "free";
   }
 
   buildCell(nodeName, c) {
