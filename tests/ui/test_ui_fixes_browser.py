@@ -546,3 +546,38 @@ def test_colour_by_namespace_gives_each_of_21_namespaces_its_own_colour(
         by_namespace.setdefault(namespace, set()).add(colour)
     assert len(by_namespace) == 21 and all(len(c) == 1 for c in by_namespace.values())
     assert len({next(iter(c)) for c in by_namespace.values()}) == 21, "21 namespaces, 21 colours"
+
+
+def test_the_map_by_keyboard_and_by_its_accessibility_tree(ui_server: Any, page: Any) -> None:
+    """Tab reaches the map's first cell; arrows move along a row and down to the next; a focused cell shows its
+    tooltip and marks every cell of its holder; each cell's accessible name says its holder (Playwright's
+    accessibility tree), so a holder is more than a colour."""
+    server = ui_server(DemoState.lab(None))
+    open_page(page, server.url)
+    page.focus("#map")
+    active = "() => { const a = document.activeElement; return a && a.classList.contains('cell') ? {device:"
+    active += " a.dataset.device || a.dataset.nic, holder: a.dataset.holder || '', label: a.getAttribute('aria-label'),"
+    active += " row: a.closest('.node-row').dataset.node} : null; }"
+    first = page.evaluate(active)
+    assert first is not None, "the map hands focus to its first cell"
+    seen = [first]
+    for _ in range(6):
+        page.keyboard.press("ArrowRight")
+        seen.append(page.evaluate(active))
+    assert len({s["device"] for s in seen}) > 1 and {s["row"] for s in seen} == {first["row"]}
+    held = next(s for s in seen if s["holder"])
+    page.focus(f'#map .cell[data-device="{held["device"]}"]')
+    page.locator("#tooltip").wait_for(state="visible")
+    page.wait_for_selector('#tooltip [data-field="holder"]')
+    assert text_of(page, '#tooltip [data-field="holder"]') == held["holder"]
+    drawn = page.eval_on_selector_all(
+        "#map .cell",
+        "cs => cs.filter(c => (c.dataset.holders || c.dataset.holder || '').split(' ')"
+        f".includes({json.dumps(held['holder'])})).length",
+    )
+    assert page.locator("#map .cell.same-holder").count() == drawn > 0
+    assert held["holder"] in held["label"]
+    assert page.get_by_role("gridcell", name=held["holder"]).count() == drawn  # the accessible names
+    page.keyboard.press("ArrowDown")
+    below = page.evaluate(active)
+    assert below is not None and below["row"] != first["row"]

@@ -9,6 +9,7 @@ export const ROW_H = 36; // px, matches .node-row / .group-row height in style.c
 const OVERSCAN = 12;
 const SLOT_W = 8; // px per MIG slice position
 const SHARED = new Set(["timeslicing", "milli", "slices"]);
+const ARROWS = new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End"]);
 const NO_GROUP = "\u0000";
 export const NO_GANG = "no gang"; // colour-by gang: every gang-less pod shares this one neutral key
 
@@ -195,7 +196,7 @@ export class AcceleratorMap {
     this.lastHover = null;
 
     root.addEventListener("scroll", () => {
-      if (this.lastHover) this.leave();
+      if (this.lastHover && this.lastHover !== document.activeElement) this.leave(); // a focused cell keeps its tip
       this.schedule();
     }, { passive: true });
     new ResizeObserver(() => this.schedule()).observe(root);
@@ -205,11 +206,28 @@ export class AcceleratorMap {
     this.canvas.addEventListener("mousemove", (e) => this.onMove(e));
     this.canvas.addEventListener("mouseleave", () => this.leave());
     this.canvas.addEventListener("keydown", (e) => {
-      if ((e.key === "Enter" || e.key === " ") && e.target.classList.contains("cell")) {
+      if (!e.target.classList.contains("cell")) return;
+      if (e.key === "Enter" || e.key === " ") {
         e.preventDefault();
         e.target.click();
+      } else if (ARROWS.has(e.key)) {
+        e.preventDefault();
+        this.moveFocus(e.target, e.key);
       }
     });
+    // The keyboard: Tab reaches the map, which hands focus to the first cell in view; arrows move from cell to cell
+    // (rows scroll in as needed); a focused cell shows its tooltip and marks every cell of its holder, as hovering.
+    root.addEventListener("focus", () => this.firstCell()?.focus());
+    this.canvas.addEventListener("focusin", (e) => {
+      if (!e.target.classList.contains("cell")) return;
+      const info = this.info(e.target);
+      if (!info) return;
+      const box = e.target.getBoundingClientRect();
+      this.lastHover = e.target;
+      this.hooks.onHover?.(info, { clientX: box.right, clientY: box.bottom });
+      this.markHolder(info.holder);
+    });
+    this.canvas.addEventListener("focusout", () => this.leave());
   }
 
   // ---- data ---------------------------------------------------------------------------------------------------
@@ -615,12 +633,17 @@ export class AcceleratorMap {
   buildCell(nodeName, c) {
     const holders = c.holders || [];
     const holder = holders[0] || "";
+    const held = c.kind === "mig" ? [...new Set((c.slots || []).map((s) => s.holder).filter(Boolean))] : holders;
     const attrs = {
       "data-device": `${nodeName}/${c.id}`,
       "data-holder": holder,
       "data-kind": c.kind,
       "data-resource": c.resource,
       tabindex: "-1",
+      role: "gridcell",
+      // What a screen reader says, and what a holder is without its colour.
+      "aria-label": `${nodeName} ${c.id} (${c.kind === "device" ? c.resource : c.kind}): `
+        + `${held.length ? `held by ${held.join(", ")}` : "free"}`,
     };
     if (holders.length > 1) attrs["data-holders"] = holders.join(" ");
     if (c.kind === "mig") {
@@ -661,6 +684,8 @@ export class AcceleratorMap {
       "data-nic": `${nodeName}/${nic.id}`,
       "data-holders": holders.join(" "),
       tabindex: "-1",
+      role: "gridcell",
+      "aria-label": `${nodeName} NIC ${nic.id}: ${holders.length ? `aligned with ${holders.join(", ")}` : "no pod"}`,
     });
   }
 
@@ -783,12 +808,14 @@ export class AcceleratorMap {
     if (target === this.lastHover) return;
     this.lastHover = target;
     if (!target) {
-      this.hooks.onLeave?.();
+      this.leave();
       return;
     }
     const info = this.info(target);
-    if (info) this.hooks.onHover?.(info, e);
-    else this.hooks.onLeave?.();
+    if (info) {
+      this.hooks.onHover?.(info, e);
+      this.markHolder(info.holder);
+    } else this.leave();
   }
 
   onMove(e) {
@@ -797,7 +824,55 @@ export class AcceleratorMap {
 
   leave() {
     this.lastHover = null;
+    this.markHolder("");
     this.hooks.onLeave?.();
+  }
+
+  /** Outline every drawn cell of `holder` (a holder shown by more than its colour); "" clears. */
+  markHolder(holder) {
+    for (const c of this.canvas.querySelectorAll(".cell.same-holder")) c.classList.remove("same-holder");
+    if (!holder) return;
+    for (const c of this.canvas.querySelectorAll(".cell[data-holder], .cell[data-holders]")) {
+      const all = (c.getAttribute("data-holders") || c.getAttribute("data-holder") || "").split(" ");
+      if (all.includes(holder)) c.classList.add("same-holder");
+    }
+  }
+
+  firstCell() {
+    const top = Math.floor(this.root.scrollTop / ROW_H);
+    for (let i = top; i < this.rows.length; i++) {
+      if (this.rows[i].type !== "node") continue;
+      const cell = this.rendered.get(this.rows[i].key)?.el.querySelector(".cell");
+      if (cell) return cell;
+    }
+    return null;
+  }
+
+  /** Arrow keys: left and right along the row's cells (Home, End: its first and last), up and down to the same
+   * place in the next node row that has cells, scrolled into view. */
+  moveFocus(cell, key) {
+    const rowEl = cell.closest(".node-row");
+    const cells = [...rowEl.querySelectorAll(".cell")];
+    const at = cells.indexOf(cell);
+    if (key === "ArrowLeft" || key === "ArrowRight" || key === "Home" || key === "End") {
+      const to = { ArrowLeft: at - 1, ArrowRight: at + 1, Home: 0, End: cells.length - 1 }[key];
+      cells[Math.max(0, Math.min(cells.length - 1, to))].focus();
+      return;
+    }
+    const step = key === "ArrowDown" ? 1 : -1;
+    let i = this.index.get(`n:${rowEl.getAttribute("data-node")}`);
+    for (i += step; i >= 0 && i < this.rows.length; i += step) {
+      const row = this.rows[i];
+      if (row.type !== "node" || !(row.node.groups || []).some((g) => g.switches.some((sw) => (sw.devices || []).length
+        || (sw.nics || []).length))) continue;
+      const h = this.root.clientHeight;
+      if (i * ROW_H < this.root.scrollTop) this.root.scrollTop = i * ROW_H;
+      else if ((i + 1) * ROW_H > this.root.scrollTop + h) this.root.scrollTop = (i + 1) * ROW_H - h;
+      this.render();
+      const next = [...(this.rendered.get(row.key)?.el.querySelectorAll(".cell") || [])];
+      if (next.length) next[Math.min(at, next.length - 1)].focus();
+      return;
+    }
   }
 
   /** Colour keys by how many devices they hold (the legend), largest first. */
