@@ -581,3 +581,31 @@ def test_the_map_by_keyboard_and_by_its_accessibility_tree(ui_server: Any, page:
     page.keyboard.press("ArrowDown")
     below = page.evaluate(active)
     assert below is not None and below["row"] != first["row"]
+
+
+def test_the_url_keeps_the_whatif_actions_and_runs_them_again(ui_server: Any, page: Any) -> None:
+    server = ui_server(DemoState.lab(None))
+    expected = server.hub.whatif({"actions": [{"op": "drain", "nodes": ["node-a"]}]})
+    open_page(page, server.url)
+    _run_whatif(page, "node-a", "drain")
+    page.wait_for_function("() => new URL(location.href).searchParams.get('wi') !== null")
+    url = page.url
+    page.goto("about:blank")
+    page.goto(url)
+    wait_rendered(page)
+    page.wait_for_selector("#whatif-result .wi-summary")
+    lost = page.eval_on_selector_all("#whatif-result .lost [data-pod]", "es => es.map(e => e.dataset.pod)")
+    assert sorted(lost) == sorted(x["pod"] for x in expected["lost"]) and lost
+    assert "drain node-a" in text_of(page, "#whatif-result .wi-ran")
+
+
+def test_a_link_with_malformed_whatif_actions_stages_only_the_well_formed(ui_server: Any, page: Any) -> None:
+    import urllib.parse
+
+    server = ui_server(DemoState.lab(None))
+    actions = [{"op": "cordon", "nodes": 3}, {"op": "drain", "nodes": ["node-a"]}, {"op": "taint", "nodes": ["x"]}]
+    page.goto(server.url + "?wi=" + urllib.parse.quote(json.dumps(actions)))
+    wait_rendered(page)
+    page.wait_for_selector("#whatif-result .wi-summary")
+    assert texts(page, "#whatif-actions li span") == ["drain node-a"]
+    assert "malformed" in text_of(page, "#whatif-error")

@@ -101,6 +101,8 @@ const whatif = new WhatIfPanel($("whatif"), {
     if (!result && app.mapMode === "whatif") setMapMode("today");
   },
   onShowMap: (show) => setMapMode(show ? "whatif" : "today"),
+  // The URL keeps the actions run last (a link runs them again on open), as it keeps the filter and the node.
+  onRan: (actions) => setUrl({ wi: actions ? JSON.stringify(actions) : null }),
   onPod: (key) => showPod(key),
   onNode: (name) => {
     map.scrollToNode(name);
@@ -644,6 +646,14 @@ async function boot() {
   renderHistory();
   const pod = params.get("pod");
   if (pod) await deepLink(pod);
+  const staged = params.get("wi");
+  if (staged) {
+    try {
+      whatif.restore(JSON.parse(staged));
+    } catch {
+      showWarning("the link's what-if actions are not JSON; nothing was run");
+    }
+  }
   const node = params.get("node");
   if (node && app.view.nodes.some((n) => n.name === node)) {
     map.scrollToNode(node);

@@ -39,6 +39,16 @@ function describe(action, sizes) {
   }
 }
 
+/** An action of a link is staged only in the shapes the panel stages (the server checks the rest at Run). */
+function wellFormed(a) {
+  if (!a || typeof a !== "object" || typeof a.op !== "string") return false;
+  if (a.op === "add") return typeof a.node === "string" && Number.isInteger(a.count);
+  const nodes = a.nodes;
+  const ok = Array.isArray(nodes) ? nodes.every((n) => typeof n === "string")
+    : !!nodes && typeof nodes === "object" && typeof nodes.label === "string" && typeof nodes.value === "string";
+  return ok && (a.op !== "taint" || typeof a.taint === "string");
+}
+
 /** A what-if result as exported: everything but the what-if map's node views (megabytes at 5,000 nodes). */
 function exportable(result) {
   const { nodes, order, ...rest } = result;
@@ -253,6 +263,18 @@ export class WhatIfPanel {
     }
     this.renderActions();
     this.hooks.onResult?.(null);
+    this.hooks.onRan?.(null);
+  }
+
+  /** Stage `actions` as they came from a shared link (the server checks them at Run, as any body) and run them. */
+  async restore(actions) {
+    if (!Array.isArray(actions) || !actions.length) return;
+    this.actions = actions.filter(wellFormed).slice(0, 100);
+    this.renderActions();
+    await this.run();
+    if (this.actions.length < actions.length && !this.error.textContent) {
+      this.showError("the link's what-if had malformed actions: left out");
+    }
   }
 
   async run() {
@@ -268,6 +290,7 @@ export class WhatIfPanel {
       const result = await postWhatif({ actions: staged }, { signal: this.abort.signal });
       this.ran = staged;
       this.result = result;
+      this.hooks.onRan?.(staged);
       this.resultVersion = version;
       this.renderResult();
       this.hooks.onResult?.(result);
