@@ -339,3 +339,19 @@ def test_the_history_keeps_a_point_per_version_and_exports_the_latest_as_prometh
     for v in range(5):
         small.record({**view, "version": v}, float(v))
     assert [p["version"] for p in small.points()] == [2, 3, 4], "bounded: the oldest go"
+
+
+def test_the_pages_whatif_gets_only_the_nodes_that_differ_from_todays():
+    hub = Hub(FilesState.load(FILL))
+    body = {"actions": [{"op": "cordon", "nodes": ["node-a"]}, {"op": "add", "node": "node-b", "count": 1}]}
+    full, delta = hub.whatif(body), hub.whatif(body, delta=True)
+    today = {n["name"]: n["etag"] for n in hub.view()["nodes"]}
+    assert delta["nodesDelta"] is True and delta["baseVersion"] == hub.version
+    assert [n["name"] for n in delta["nodes"]] == [
+        n["name"] for n in full["nodes"] if today.get(n["name"]) != n["etag"]
+    ]
+    assert {"node-a", "node-b-whatif-1"} <= {n["name"] for n in delta["nodes"]}
+    assert len(delta["nodes"]) < len(full["nodes"])
+    assert {k: v for k, v in delta.items() if k not in ("nodes", "nodesDelta", "baseVersion")} == {
+        k: v for k, v in full.items() if k != "nodes"
+    }

@@ -359,7 +359,7 @@ def create_app(
             return error(400, f"body: not JSON: {str(exc)[:200]}")
         if not isinstance(parsed, dict):
             return error(400, 'body: must be a JSON object {"actions": [...]}')
-        return await engine(request, lambda ticket: hub.whatif(parsed, ticket))
+        return await engine(request, lambda ticket: hub.whatif(parsed, ticket, delta=True))
 
     async def events(request: Request) -> Response:
         if hub is None:

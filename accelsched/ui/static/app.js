@@ -97,7 +97,7 @@ const whatif = new WhatIfPanel($("whatif"), {
   selection: () => map.selection(),
   version: () => app.view?.version,
   onResult: (result) => {
-    app.whatif = result;
+    app.whatif = result ? withAllNodes(result) : null;
     if (!result && app.mapMode === "whatif") setMapMode("today");
   },
   onShowMap: (show) => setMapMode(show ? "whatif" : "today"),
@@ -109,6 +109,17 @@ const whatif = new WhatIfPanel($("whatif"), {
     showNode(name);
   },
 });
+
+/** A what-if answer sends only the node views that differ from today's (`nodesDelta`): the map's what-if nodes are
+ * those, and today's for the rest, in cluster order (a what-if removes no node; the copies it adds come last). */
+function withAllNodes(result) {
+  if (!result.nodesDelta) return result;
+  const changed = new Map(result.nodes.map((n) => [n.name, n]));
+  const nodes = app.view.nodes.map((n) => changed.get(n.name) || n);
+  const today = new Set(app.view.nodes.map((n) => n.name));
+  for (const n of result.nodes) if (!today.has(n.name)) nodes.push(n);
+  return { ...result, nodes, nodesDelta: false };
+}
 
 // ---- rendering ------------------------------------------------------------------------------------------------
 
