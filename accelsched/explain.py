@@ -8,6 +8,7 @@ the same plugins, so it can never disagree with the FailedScheduling message.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,14 +165,17 @@ def find_pod(pods: list[Pod], name: str) -> Pod | None:
     return matches[0] if len(matches) == 1 else None
 
 
-def explain_pod(session: Any, name: str) -> Explanation | None:
+def explain_pod(session: Any, name: str, prepare: Callable[[Any], None] | None = None) -> Explanation | None:
     """``accelsched explain NAME`` on a started Session (engine.Session): schedule its pending pods with an
     Explainer watching NAME (``ns/name`` or a unique bare name); None when there is no such pod. The one way the
-    CLI, the web view and the kubectl plugin explain a pod."""
+    CLI, the web view and the kubectl plugin explain a pod. ``prepare`` sees the session before it schedules (the
+    web view hooks its cancellation check there)."""
     target = find_pod(session.inputs.pods, name)
     if target is None:
         return None
     explainer = Explainer(session.scheduler, {target.key})
+    if prepare is not None:
+        prepare(session)
     results = session.rejected + session.schedule()
     result = next((r for r in results if r.pod is target), None)
     return explainer.explanation(target, result)

@@ -16,6 +16,11 @@ Chromium (headless, through Playwright). Figures, all measured in the browser ex
   topology, MIG and DRA objects a bare API server would not expand), the bind is a new state with the pod's
   nodeName set, published to the Hub (what the live source does after its watch): the table says which;
 - scroll: the map scrolled to 10/25/50/75/90 % -> the new rows drawn (median and max of the five);
+- explain and what-if: GET /api/explain for three Pending pods and POST /api/whatif cordoning one node (three
+  nodes), each timed from request to parsed answer over loopback (the server's engine, JSON and gzip included); the
+  median of the three, before the page is loaded;
+- server RSS: the resident memory of this process (the server's thread, its Hub and the generated cluster) once the
+  size's state is served;
 - server: Hub.last_run_seconds of the first publish (the engine's run over the state + the view), and the size of
   GET /api/state raw and gzip-compressed as the page receives it; DOM elements: how many the page holds (the map
   draws only the rows in view).
@@ -35,6 +40,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 import uuid
 from dataclasses import dataclass
@@ -293,6 +299,45 @@ def get_state(url: str) -> tuple[dict[str, Any], int, int]:
     return json.loads(raw), len(raw), len(wire) if encoded else len(gzip.compress(raw))
 
 
+def rss_mib() -> float | None:
+    """This process's resident memory (the server runs here, in a thread; Chromium is a process of its own), from
+    /proc (Linux); None elsewhere."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def timed(request: urllib.request.Request | str) -> float:
+    """Milliseconds from sending ``request`` to its parsed JSON answer (which must be a 200)."""
+    began = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=600) as response:
+        json.loads(response.read())
+    return (time.perf_counter() - began) * 1000
+
+
+def measure_engine(url: str, view: dict[str, Any]) -> dict[str, Any]:
+    """explain of three Pending pods and a one-node cordon what-if on three nodes, over HTTP: medians in ms."""
+    keys = []
+    for entry in view["pending"]:
+        keys.append(entry["members"][0]["key"] if entry["kind"] == "gang" else entry["key"])
+    picks = list(dict.fromkeys([keys[0], keys[len(keys) // 2], keys[-1]])) if keys else []
+    explain = [timed(f"{url}api/explain?pod={urllib.parse.quote(k)}") for k in picks]
+    whatif = []
+    for name in view["order"][: min(3, len(view["order"]))]:
+        body = json.dumps({"actions": [{"op": "cordon", "nodes": [name]}]}).encode()
+        whatif.append(
+            timed(urllib.request.Request(f"{url}api/whatif", body, {"Content-Type": "application/json"}, method="POST"))
+        )
+    return {
+        "explain_ms": round(statistics.median(explain), 1) if explain else None,
+        "whatif_ms": round(statistics.median(whatif), 1) if whatif else None,
+    }
+
+
 def first_render(browser: Any, url: str, repeat: int) -> tuple[list[float], Any, Any]:
     """Fresh page loads; the last page stays open for the next measurements. (times ms, context, page)"""
     times: list[float] = []
@@ -387,6 +432,8 @@ def measure_size(browser: Any, size: str, args: argparse.Namespace, workdir: Pat
             json_kib=round(raw / 1024, 1),
             gzip_kib=round(wire / 1024, 1),
         )
+        row.update(measure_engine(url, view))
+        row["rss_mib"] = rss_mib()
         times, context, page = first_render(browser, url, args.repeat)
         row["first_render_ms"] = round(statistics.median(times), 1)
         row["first_render_ms_samples"] = [round(t, 1) for t in times]
@@ -425,7 +472,7 @@ def render(rows: list[dict[str, Any]], notes: list[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console() if sys.stdout.isatty() else Console(width=200)
+    console = Console() if sys.stdout.isatty() else Console(width=280)
     table = Table(title="accelsched ui in headless Chromium (ms measured in the browser)")
     for col in (
         "size",
@@ -439,6 +486,9 @@ def render(rows: list[dict[str, Any]], notes: list[str]) -> None:
         "first render ms",
         "scroll ms (med/max)",
         "update after bind ms",
+        "explain ms",
+        "what-if ms",
+        "server RSS MiB",
         "via",
         "DOM elements",
     ):
@@ -449,7 +499,7 @@ def render(rows: list[dict[str, Any]], notes: list[str]) -> None:
 
     for r in rows:
         if "error" in r:
-            table.add_row(r["size"], *["-"] * 11, f"[red]{r['error'][:60]}[/]")
+            table.add_row(r["size"], *["-"] * 14, f"[red]{r['error'][:60]}[/]")
             continue
         table.add_row(
             r["size"],
@@ -463,6 +513,9 @@ def render(rows: list[dict[str, Any]], notes: list[str]) -> None:
             fmt(r["first_render_ms"], ",.0f"),
             f"{fmt(r['scroll_ms_median'], '.0f')}/{fmt(r['scroll_ms_max'], '.0f')}",
             fmt(r["update_ms"], ",.0f"),
+            fmt(r.get("explain_ms"), ",.0f"),
+            fmt(r.get("whatif_ms"), ",.0f"),
+            fmt(r.get("rss_mib"), ",.0f"),
             r["update_mode"] + (f" (fill {r['fill_s']} s)" if "fill_s" in r else ""),
             fmt(r["dom_elements"], ","),
         )
@@ -471,7 +524,8 @@ def render(rows: list[dict[str, Any]], notes: list[str]) -> None:
         "first render: navigation start -> body[data-version] and the first node rows, next frame (median of "
         "fresh loads). update: bind -> the node's cell names the pod, next frame; via live = a real POST "
         "pods/binding seen through the UI's watches, via publish = Hub.publish of the state with the pod bound. "
-        "publish s: Hub.last_run_seconds (engine run + view) of the first state.",
+        "publish s: Hub.last_run_seconds (engine run + view) of the first state. explain / what-if: GET "
+        "/api/explain of a Pending pod, POST /api/whatif cordoning one node, request to parsed answer (median of 3).",
         style="dim",
         markup=False,
     )

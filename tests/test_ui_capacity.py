@@ -269,4 +269,11 @@ def test_device_totals_count_physical_devices_not_mig_profiles(tmp_path: Path) -
     assert got["devices"] == {"free": 3, "stranded": 0}
     assert [(p["mode"], p["free"], p["total"]) for p in got["partitions"]] == [("mig", 15, 16)]
     got = _panel(tmp_path, MIG_NODE % "unschedulable: true" + _node("plain", 0, gpus=2))
-    assert got["devices"] == {"free": 4, "stranded": 2}  # the small pod waits: both A100s free, both cordoned
+    # the small pod waits: both A100s free, both cordoned: stranded, so not free (a drain must not raise "free")
+    assert got["devices"] == {"free": 2, "stranded": 2}
+    gpu = next(e for e in got["physical"] if e["resource"] == "nvidia.com/gpu")
+    assert (gpu["devices"], gpu["used"], gpu["free"], gpu["stranded"]) == (4, 0, 4, 2)
+    assert [e["resource"] for e in got["physical"]] == ["nvidia.com/gpu"], "MIG profiles are no device types"
+    split = {s["resource"]: (s["total"], s["used"], s["free"], s["unit"]) for s in gpu["split"]}
+    assert split["nvidia.com/mig-1g.5gb"] == (14, 0, 14, "instances")
+    assert sum(r["allocatable"] for r in got["resources"] if r["resource"] == "nvidia.com/mig-7g.40gb") == 2

@@ -595,3 +595,12 @@ def test_a_malformed_kubeconfig_exits_2_naming_it(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert f"accelsched: error: {kubeconfig}: cannot load cluster credentials: " in result.output
     assert "Traceback" not in result.output
+
+
+def test_history_and_metrics_routes(served: Served) -> None:
+    status, body = served.json("/api/history")
+    assert status == 200 and body["points"] == served.hub.history.points() and body["points"]
+    status, headers, text = served.request("/metrics")
+    assert status == 200 and headers["content-type"].startswith("text/plain")
+    assert b"accelsched_ui_devices{" in text and b"accelsched_ui_state_version " in text
+    assert headers["x-content-type-options"] == "nosniff"  # the guard's headers on every route

@@ -15,12 +15,19 @@ from accelsched.cli import main
 from accelsched.demo import LAB_STEPS, play
 from accelsched.engine import schedule
 from accelsched.errors import InputError
-from accelsched.ui.hub import Hub
+from accelsched.ui.hub import Busy, Hub, Superseded
 from accelsched.ui.state import DemoState, FilesState, RawState, clone, execute
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = [str(ROOT / p) for p in ("examples/lab/00-nodes.yaml", "deploy/device-plugin-daemonset.yaml")]
 FILL = [*LAB, str(ROOT / "examples/lab/06-fill.yaml"), str(ROOT / "examples/lab/03-maintenance.yaml")]
+# Every step's files of the lab but step 4's (it re-declares node-b, which `schedule -f` refuses as a duplicate).
+LAB_FILES_ALL = [
+    *LAB,
+    *(str(ROOT / f"examples/lab/{n}.yaml") for n in ("02-train-16", "06-fill", "07-topology", "08-fractional")),
+    *(str(ROOT / f"examples/lab/{n}.yaml") for n in ("09-gangs", "10-preemption", "03-maintenance")),
+    *sorted(str(p) for p in (ROOT / "examples/lab").glob("11-dra-*.yaml")),
+]
 
 
 def as_json(run_or_session, results=None):
@@ -232,3 +239,119 @@ def test_clone_is_deep():
     copy = clone(doc)
     copy["a"][0]["b"] = 5
     assert doc["a"][0]["b"] == 1 and copy["c"] == doc["c"]
+
+
+def test_a_newer_request_of_a_page_supersedes_its_older_ones():
+    hub = Hub(FilesState.load(FILL))
+    body = {"actions": [{"op": "cordon", "nodes": ["node-a"]}]}
+    first, other = hub.ticket("page-1"), hub.ticket("page-2")
+    newest = hub.ticket("page-1")
+    assert first.cancelled.is_set() and not other.cancelled.is_set() and not newest.cancelled.is_set()
+    with pytest.raises(Superseded):
+        hub.whatif(body, first)  # stopped before any engine work
+    # Both slots held (as two long runs would), one by a superseded request that stops at its next checkpoint: the
+    # newest waits for its slot instead of a 429; held by live requests of other pages, it is Busy as before.
+    slots = hub.engine_slots
+    assert slots.acquire(timeout=1) and slots.acquire(timeout=1)
+    stale = hub.ticket("page-3")
+    hub.ticket("page-3")  # supersedes stale
+    hub._holding.add(stale)
+    timer = threading.Timer(0.4, lambda: (hub._holding.discard(stale), slots.release()))
+    timer.start()
+    try:
+        assert hub.whatif(body, newest)["lost"]  # answered, after the superseded run gave its slot back
+    finally:
+        timer.join()
+        slots.release()
+    assert slots.acquire(timeout=1) and slots.acquire(timeout=1)
+    try:
+        with pytest.raises(Busy):
+            hub.whatif(body, hub.ticket("page-4"))
+    finally:
+        slots.release()
+        slots.release()
+
+
+def test_a_pending_pods_explanation_is_of_the_final_state_with_the_clis_filters():
+    """The UI explains a Pending pod on the run's final state (the map's): every node's first failing filter is the
+    CLI's (which explains the pod's last attempt during the run), on the demo's whole Pending list."""
+    hub = Hub(DemoState.lab(None))
+    state = hub.state
+    for entry in hub.view()["pending"]:
+        key = entry["key"] if entry["kind"] == "pod" else entry["members"][0]["key"]
+        fast = hub.explain(key)
+        replay = hub._explain_replay(state, key, None)
+        assert [(v["node"], v["feasible"], v.get("filter")) for v in fast["nodes"]] == [
+            (v["node"], v["feasible"], v.get("filter")) for v in replay["nodes"]
+        ], key
+        assert fast["message"] == replay["message"], key
+
+
+@pytest.mark.parametrize("make", [lambda: DemoState.lab(None), lambda: FilesState.load(LAB_FILES_ALL)])
+def test_runs_explains_and_whatifs_leave_the_documents_unchanged(make):
+    """Pods and nodes reach a run uncloned (the loader copies where the engine writes): over the lab's every feature
+    (topology, MIG, time-slicing, DRA claims, gangs, preemption, DaemonSets) a publish, an explain of every Pending
+    pod (replayed and on the final state) and a drain, taint and add of every node leave the documents as they were."""
+    state = make()
+    before = json.dumps([d.doc for d in state.docs], sort_keys=True)
+    hub = Hub(state)
+    for entry in hub.view()["pending"]:
+        key = entry["key"] if entry["kind"] == "pod" else entry["members"][0]["key"]
+        hub.explain(key)
+        hub._explain_replay(state, key, None)
+    for node in [n["metadata"]["name"] for n in state.nodes()]:
+        hub.whatif({"actions": [{"op": "drain", "nodes": [node]}, {"op": "taint", "nodes": [node],
+                                "taint": "x=y:NoExecute"}, {"op": "add", "node": node, "count": 1}]})  # fmt: skip
+    hub.publish(state)
+    assert json.dumps([d.doc for d in state.docs], sort_keys=True) == before
+
+
+def test_the_history_keeps_a_point_per_version_and_exports_the_latest_as_prometheus_gauges():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from accelsched.ui import history
+
+    hub = Hub(DemoState.lab(None))
+    view = hub.view()
+    hub.publish(FilesState.load(FILL))
+    points = hub.history.points()
+    assert [p["version"] for p in points] == [1, 2]
+    first = points[0]
+    cells = [c for n in view["nodes"] for g in n["groups"] for sw in g["switches"] for c in sw["devices"]]
+    assert first["devices"] == sum(1 for c in cells if c["kind"] != "dra")  # physical devices, each once
+    assert first["pending"] == view["counts"]["pending"] == sum(first["pendingByReason"].values())
+    assert first["free"] == view["capacity"]["devices"]["free"]
+    assert first["fragmented"] == {"mig": 2, "timeslicing": 0}
+    # the reason the message blames on the most nodes, as the page groups by
+    message = "0/16 nodes are available: 1 Insufficient nvidia.com/gpu, 14 node(s) didn't match Pod's node affinity."
+    assert history.reason_of({"message": message}) == "node(s) didn't match Pod's node affinity"
+    gauges = {
+        (f.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(hub.history.metrics().decode())
+        for s in f.samples
+    }
+    last = points[-1]
+    assert gauges[("accelsched_ui_devices", (("state", "free"),))] == last["free"]
+    assert gauges[("accelsched_ui_state_version", ())] == 2
+    pending = {dict(k[1])["reason"]: v for k, v in gauges.items() if k[0] == "accelsched_ui_pending_pods"}
+    assert pending == last["pendingByReason"]
+    small = history.History(points=3)
+    for v in range(5):
+        small.record({**view, "version": v}, float(v))
+    assert [p["version"] for p in small.points()] == [2, 3, 4], "bounded: the oldest go"
+
+
+def test_the_pages_whatif_gets_only_the_nodes_that_differ_from_todays():
+    hub = Hub(FilesState.load(FILL))
+    body = {"actions": [{"op": "cordon", "nodes": ["node-a"]}, {"op": "add", "node": "node-b", "count": 1}]}
+    full, delta = hub.whatif(body), hub.whatif(body, delta=True)
+    today = {n["name"]: n["etag"] for n in hub.view()["nodes"]}
+    assert delta["nodesDelta"] is True and delta["baseVersion"] == hub.version
+    assert [n["name"] for n in delta["nodes"]] == [
+        n["name"] for n in full["nodes"] if today.get(n["name"]) != n["etag"]
+    ]
+    assert {"node-a", "node-b-whatif-1"} <= {n["name"] for n in delta["nodes"]}
+    assert len(delta["nodes"]) < len(full["nodes"])
+    assert {k: v for k, v in delta.items() if k not in ("nodes", "nodesDelta", "baseVersion")} == {
+        k: v for k, v in full.items() if k != "nodes"
+    }

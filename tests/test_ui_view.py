@@ -190,7 +190,7 @@ def test_cordon_taint_and_compact_keys(lab: list[StandIn]) -> None:
     free_cell = cells(built["node-b"])["ai-accelerator-0"]
     assert free_cell == {"id": "ai-accelerator-0", "resource": "qualcomm.com/ai-accelerator", "kind": "device"}
     assert built["node-b"]["free"] == {"qualcomm.com/ai-accelerator": 4}
-    assert "free" not in built["node-a"]  # all four cards held
+    assert built["node-a"]["free"] == {"qualcomm.com/ai-accelerator": 0}  # all four cards held: a 0, said
     base = report.node_json(lab[-1].session.cluster, 0)
     assert built["node-a"]["allocatable"] == base["allocatable"]
     assert built["node-a"]["requested"] == base["requested"]
@@ -271,7 +271,7 @@ def test_pending_list_matches_schedule_json(lab: list[StandIn], step: int) -> No
             want = contract[entry["key"]]
             got = {k: entry[k] for k in ("namespace", "name", "message")}
             assert got == {k: want[k] for k in ("namespace", "name", "message")}
-            assert view.pod_detail(run, entry["key"])["reasons"] == want["reasons"]  # per pod, not in the state
+            assert "reasons" not in view.pod_detail(run, entry["key"])  # per node: explain's, on demand
             assert want["node"] is None
             seen.append(entry["key"])
         else:
@@ -280,7 +280,6 @@ def test_pending_list_matches_schedule_json(lab: list[StandIn], step: int) -> No
             for m in entry["members"]:
                 want = contract[m["key"]]
                 assert m["message"] == want["message"]
-                assert view.pod_detail(run, m["key"])["reasons"] == want["reasons"]
             assert entry["message"] == entry["members"][0]["message"]
             seen.extend(m["key"] for m in entry["members"])
     assert sorted(seen) == sorted(r.pod.key for r in run.results if r.node is None)

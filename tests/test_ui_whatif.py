@@ -87,11 +87,15 @@ def test_cordon_node_a_reports_who_loses_their_place_and_who_moves():
     after = whatif.apply(state.copy(), whatif.parse({"actions": [{"op": "cordon", "nodes": ["node-a"]}]}))
     message = execute(after.state).result("default/train-3b").message
     assert out["lost"][0]["message"] == message and "1 node(s) were unschedulable" in message
-    # The two other jobs trade places; the device-plugin pod on node-a stays (it tolerates unschedulable).
-    assert {(m["pod"], m["from"], m["to"]) for m in out["moved"]} == {
+    # The two other jobs trade places: Pending in the input, placed by the run, so no move the cordon made; they
+    # are listed apart. The device-plugin pod on node-a stays (it tolerates unschedulable).
+    assert out["moved"] == []
+    assert {(m["pod"], m["from"], m["to"]) for m in out["replaced"]} == {
         ("default/train-4", "node-b", "node-d"),
         ("default/train-3a", "node-d", "node-b"),
     }
+    assert out["lost"][0]["placedByRun"] is True
+    assert out["changedNodes"] == ["node-a"]
     assert not any(e["pod"].startswith(DS_POD) for e in out["lost"] + out["moved"])
     assert out["placed"] == [] and out["evicted"] == []
     assert out["readOnly"] == "What-if only: nothing is written to the cluster."
@@ -234,9 +238,12 @@ def test_whatif_leaves_the_state_and_the_hub_alone(tmp_path):
             {"op": "drain", "nodes": ["node-a"]},
             {"op": "taint", "nodes": ["node-b"], "taint": "x=y:NoExecute"},
             {"op": "add", "node": "node-d", "count": 3},
+            {"op": "cordon", "nodes": ["node-c"]},
+            {"op": "uncordon", "nodes": ["node-c"]},
+            {"op": "taint", "nodes": ["node-d"], "taint": "gpu=yes:NoSchedule"},
         ]
     }
-    out = hub.whatif(body)
+    out = hub.whatif(body)  # copy on write: the state's own dicts are never edited
     assert out["evicted"] and len(out["order"]) == 7
     assert hub.version == 1 and dump(hub.view()) == view and dump([d.doc for d in state.docs]) == docs
     with pytest.raises(InputError):  # an error halfway (the second action) leaves nothing behind either
@@ -600,3 +607,56 @@ def test_every_op_on_every_node_of_the_demo_and_the_lab_files(hubs, op):
             held = {p for n in out["nodes"] for p in n.get("pods", ())}
             assert not {e["pod"] for e in out["evicted"] if not e["recreated"]} & held  # deleted: nowhere after
         assert hub.version == 1
+
+
+def test_with_files_a_drain_moves_only_pods_bound_in_the_input(tmp_path):
+    """-f input where most pods are Pending: a drain re-runs the queue, and pods the run placed may land elsewhere
+    by its order alone. Only pods bound in the input (and evicted by the drain) count as moved; the others that
+    land elsewhere are ``replaced``; pods placed identically in both runs are in no list."""
+    from benchmarks.ui import generate
+
+    cluster = generate(80)
+    for pod in cluster.pods:  # give the bound ones a controller, so a drain recreates them Pending
+        if pod["spec"].get("nodeName"):
+            pod["metadata"]["ownerReferences"] = [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u", "controller": True}
+            ]
+        else:  # and make the Pending ones small enough to be placed all over
+            pod["spec"].pop("nodeSelector", None)
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [*cluster.nodes, *cluster.pods]}))
+    state = FilesState.load([str(path)])
+    bound = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in cluster.pods if p["spec"].get("nodeName")}
+    body = {"actions": [{"op": "drain", "nodes": {"label": "accelsched.io/rack", "value": "rack-000"}}]}
+    out = Hub(state).whatif(body)
+    drained = out["actions"][0]["nodes"]
+    assert len(drained) == 32
+    evicted = {e["pod"] for e in out["evicted"]}
+    assert evicted and evicted <= bound and all(e["recreated"] for e in out["evicted"])
+    assert out["moved"], "recreated pods find other nodes"
+    assert all(m["pod"] in bound and m["pod"] in evicted for m in out["moved"])
+    assert all(m["pod"] not in bound for m in out["replaced"])
+    before, after = execute(state), execute(whatif.apply(state.copy(), whatif.parse(body)).state)
+    was, now = before.placements(), after.placements()
+    same = {k for k, n in was.items() if k not in bound and n is not None and now.get(k) == n}
+    listed = {e["pod"] for key in ("lost", "moved", "placed", "replaced") for e in out[key]}
+    assert not same & listed, "pods placed identically in both runs are in no list"
+    assert out["replaced"], "the re-run queue places some Pending pods elsewhere: listed apart, not as moved"
+    assert {e["pod"] for e in out["replaced"]} == {k for k, n in was.items() if k not in bound and n and now.get(k)
+                                                   and now[k] != n}  # fmt: skip
+    assert set(drained) <= set(out["changedNodes"])
+
+
+def test_a_whatifs_node_views_are_todays_where_the_node_did_not_change():
+    """The what-if reuses today's node view for every node whose signature did not change, and its views equal
+    those built from scratch."""
+    from accelsched.ui import view
+
+    hub = Hub(FilesState.load(FILL))
+    out = hub.whatif({"actions": [{"op": "cordon", "nodes": ["node-a"]}]})
+    today = {n["name"]: n for n in hub.view()["nodes"]}
+    after = execute(whatif.apply(hub.state, whatif.parse({"actions": [{"op": "cordon", "nodes": ["node-a"]}]})).state)
+    fresh = {n["name"]: n for n in view.build_view(after, None)["nodes"]}
+    assert {n["name"]: n for n in out["nodes"]} == fresh
+    reused = [n["name"] for n in out["nodes"] if n is today.get(n["name"])]
+    assert "node-a" not in reused and "node-c" in reused  # node-c: tainted, untouched by the cordon's re-run

@@ -33,6 +33,9 @@ from accelsched.devices import partition as partitioning
 from accelsched.dra.model import DeviceID
 from accelsched.plugins.nodeunschedulable import UNSCHEDULABLE_TAINT
 
+# The physical resource a partitioned device is counted as, per partition mode (slices and time-slicing name theirs).
+PHYSICAL = {"mig": partitioning.GPU_RESOURCE, "milli": partitioning.GPU_RESOURCE}
+
 # How a sentence names a resource's device ("an 8-GPU pod"); any other resource goes by its name after the slash.
 SHORT_NAMES = {
     "nvidia.com/gpu": "GPU",
@@ -236,6 +239,7 @@ def panel(cluster: Any, results: list[Any]) -> dict[str, Any]:
     return {
         "resources": resources,
         "devices": physical_devices(cluster, rows, free_by_res, unusable_by_res),
+        "physical": physical_table(cluster, rows, free_by_res, unusable_by_res),
         "stranded": stranded,
         "partitions": partitions,
         "dra": dra,
@@ -246,28 +250,66 @@ def panel(cluster: Any, results: list[Any]) -> dict[str, Any]:
 def physical_devices(
     cluster: Any, rows: list[str], free: dict[str, np.ndarray], unusable: dict[str, np.ndarray]
 ) -> dict[str, int]:
-    """Free and stranded devices, each physical device once: every device resource's free count, but on a node
-    whose devices are split the resources its partition manages are left out (MIG profiles are overlapping views
-    of the same slices) and its wholly free devices count instead, stranded where no resource it serves is usable.
-    """
-    total = {"free": 0, "stranded": 0}
+    """Free and stranded devices, each physical device once (the sums of ``physical_table``). ``free`` counts
+    only devices a new pod can use: a device stranded (on a cordoned or tainted node, one with no pod slot, cpu
+    or memory left) is in ``stranded`` alone, so a drain, which cordons, never raises the free count."""
+    table = physical_table(cluster, rows, free, unusable)
+    stranded = sum(e["stranded"] for e in table)
+    return {"free": sum(e["free"] for e in table) - stranded, "stranded": stranded}
+
+
+def physical_table(
+    cluster: Any, rows: list[str], free: dict[str, np.ndarray], unusable: dict[str, np.ndarray]
+) -> list[dict[str, Any]]:
+    """Per physical device type (a MIG-split A100 is one ``nvidia.com/gpu``, a time-sliced GPU one GPU, not its
+    replicas): ``devices``, ``used`` (held in part or whole), ``free`` (wholly free), ``stranded`` (wholly free
+    where no resource it serves is usable), and under ``split`` what its partitions serve, in their own units
+    (MIG instances per profile, time-slicing replicas, slices, milli), so no row adds replicas to devices.
+
+    A resource a node serves through its partition is left out of that node's plain count; the partition's
+    devices count instead, wholly free when no pod holds a unit of them."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def entry(resource: str) -> dict[str, Any]:
+        return out.setdefault(resource, {"resource": resource, "devices": 0, "used": 0, "free": 0, "stranded": 0,
+                                         "split": {}})  # fmt: skip
+
     split = [i for i, d in enumerate(cluster.devices) if d.partition is not None]
     for res in rows:
         managed = np.zeros(cluster.n, dtype=bool)
         for i in split:
             managed[i] = cluster.devices[i].partition.manages(res)
-        counted = free[res] * ~managed
-        total["free"] += int(counted.sum())
-        total["stranded"] += int(counted[unusable[res]].sum())
+        r = cluster.res_index[res]
+        plain = ~managed
+        if not (cluster.allocatable[r] * plain).any():
+            continue
+        e = entry(res)
+        e["devices"] += int((cluster.allocatable[r] * plain).sum())
+        e["used"] += int((cluster.requested[r] * plain).sum())
+        counted = free[res] * plain
+        e["free"] += int(counted.sum())
+        e["stranded"] += int(counted[unusable[res]].sum())
     for i in split:
         p = cluster.devices[i].partition
-        per_device = p.total_units // len(p.devices) if p.devices else 0
-        whole = sum(1 for d in range(len(p.devices)) if p.free_units(d) == per_device)
+        n = len(p.devices)
+        per_device = p.total_units // n if n else 0
+        whole = sum(1 for d in range(n) if p.free_units(d) == per_device)
         served = [res for res in rows if p.manages(res) and cluster.allocatable[cluster.res_index[res]][i] > 0]
-        total["free"] += whole
+        e = entry(PHYSICAL.get(p.mode, p.resource))
+        e["devices"] += n
+        e["used"] += n - whole
+        e["free"] += whole
         if served and all(unusable[res][i] for res in served):
-            total["stranded"] += whole
-    return total
+            e["stranded"] += whole
+        for res in served:
+            r = cluster.res_index[res]
+            unit = "instances" if p.mode == "mig" else partitioning.UNIT_NAMES[p.mode]
+            sub = e["split"].setdefault(res, {"resource": res, "mode": p.mode, "unit": unit, "total": 0, "used": 0})
+            sub["total"] += int(cluster.allocatable[r][i])
+            sub["used"] += int(cluster.requested[r][i])
+    for e in out.values():
+        e["split"] = [{**s, "free": s["total"] - s["used"]} for s in e["split"].values()]
+    return list(out.values())
 
 
 def partition_entries(cluster: Any, typical: list[dict[str, int]]) -> list[dict[str, Any]]:

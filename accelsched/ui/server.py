@@ -39,7 +39,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from accelsched.errors import InputError
-from accelsched.ui.hub import Busy
+from accelsched.ui.hub import Busy, Superseded
 
 log = logging.getLogger("accelsched.ui")
 
@@ -47,6 +47,8 @@ STATIC = Path(__file__).resolve().parent / "static"
 MAX_BODY = 1 << 20  # 1 MiB: a what-if is a few actions; anything larger is not one
 KEEPALIVE_SECONDS = 15.0  # a comment line on the event stream, so proxies and browsers keep it open
 POLL_SECONDS = 0.05  # how often an event stream looks at the Hub's version (a cheap int read, no thread held)
+CLIENT_HEADER = "x-accelsched-client"  # the page's id per load: its newer engine request supersedes its older one
+DISCONNECT_POLL_SECONDS = 0.1  # how often a running engine request looks whether its client is still there
 CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 # Sec-Fetch-Site values of a fetch another page made (same-site: another port or subdomain of the same site, which is
@@ -268,15 +270,29 @@ def create_app(
     def no_state() -> Response:
         return error(404, "no cluster state: accelsched ui was started with --sim only")
 
-    async def engine(call: Callable[[], Any]) -> Response:
+    async def engine(request: Request, call: Callable[[Any], Any]) -> Response:
         """An engine request (a what-if, an explanation), computed and encoded in a worker thread: bad input is a
-        400, every engine slot taken a 429 (hub.Busy)."""
+        400, every engine slot taken a 429 (hub.Busy). ``call`` gets the request's hub.Ticket: a newer request of
+        the same page (``X-Accelsched-Client``) or the page going away (an aborted fetch closes the connection)
+        cancels it, and its work stops at its next checkpoint (409, which no page is waiting for)."""
+        ticket = hub.ticket(request.headers.get(CLIENT_HEADER, "")[:64])
+
+        async def watch() -> None:
+            while not await request.is_disconnected():
+                await asyncio.sleep(DISCONNECT_POLL_SECONDS)
+            ticket.cancel()
+
+        watcher = asyncio.create_task(watch())
         try:
-            return await run_in_threadpool(lambda: json_response(call()))
+            return await run_in_threadpool(lambda: json_response(call(ticket)))
         except InputError as exc:
             return error(400, str(exc))
         except Busy as exc:
             return error(429, str(exc))
+        except Superseded as exc:
+            return error(409, str(exc))
+        finally:
+            watcher.cancel()
 
     async def state(request: Request) -> Response:
         if hub is None:
@@ -289,6 +305,17 @@ def create_app(
             except ValueError:
                 return error(400, f"since: must be an integer version, got {raw[:40]!r}")
         return await run_in_threadpool(lambda: json_response(hub.view(since)))
+
+    async def history(request: Request) -> Response:
+        if hub is None:
+            return no_state()
+        return json_response({"points": hub.history.points()})
+
+    async def metrics(request: Request) -> Response:
+        """The latest history point as Prometheus gauges (history.py), for a scrape to keep over time."""
+        if hub is None:
+            return no_state()
+        return Response(hub.history.metrics(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def pod(request: Request) -> Response:
         if hub is None:
@@ -308,7 +335,7 @@ def create_app(
         if not key:
             return error(400, "pod: required (namespace/name)")
         try:
-            return await engine(lambda: hub.explain(key))
+            return await engine(request, lambda ticket: hub.explain(key, ticket))
         except KeyError:
             return error(404, f"no pod {key}")
 
@@ -332,7 +359,7 @@ def create_app(
             return error(400, f"body: not JSON: {str(exc)[:200]}")
         if not isinstance(parsed, dict):
             return error(400, 'body: must be a JSON object {"actions": [...]}')
-        return await engine(lambda: hub.whatif(parsed))
+        return await engine(request, lambda ticket: hub.whatif(parsed, ticket, delta=True))
 
     async def events(request: Request) -> Response:
         if hub is None:
@@ -394,6 +421,8 @@ def create_app(
         Route("/api/explain", explain, methods=get),
         Route("/api/whatif", whatif, methods=["POST"]),
         Route("/api/events", events, methods=get),
+        Route("/api/history", history, methods=get),
+        Route("/metrics", metrics, methods=get),
         Route("/api/sim", sim_data, methods=get),
     ]
     middleware = [Middleware(GZipMiddleware, minimum_size=1024, compresslevel=6)]

@@ -8,7 +8,7 @@ copy of the dicts without touching what the page shows. hub.py holds the current
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +89,12 @@ class RawState(ABC):
         return list(groups) if isinstance(groups, list) else []
 
 
+# Kinds a run only reads: the loader parses a Pod into a writable copy of its own (api/objects.writable_copy, where
+# the scheduler writes) and a Node into a shallow copy it never edits, as live mode relies on. Cloning them was a
+# third of a what-if at 5,000 nodes; every other kind (claims, volumes, ...) is still cloned.
+_READ_ONLY_KINDS = frozenset({"Pod", "Node"})
+
+
 class DocumentState(RawState):
     """A state made of documents, built as ``accelsched schedule -f`` builds its files (api/loader.build_inputs).
 
@@ -121,12 +127,16 @@ class DocumentState(RawState):
     def replace(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> DocumentState:
         """Nodes and pods keep their places among the documents (the order is the cluster's and the queue's);
         new nodes follow the last node, new pods the last document, a what-if copy brings its topology along."""
-        new_nodes = {object_key(n): n for n in nodes}
-        new_pods = {object_key(p): p for p in pods}
+        # A dict this state holds is kept by identity (a what-if copies on write: most are); only the others are
+        # matched by key, which at 5,000 nodes and 20,000 pods was most of this method's time.
+        kept = {id(d) for d in nodes} | {id(p) for p in pods}
+        mine = {id(d.doc) for d in self.docs}
+        new_nodes = {object_key(n): n for n in nodes if id(n) not in mine}
+        new_pods = {object_key(p): p for p in pods if id(p) not in mine}
         docs: list[Document] = []
         last_node = -1
         for d in self.docs:
-            if d.kind in ("Node", "Pod"):
+            if d.kind in ("Node", "Pod") and id(d.doc) not in kept:
                 table = new_nodes if d.kind == "Node" else new_pods
                 doc = table.pop(object_key(d.doc), None)  # type: ignore[arg-type]
                 if doc is None:
@@ -177,12 +187,13 @@ class DocumentState(RawState):
         return out
 
     def inputs(self) -> Inputs:
-        """The documents built into Inputs from a deep copy (this state's dicts are never handed to a run).
+        """The documents built into Inputs, from a deep copy of every kind a run may write to (this state's dicts are
+        never changed by a run: tests/test_ui_state.py holds that on the lab's every feature).
 
         The PodGroups of ``changed_gangs`` are parsed first and handed to build_inputs as its base, the objects
         it does not check again (as each demo step applies on the last): the minMember check is for input a user
         wrote, and stays whole for every other gang and for every state that no what-if changed."""
-        docs = [Document(clone(d.doc), d.source, d.kind) for d in self.docs]
+        docs = [Document(d.doc if d.kind in _READ_ONLY_KINDS else clone(d.doc), d.source, d.kind) for d in self.docs]
         if not self.changed_gangs:
             return build_inputs(docs)
         base = Inputs()
@@ -299,6 +310,8 @@ class Run:
     results: list[ScheduleResult]
     warnings: list[str] = field(default_factory=list)
     _by_key: dict[str, ScheduleResult] | None = field(default=None, repr=False)
+    # What is derived from the finished run once and asked again (view.py's node signatures, per what-if).
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def result(self, key: str) -> ScheduleResult | None:
         """The pod's last result in this run (a pod placed, then preempted, is preempted); None for a pod bound
@@ -318,9 +331,28 @@ class Run:
         return out
 
 
-def execute(state: RawState, config: SchedulerConfig | None = None, seed: int = 0) -> Run:
-    """Start a session over (a deep copy of) ``state`` and schedule every pending pod, as ``schedule`` does."""
+def checked(session: Session, check: Callable[[], None]) -> None:
+    """Call ``check`` before each pod's attempt of ``session`` (chained with an observer already set, such as an
+    Explainer's): a superseded request raises there and stops its run."""
+    scheduler = session.scheduler
+    observer = scheduler.observer
+
+    def observe(pod: Any) -> None:
+        check()
+        if observer is not None:
+            observer(pod)
+
+    scheduler.observer = observe
+
+
+def execute(
+    state: RawState, config: SchedulerConfig | None = None, seed: int = 0, check: Callable[[], None] | None = None
+) -> Run:
+    """Start a session over (a deep copy of) ``state`` and schedule every pending pod, as ``schedule`` does.
+    ``check``: called before each pod's attempt (and once the session is built); it may raise to stop the run."""
     session, warnings = state.start(config, seed)
-    session.scheduler.keep_diagnosis = True  # the pod detail shows a Pending pod's per-node reasons (view.pod_detail)
+    if check is not None:
+        check()
+        checked(session, check)
     results = session.rejected + session.schedule()
     return Run(state, session, results, list(warnings))

@@ -24,7 +24,8 @@ from accelsched.cluster.devices import is_device_resource
 from accelsched.devices import mig
 from accelsched.devices import partition as partitioning
 from accelsched.dra import explain as dra_explain
-from accelsched.dra.model import DeviceID
+from accelsched.dra import state as dra_state
+from accelsched.dra.model import ALLOCATION_MODE_EXACT_COUNT, DeviceID
 from accelsched.framework import gang
 from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
 from accelsched.topology.layout import ATTR_PCIE_ROOT
@@ -40,29 +41,30 @@ KNOWN_GROUP_KEYS = (
 )
 # Never offered for grouping: one value per node, a group of one.
 _UNGROUPED_KEYS = frozenset({"kubernetes.io/hostname"})
-# The physical resource a partitioned device is counted as, per partition mode (slices and time-slicing name theirs).
-_PHYSICAL = {"mig": partitioning.GPU_RESOURCE, "milli": partitioning.GPU_RESOURCE}
 _SHARE_UNIT = {"timeslicing": "replicas", "slices": "slices", "milli": "milli"}
 
 
 # ------------------------------------------------------------------------------------ the whole view
 
 
-def build_view(run: Any, group_by: str | None) -> dict[str, Any]:
+def build_view(run: Any, group_by: str | None, reuse: tuple[Any, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The /api/state body without version and mode (the Hub adds those, and readOnly/source if it wants its own).
 
     Built with the cyclic collector paused, as the loader reads (api/reader.paused_gc): the view is some 100,000
     small dicts at 5,000 nodes, none garbage yet, and each collection would walk the whole session's heap again
     (three quarters of a cold build's time)."""
     with reader.paused_gc():
-        return _build_view(run, group_by)
+        return _build_view(run, group_by, reuse)
 
 
-def _build_view(run: Any, group_by: str | None) -> dict[str, Any]:
+def _build_view(run: Any, group_by: str | None, reuse: tuple[Any, dict[str, Any]] | None) -> dict[str, Any]:
     session = run.session
     cluster = session.cluster
     dra_holders = _dra_holders(cluster)
-    nodes = [_node_view(run, i, dra_holders) for i in range(cluster.n)]
+    if reuse is not None and cluster.dra is None:
+        nodes = _reused_views(run, reuse[0], reuse[1], dra_holders)
+    else:
+        nodes = [_node_view(run, i, dra_holders) for i in range(cluster.n)]
     keys = group_keys(cluster.nodes)
     chosen = group_by if group_by is not None else (keys[0] if keys else None)
     devices = sum(len(c) for n in nodes for c in _cells_of(n))
@@ -90,6 +92,56 @@ def _build_view(run: Any, group_by: str | None) -> dict[str, Any]:
         },
         "warnings": list(run.warnings),
     }
+
+
+def _reused_views(
+    run: Any, before: Any, before_nodes: dict[str, Any], dra_holders: dict[DeviceID, tuple[list[str], list[str]]]
+) -> list[dict[str, Any]]:
+    """Node views of ``run``, taking ``before``'s entry (by name, from ``before_nodes``) for every node whose
+    signature is the same in both runs: a what-if changes a few nodes, and building 5,000 views was a fifth of it."""
+    old = before.session.cluster
+    signatures = before.cache.get("node_signatures")  # today's: computed once, compared by every what-if
+    if signatures is None:
+        signatures = before.cache["node_signatures"] = {n.name: node_signature(old, i) for i, n in enumerate(old.nodes)}
+    cluster = run.session.cluster
+    out = []
+    for i, node in enumerate(cluster.nodes):
+        was = signatures.get(node.name)
+        entry = before_nodes.get(node.name)
+        if was is not None and entry is not None and node_signature(cluster, i) == was:
+            out.append(entry)
+        else:
+            out.append(_node_view(run, i, dra_holders))
+    return out
+
+
+def node_signature(cluster: Any, i: int) -> tuple[Any, ...]:
+    """What a node's view is made of, short of its DRA devices: the node (labels, taints, cordon, topology policy),
+    its resources, its pods with their devices and NIC, and its split devices' ledger. Equal signatures, equal
+    views (callers leave DRA clusters out)."""
+    node = cluster.nodes[i]
+    resources = tuple(
+        (res, int(cluster.allocatable[r, i]), int(cluster.requested[r, i]))
+        for r, res in enumerate(cluster.resources)
+        if cluster.allocatable[r, i] or cluster.requested[r, i]
+    )
+    pods = tuple(
+        (key, tuple((res, tuple(ids)) for res, ids in pod.devices.items()), _annotations(pod).get(NIC_ANNOTATION))
+        for key, pod in cluster.pods_on[i].items()
+    )
+    part = cluster.devices[i].partition
+    ledger = (repr(part.instances), repr(part.used), repr(part.milli)) if part is not None else None
+    layout = node.layout
+    return (
+        node.name,
+        tuple(sorted(node.labels.items())),
+        tuple(str(t) for t in node.taints),
+        bool(node.unschedulable),
+        layout.policy if layout is not None else None,
+        resources,
+        pods,
+        ledger,
+    )
 
 
 def group_keys(nodes: Iterable[Any]) -> list[str]:
@@ -168,7 +220,7 @@ def _node_view(run: Any, i: int, dra_holders: dict[DeviceID, tuple[list[str], li
             cells.append((place.get(ident, (None, None)), cell))
     part = devices.partition
     if part is not None:
-        res = _PHYSICAL.get(part.mode, part.resource)
+        res = capacity.PHYSICAL.get(part.mode, part.resource)
         for d, ident in enumerate(part.devices):
             cells.append((place.get(ident, (None, None)), _partition_cell(part, d, res, holders.get((res, ident), []))))
     if cluster.dra is not None:
@@ -187,7 +239,7 @@ def _node_view(run: Any, i: int, dra_holders: dict[DeviceID, tuple[list[str], li
             held = by_nic.get(ident) or by_nic.get(nic.address) or []
             nics.append(((nic.numa_node, _switch(nic.bridges)), {"id": ident, "holders": held}))
 
-    free: dict[str, int] = {}
+    free: dict[str, int] = {cell["resource"]: 0 for _, cell in cells}  # a 0 is said, not left out
     for _, cell in cells:
         if not cell["holders"] and not cell.get("claims"):
             free[cell["resource"]] = free.get(cell["resource"], 0) + 1
@@ -278,7 +330,7 @@ def _device_id(part: Any, res: str, ident: str) -> str:
 def _device_holders(devices: Any, pods: Iterable[Any]) -> dict[tuple[str, str], list[str]]:
     """(cell resource, device id) -> the pods holding it, in the node's pod order (several on a shared device)."""
     part = devices.partition
-    physical = _PHYSICAL.get(part.mode, part.resource) if part is not None else None
+    physical = capacity.PHYSICAL.get(part.mode, part.resource) if part is not None else None
     out: dict[tuple[str, str], list[str]] = {}
     for pod in pods:
         for res, ids in pod.devices.items():
@@ -366,14 +418,37 @@ def _status(r: Any) -> str:
     return "Pending"
 
 
-def _device_count(requests: dict[str, int]) -> float | int:
-    """Devices a request asks for: whole extended resources, milli shares as the fraction of a device."""
-    total: float | int = 0
+def _device_count(requests: dict[str, int], dra_devices: int = 0) -> float | int:
+    """Devices a request asks for: whole extended resources, milli shares as the fraction of a device, plus the
+    devices its DRA claims request (``dra_devices``, see _claimed_devices)."""
+    total: float | int = dra_devices
     for res, amount in requests.items():
         if res == partitioning.MILLI_RESOURCE:
             total += amount / partitioning.MILLI
         elif is_device_resource(res):
             total += amount
+    return total
+
+
+def _claimed_devices(cluster: Any, pod: Any) -> int:
+    """Devices a pod's DRA claims request: per claim (its ResourceClaim, or the template it is made from), each
+    request's count (an ``exactly`` request's, or the first ``firstAvailable`` alternative's; allocationMode All
+    counts one, its size being the pool's). Claims not in the input count nothing."""
+    dra = getattr(cluster, "dra", None)
+    if dra is None or not (pod.raw.get("spec") or {}).get("resourceClaims"):
+        return 0
+    total = 0
+    for pc in dra_state.pod_resource_claims(pod):
+        if pc.resource_claim_name:
+            claim = dra.claims.get(f"{pod.namespace}/{pc.resource_claim_name}")
+            spec = claim.spec if claim is not None else None
+        else:
+            template = dra.inputs.templates.get(f"{pod.namespace}/{pc.resource_claim_template_name}")
+            spec = template.spec if template is not None else None
+        for request in spec.requests if spec is not None else ():
+            sub = request.exactly or (request.first_available[0] if request.first_available else None)
+            if sub is not None:
+                total += sub.count if sub.allocation_mode == ALLOCATION_MODE_EXACT_COUNT else 1
     return total
 
 
@@ -388,6 +463,7 @@ def pending_list(run: Any) -> list[dict[str, Any]]:
     (pod_detail, or explain's verdicts) when one is selected."""
     singles: list[dict[str, Any]] = []
     gangs: dict[str, list[Any]] = {}
+    cluster = run.session.cluster
     for r in run.results:
         if r.node is not None:
             continue
@@ -403,10 +479,11 @@ def pending_list(run: Any) -> list[dict[str, Any]]:
                 "namespace": pod.namespace,
                 "name": pod.name,
                 "requests": _formatted(pod.requests),
-                "devices": _device_count(pod.requests),
+                "devices": _device_count(pod.requests, _claimed_devices(cluster, pod)),
                 "priority": pod.priority,
                 "message": r.message,
                 "status": _status(r),
+                "owner": f"{pod.owner_kind}/{pod.owner_name}" if pod.owner_kind else None,
                 "_cpu": pod.requests.get(quantity.CPU, 0),
             }
         )
@@ -424,7 +501,7 @@ def pending_list(run: Any) -> list[dict[str, Any]]:
                 "namespace": namespace,
                 "name": name,
                 "requests": _formatted(total),
-                "devices": _device_count(total),
+                "devices": _device_count(total, sum(_claimed_devices(cluster, r.pod) for r in members)),
                 "priority": first.pod.priority,
                 "message": first.message,
                 "status": _status(first),
@@ -444,6 +521,8 @@ def pending_list(run: Any) -> list[dict[str, Any]]:
     singles.sort(key=lambda e: (-e["devices"], -e["_cpu"], e["key"]))
     for e in singles:
         del e["_cpu"]
+        if e.get("owner", "") is None:
+            del e["owner"]  # a bare pod: no key rather than a null per pod
     return singles
 
 
@@ -508,8 +587,6 @@ def pod_detail(run: Any, key: str) -> dict[str, Any] | None:
         "labels": dict(pod.labels),
         "annotations": annotations,
     }
-    if result is not None and result.node is None:
-        out["reasons"] = {n: list(rs) for n, rs in result.reasons.items()}
     if result is not None and result.preempted_by:
         out["preemptedBy"] = result.preempted_by
     if result is not None and result.preempted:

@@ -185,8 +185,10 @@ class Applied:
 
 
 def apply(state: RawState, actions: list[Action]) -> Applied:
-    """Apply ``actions`` in order to ``state`` (a copy: its dicts are changed) and return the new state.
-    Unknown nodes raise InputError naming the action; then nothing of this what-if is used."""
+    """Apply ``actions`` in order to ``state`` and return the new state. Copy on write: ``state``'s dicts are never
+    changed (a node or pod an action edits is cloned first, everything else shared), so no deep copy of a 5,000-node
+    state is needed (it was a quarter of a what-if). Unknown nodes raise InputError naming the action; then nothing
+    of this what-if is used."""
     nodes = list(state.nodes())
     pods = list(state.pods())
     notes: list[str] = []
@@ -194,15 +196,26 @@ def apply(state: RawState, actions: list[Action]) -> Applied:
     normalized = []
     changed: set[str] = set()
     by_name = {n["metadata"]["name"]: n for n in nodes}  # kept current: only add changes the nodes
+    at = {name: i for i, name in enumerate(by_name)}
+    owned: set[str] = set()  # nodes cloned already (and the copies add made)
+
+    def own(name: str) -> dict[str, Any]:
+        if name not in owned:
+            owned.add(name)
+            nodes[at[name]] = by_name[name] = clone(by_name[name])
+        return by_name[name]
+
     for action in actions:
         if action.op == "add":
             names = _add(action, by_name, nodes, pods, notes)
             by_name.update((n["metadata"]["name"], n) for n in nodes[len(nodes) - len(names) :])
+            at.update((name, len(nodes) - len(names) + k) for k, name in enumerate(names))
+            owned.update(names)
             normalized.append(action.normalized())
             continue
         names = _resolve(action, by_name)
         normalized.append(action.normalized(names))
-        targets = [by_name[n] for n in names]
+        targets = [own(n) for n in names]
         if action.op in ("cordon", "drain"):
             for node in targets:
                 _cordon(node)
@@ -469,6 +482,8 @@ def _evict(
         evicted.append({"pod": object_key(pod), "from": spec["nodeName"], "recreated": recreated, "cause": cause})
         if not recreated:
             continue
+        pod = clone(pod)  # copy on write: the state's own dict stays as it was
+        spec = pod["spec"]
         spec.pop("nodeName", None)
         annotations = (pod.get("metadata") or {}).get("annotations") or {}
         for key in _BIND_ANNOTATIONS:
@@ -592,8 +607,12 @@ def compare(
     from accelsched.ui import capacity, view
 
     was, now = before.placements(), after.placements()
+    # Pods bound in the input are the cluster's; the others were placed by today's run, a decision not yet made in
+    # a cluster. Re-run with the action, such a pod may land elsewhere only because the queue went another way:
+    # that is no move the action caused, so it is listed apart ("replaced") and counted nowhere else.
+    bound = {object_key(p) for p in before.state.pods() if (p.get("spec") or {}).get("nodeName")}
     gone = {e["pod"]: e.get("cause") or "drain" for e in evicted if not e["recreated"]}
-    lost, moved, placed = [], [], []
+    lost, moved, placed, replaced = [], [], [], []
     for key, node in was.items():
         if node is None:
             continue
@@ -603,20 +622,28 @@ def compare(
         to = now.get(key)
         if to is None:
             r = after.result(key)
-            lost.append({"pod": key, "from": node, "message": r.message if r is not None else ""})
+            entry = {"pod": key, "from": node, "message": r.message if r is not None else ""}
+            if key not in bound:
+                entry["placedByRun"] = True
+            lost.append(entry)
         elif to != node:
-            moved.append({"pod": key, "from": node, "to": to})
+            (moved if key in bound else replaced).append({"pod": key, "from": node, "to": to})
     for key, node in now.items():
         if node is not None and key in was and was[key] is None:
             placed.append({"pod": key, "to": node})
-    shown = view.build_view(after, group_by)  # holds the after run's capacity panel and Pending list too
+    # holds the after run's capacity panel and Pending list too; today's node views are reused where unchanged
+    reuse = (before, {n["name"]: n for n in before_view["nodes"]}) if before_view else None
+    shown = view.build_view(after, group_by, reuse)
+    normalized = [a.normalized() if isinstance(a, Action) else a for a in actions]
     return {
-        "actions": [a.normalized() if isinstance(a, Action) else a for a in actions],
+        "actions": normalized,
         "notes": notes,
         "lost": lost,
         "moved": moved,
         "placed": placed,
+        "replaced": replaced,
         "evicted": evicted,
+        "changedNodes": changed_nodes(normalized, lost, moved, placed, evicted, before, shown),
         "before": before_view["capacity"] if before_view else capacity.panel(before.session.cluster, before.results),
         "after": shown["capacity"],
         "pendingBefore": before_view["pending"] if before_view else view.pending_list(before),
@@ -625,6 +652,32 @@ def compare(
         "order": shown["order"],
         "readOnly": READ_ONLY,
     }
+
+
+def changed_nodes(
+    actions: list[dict[str, Any]],
+    lost: list[dict[str, Any]],
+    moved: list[dict[str, Any]],
+    placed: list[dict[str, Any]],
+    evicted: list[dict[str, Any]],
+    before: Run,
+    after_view: dict[str, Any],
+) -> list[str]:
+    """The nodes the action changed, in the after run's order: those it names (and the copies it adds), and those a
+    pod left, moved to or got placed on. A node that differs only in where the run put pods Pending in the input
+    (``replaced``) is not one."""
+    names: set[str] = set()
+    for a in actions:
+        if isinstance(a.get("nodes"), list):
+            names.update(a["nodes"])
+    for e in (*lost, *evicted):
+        names.add(e["from"])
+    for e in moved:
+        names.update((e["from"], e["to"]))
+    names.update(e["to"] for e in placed)
+    today = {n.name for n in before.session.cluster.nodes}
+    names.update(n for n in after_view["order"] if n not in today)
+    return [n for n in after_view["order"] if n in names]
 
 
 def _deleted_message(run: Run, key: str, cause: str) -> str:

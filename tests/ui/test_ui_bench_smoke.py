@@ -31,7 +31,9 @@ def test_ui_benchmark_at_the_lab_size(browser: Any, tmp_path: Path) -> None:
     assert "error" not in row, row
     assert row["size"] == "lab" and row["update_mode"] == "publish"
     assert row["nodes"] == 16 and row["devices"] > 0 and row["pending"] > 0
-    for figure in ("first_render_ms", "update_ms", "scroll_ms_median", "publish_s", "json_kib", "gzip_kib"):
+    figures = ("first_render_ms", "update_ms", "scroll_ms_median", "publish_s", "json_kib", "gzip_kib", "explain_ms")
+    for figure in (*figures, "whatif_ms"):
         assert row[figure] > 0, (figure, row)
     assert row["gzip_kib"] < row["json_kib"]
     assert "first render ms" in proc.stdout and "update after bind ms" in proc.stdout
+    assert "explain ms" in proc.stdout and "what-if ms" in proc.stdout

@@ -30,6 +30,7 @@ from click.testing import CliRunner
 
 from accelsched import demo, report
 from accelsched.errors import InputError
+from accelsched.explain import Explainer
 from accelsched.framework import gang
 from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
 from accelsched.ui.state import DemoState, FilesState, execute
@@ -247,24 +248,29 @@ def test_pending_list_matches_schedule_json(ui_server: Any, page: Any, lab_sched
     expected = expected_pending(lab_schedule, server.hub.run)
     items = page.eval_on_selector_all(
         "#pending .pending-item",
-        """els => els.map(e => ({key: e.dataset.key, kind: e.dataset.kind,
+        """els => els.map(e => ({key: e.dataset.key, kind: e.dataset.kind, pods: e.dataset.pods.split(' '),
             message: e.querySelector(':scope > .message').textContent,
             members: [...e.querySelectorAll('.member[data-key]')].map(m => m.dataset.key)}))""",
     )
-    assert sorted(i["key"] for i in items) == sorted(expected)
-    assert len(items) == len(expected), "one entry per pending pod or gang"
+    # a card per gang, per pod, or per set of identical replicas (one message for all of them)
+    shown = [p for i in items for p in (i["pods"] if i["kind"] == "replicas" else [i["key"]])]
+    assert sorted(shown) == sorted(expected)
+    assert len(shown) == len(expected), "every pending pod or gang once"
     assert any(e["kind"] == "gang" for e in expected.values()), "the lab has a waiting gang (train-b)"
+    assert any(i["kind"] == "replicas" for i in items), "the lab's chat-whole replicas fold into one card"
     for item in items:
-        want = expected[item["key"]]
-        assert item["kind"] == want["kind"], item["key"]
-        if want["kind"] == "pod":
-            assert item["message"] == want["messages"][0], item["key"]
-        else:
-            assert sorted(item["members"]) == sorted(want["members"]), item["key"]
-            assert item["message"] in want["messages"], item["key"]
+        for key in item["pods"] if item["kind"] == "replicas" else [item["key"]]:
+            want = expected[key]
+            assert item["kind"] == want["kind"] or (item["kind"] == "replicas" and want["kind"] == "pod"), key
+            if want["kind"] == "pod":
+                assert item["message"] == want["messages"][0], key
+            else:
+                assert sorted(item["members"]) == sorted(want["members"]), key
+                assert item["message"] in want["messages"], key
     # largest first: the page keeps the order the server sorted (devices desc, cpu desc, key)
     view = get_json(server.url + "api/state")
-    assert [i["key"] for i in items] == [e["key"] for e in view["pending"]]
+    order = [e["key"] for e in view["pending"]]
+    assert [i["key"] for i in items] == [k for k in order if k in {i["key"] for i in items}]
 
 
 def select_pending(page: Any, key: str) -> None:
@@ -292,9 +298,19 @@ def test_selected_pending_pod_highlights_first_failing_filter(
             assert row["feasible"] == "false", v["node"]
             assert row["filter"] == v["filter"], v["node"]
             assert row["badge"] == v["filter"], v["node"]
-    # a node's facts and remedies: the first with a remedy (or with details) in explain's output
-    verdict = next((v for v in explained["nodes"] if v["remedies"]), None) or next(
-        v for v in explained["nodes"] if v["details"]
+    # a node's facts and remedies: the first with a remedy (or with details), explained on the final state of an
+    # independent run (the map's state; the CLI explains the pod's last attempt during the run, before later pods
+    # filled some nodes further: the same failing filters, as checked above)
+    run = execute(FilesState.load(LAB_FILES))
+    result = run.result(pod)
+    explainer = Explainer(run.session.scheduler, {pod})
+    explainer.observe(result.pod)
+    final = explainer.explanation(result.pod, result).to_json()
+    assert [(v["node"], v.get("filter")) for v in final["nodes"]] == [
+        (v["node"], v.get("filter")) for v in explained["nodes"]
+    ]
+    verdict = next((v for v in final["nodes"] if v["remedies"]), None) or next(
+        v for v in final["nodes"] if v["details"]
     )
     page.locator(f'.node-row[data-node="{verdict["node"]}"] .node-name').click()
     panel = page.locator("#node-panel")
@@ -303,7 +319,7 @@ def test_selected_pending_pod_highlights_first_failing_filter(
     assert texts(page, "#node-panel .detail") == verdict["details"]
     assert texts(page, "#node-panel .remedy") == verdict["remedies"]
     if pod == "default/infer-b":
-        assert verdict["node"] == "node-c" and verdict["filter"] == "TaintToleration"
+        assert next(v for v in final["nodes"] if v["node"] == "node-c")["filter"] == "TaintToleration"
         page.screenshot(path=str(tmp_path / "map-pending-selected.png"), full_page=True)
 
 
@@ -374,11 +390,16 @@ def test_whatif_cordon_node_a_shows_the_pods_that_lose_their_place(ui_server: An
     cordoned = execute(state.copy().replace(nodes, state.copy().pods()))
     before, after = placements(server.hub.run), placements(cordoned)
     lost = sorted(k for k, n in before.items() if n and not after.get(k))
-    moved = sorted(k for k, n in before.items() if n and after.get(k) and after[k] != n)
+    # a move is of a pod bound in the input; one the run placed and the re-run placed elsewhere is listed apart
+    bound = {f"{p['metadata'].get('namespace') or 'default'}/{p['metadata']['name']}" for p in state.pods()
+             if p["spec"].get("nodeName")}  # fmt: skip
+    moved = sorted(k for k, n in before.items() if n and after.get(k) and after[k] != n and k in bound)
+    replaced = sorted(k for k, n in before.items() if n and after.get(k) and after[k] != n and k not in bound)
     assert lost, "cordoning node-a must leave a pod without a place in the lab"
     hub = server.hub.whatif({"actions": [{"op": "cordon", "nodes": ["node-a"]}]})
     assert sorted(x["pod"] for x in hub["lost"]) == lost
     assert sorted(x["pod"] for x in hub["moved"]) == moved
+    assert sorted(x["pod"] for x in hub["replaced"]) == replaced
 
     open_page(page, server.url)
     assert WHATIF_SENTENCE in text_of(page, "#whatif")
@@ -392,6 +413,8 @@ def test_whatif_cordon_node_a_shows_the_pods_that_lose_their_place(ui_server: An
     )
     assert page_lost == lost
     assert page_moved == moved
+    page_replaced = page.eval_on_selector_all("#whatif-result .replaced [data-pod]", "es => es.map(e => e.dataset.pod)")
+    assert sorted(page_replaced) == replaced
     assert WHATIF_SENTENCE in text_of(page, "#whatif-result") or WHATIF_SENTENCE in text_of(page, "#whatif")
     assert page.locator(f"#whatif :text('{WHATIF_SENTENCE}')").first.is_visible()
     # the page's own state did not change: same version, node-a not cordoned on the map

@@ -218,3 +218,17 @@ def test_a_malformed_folder_shows_the_error_as_text(page, page_watch, sim_server
     message = page.locator("#sim-error").text_content()
     assert "curves.csv:4: alloc_ratio: '<b>high</b>' is not a number" in message
     assert page.locator("#sim-error b").count() == 0
+
+
+def test_the_table_fits_its_box_and_shows_ratios_as_percent(page, sim_server, inflation_dir):
+    _open(page, sim_server(inflation_dir))
+    fits = page.evaluate(
+        "() => { const t = document.querySelector('#sim-summary'); const box = t.closest('.table-scroll');"
+        " return [t.scrollWidth, box.clientWidth]; }"
+    )
+    assert fits[0] <= fits[1], f"the table is {fits[0]} px wide in a {fits[1]} px box"
+    summary = _rows(inflation_dir / "summary.csv")
+    for want in summary:
+        cell = page.locator(f"#sim-summary tr[data-policy='{want['policy']}'] td[data-col='final_alloc']")
+        assert cell.inner_text() == f"{100 * float(want['final_alloc']):.1f}%", "percent, as the charts"
+        assert float(cell.get_attribute("data-value")) == pytest.approx(float(want["final_alloc"]))

@@ -27,15 +27,20 @@ async function parse(response) {
   return body;
 }
 
+// This page's id for the server's engine requests: a newer explain or what-if of the same page supersedes the older
+// one there (it stops, and gives its slot to the newer), as the page aborts the older fetch here.
+const CLIENT = globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random()}`;
+
 export async function getJSON(url, { signal } = {}) {
-  const response = await fetch(url, { headers: { Accept: "application/json" }, signal, cache: "no-store" });
+  const response = await fetch(url, { headers: { Accept: "application/json", "X-Accelsched-Client": CLIENT }, signal,
+    cache: "no-store" });
   return parse(response);
 }
 
 export async function postJSON(url, payload, { signal } = {}) {
   const response = await fetch(url, {
     method: "POST",
-    headers: { "Content-Type": "application/json", Accept: "application/json" },
+    headers: { "Content-Type": "application/json", Accept: "application/json", "X-Accelsched-Client": CLIENT },
     body: JSON.stringify(payload),
     signal,
     cache: "no-store",
@@ -52,8 +57,8 @@ export function getPod(key) {
   return getJSON(`/api/pod?key=${encodeURIComponent(key)}`);
 }
 
-export function getExplain(key) {
-  return getJSON(`/api/explain?pod=${encodeURIComponent(key)}`);
+export function getExplain(key, options) {
+  return getJSON(`/api/explain?pod=${encodeURIComponent(key)}`, options);
 }
 
 export function postWhatif(body, options) {

@@ -3,13 +3,15 @@
 // removed names, the small parts whole) that is merged in place, so the map rebuilds only the changed visible rows.
 // body[data-version] is set after each render completes: the browser tests wait on it.
 
-import { getState, getExplain, PodCache } from "./api.js";
+import { getJSON, getState, getExplain, PodCache } from "./api.js";
+import { lineChart } from "./charts.js";
 import { AcceleratorMap, NO_GANG, keyClass } from "./map.js";
 import { PendingList, explainKey, findEntry } from "./pending.js";
 import { WhatIfPanel, pendingPods } from "./whatif.js";
 import { renderCapacity } from "./panel.js";
 import { Tooltip, renderPod, renderPodError, renderNode, openDrawer, closeDrawers } from "./details.js";
 import { el, replaceChildren, plural } from "./dom.js";
+import { PENDING_COLUMNS, download, pendingRows, toCSV } from "./export.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -84,6 +86,7 @@ const map = new AcceleratorMap($("map"), {
 
 const pending = new PendingList($("pending"), {
   onSelect: (entry) => selectPending(entry),
+  onVerdict: (verdict) => map.setVerdictFilter(verdict),
   onJump: (name) => {
     map.scrollToNode(name);
     showNode(name);
@@ -94,16 +97,29 @@ const whatif = new WhatIfPanel($("whatif"), {
   selection: () => map.selection(),
   version: () => app.view?.version,
   onResult: (result) => {
-    app.whatif = result;
+    app.whatif = result ? withAllNodes(result) : null;
     if (!result && app.mapMode === "whatif") setMapMode("today");
   },
   onShowMap: (show) => setMapMode(show ? "whatif" : "today"),
+  // The URL keeps the actions run last (a link runs them again on open), as it keeps the filter and the node.
+  onRan: (actions) => setUrl({ wi: actions ? JSON.stringify(actions) : null }),
   onPod: (key) => showPod(key),
   onNode: (name) => {
     map.scrollToNode(name);
     showNode(name);
   },
 });
+
+/** A what-if answer sends only the node views that differ from today's (`nodesDelta`): the map's what-if nodes are
+ * those, and today's for the rest, in cluster order (a what-if removes no node; the copies it adds come last). */
+function withAllNodes(result) {
+  if (!result.nodesDelta) return result;
+  const changed = new Map(result.nodes.map((n) => [n.name, n]));
+  const nodes = app.view.nodes.map((n) => changed.get(n.name) || n);
+  const today = new Set(app.view.nodes.map((n) => n.name));
+  for (const n of result.nodes) if (!today.has(n.name)) nodes.push(n);
+  return { ...result, nodes, nodesDelta: false };
+}
 
 // ---- rendering ------------------------------------------------------------------------------------------------
 
@@ -209,11 +225,11 @@ function renderLegend() {
   const { top, more, free } = map.legend(8);
   const items = top.map(([key, n]) => map.colorBy === "gang" && key === NO_GANG
     ? el("span", { class: "legend-item", title: `pods outside any gang: ${plural(n, "device")}` },
-      el("span", { class: `swatch held ${keyClass(key, map.colorBy)}` }), el("span", { class: "legend-key" }, key),
+      el("span", { class: `swatch held ${keyClass(key, map.colorBy, map.palette)}` }), el("span", { class: "legend-key" }, key),
       el("span", { class: "muted" }, String(n)))
     : el("button", { type: "button", class: "legend-item", "data-filter": key,
       title: `${key}: ${plural(n, "device")} (click: show only its nodes)` },
-      el("span", { class: `swatch held ${keyClass(key, map.colorBy)}` }), el("span", { class: "legend-key" }, key),
+      el("span", { class: `swatch held ${keyClass(key, map.colorBy, map.palette)}` }), el("span", { class: "legend-key" }, key),
       el("span", { class: "muted" }, String(n))));
   if (more) items.push(el("span", { class: "legend-item muted" }, `+${more} more`));
   items.push(el("span", { class: "legend-item" }, el("span", { class: "swatch free" }), "free",
@@ -225,15 +241,21 @@ function renderLegend() {
 
 function renderMap() {
   const baseline = app.mapMode === "whatif" ? new Map(app.view.nodes.map((n) => [n.name, n.etag])) : null;
-  map.setData(mapNodes(), { gangs: app.view.gangs || {}, baseline });
+  // The nodes the action changed (the server's list), not every node whose holders differ: with -f input the re-run
+  // queue may place Pending pods elsewhere without the action touching their nodes.
+  const changed = app.mapMode === "whatif" && app.whatif?.changedNodes ? new Set(app.whatif.changedNodes) : null;
+  map.setData(mapNodes(), { gangs: app.view.gangs || {}, baseline, changed });
   renderLegend();
   const banner = $("map-banner");
   banner.hidden = app.mapMode !== "whatif";
   if (app.mapMode === "whatif" && app.whatif) {
-    const changed = app.whatif.nodes.filter((n) => baseline.has(n.name) && baseline.get(n.name) !== n.etag).length;
+    const differ = app.whatif.nodes.filter((n) => baseline.has(n.name) && baseline.get(n.name) !== n.etag).length;
     const added = app.whatif.nodes.filter((n) => !baseline.has(n.name)).length;
-    $("map-banner-text").textContent =
-      `The map shows the what-if run: ${plural(changed, "node")} changed, ${added} added. Nothing was written.`;
+    const touched = changed ? [...changed].filter((n) => baseline.has(n)).length : differ;
+    const others = differ - touched;
+    $("map-banner-text").textContent = `The map shows the what-if run: ${plural(touched, "node")} changed by the `
+      + `action, ${added} added${others > 0 ? `; ${others} more differ only in where the run placed pods Pending `
+      + "in the input" : ""}. Nothing was written.`;
   }
 }
 
@@ -249,6 +271,36 @@ function renderAll() {
   whatif.stateChanged(app.view.version);
   document.body.dataset.version = String(app.view.version);
   performance.measure(`accelsched:render v${app.view.version}`, "accelsched:render-start");
+}
+
+/** Allocation and Pending pods over the published versions (GET /api/history: a point per version, kept by the
+ * server): drawn once there are two, i.e. in live mode, or whenever a state is published again. */
+async function renderHistory() {
+  let points;
+  try {
+    points = (await getJSON("/api/history")).points || [];
+  } catch {
+    return; // the map stays; the next version tries again
+  }
+  const box = $("history");
+  box.hidden = points.length < 2;
+  box.dataset.points = String(points.length);
+  if (box.hidden) return;
+  const t0 = points[0].t;
+  const minutes = points[points.length - 1].t - t0 >= 120;
+  const x = (p) => (minutes ? (p.t - t0) / 60 : p.t - t0);
+  const xLabel = minutes ? "minutes" : "seconds";
+  const share = (p, n) => (p.devices ? (100 * n) / p.devices : 0);
+  lineChart($("history-alloc"), { title: "Devices over time (% of all)", xLabel, yLabel: "%", height: 150, series: [
+    { name: "used", points: points.map((p) => [x(p), share(p, p.used)]) },
+    { name: "stranded", points: points.map((p) => [x(p), share(p, p.stranded)]) },
+  ] });
+  const last = points[points.length - 1].pendingByReason || {};
+  const reasons = Object.keys(last).slice(0, 3); // the server sorts by count
+  lineChart($("history-pending"), { title: "Pending pods over time", xLabel, yLabel: "pods", height: 150, series: [
+    { name: "all", points: points.map((p) => [x(p), p.pending]) },
+    ...reasons.map((r) => ({ name: r, points: points.map((p) => [x(p), (p.pendingByReason || {})[r] || 0]) })),
+  ] });
 }
 
 // ---- state updates --------------------------------------------------------------------------------------------
@@ -312,6 +364,7 @@ function afterUpdate() {
     }
   }
   renderAll();
+  renderHistory();
   if (app.openNode) showNode(app.openNode, { keepScroll: true });
   if (app.openPod) showPod(app.openPod);
 }
@@ -331,6 +384,7 @@ function selectPending(entry) {
   $("deep-link-error").hidden = true;
   if (!entry) {
     app.explainToken++;
+    app.explainAbort?.abort();
     map.setExplain(null);
     delete document.body.dataset.explain;
     setUrl({ pod: null });
@@ -346,18 +400,22 @@ function explainSelected() {
   const token = ++app.explainToken;
   const key = explainKey(entry);
   pending.showExplain(app.explain, "");
-  getExplain(key).then(
+  // A newer pick cancels the older request: its answer would be stale, and the server stops computing it.
+  app.explainAbort?.abort();
+  const abort = (app.explainAbort = new AbortController());
+  getExplain(key, { signal: abort.signal }).then(
     (body) => {
       if (token !== app.explainToken) return;
       app.explain = body;
       app.explainError = "";
       map.setExplain(app.mapMode === "whatif" ? null : body.nodes || []); // today's verdicts, not the what-if's
+      if (app.mapMode !== "whatif") map.setVerdictFilter(pending.verdict); // a refreshed explanation keeps it
       pending.showExplain(body, "");
       document.body.dataset.explain = entry.key;
       if (app.openNode) showNode(app.openNode, { keepScroll: true });
     },
     (err) => {
-      if (token !== app.explainToken) return;
+      if (token !== app.explainToken || err.name === "AbortError") return;
       app.explainError = err.message;
       map.setExplain(null);
       pending.showExplain(null, err.message);
@@ -421,6 +479,7 @@ function showNode(name, { keepScroll = false } = {}) {
   }, { onPod: (key) => showPod(key) });
   root.dataset.node = name;
   openDrawer("node-panel");
+  setUrl({ node: name });
   if (scroll) root.querySelector(".drawer-body").scrollTop = scroll;
 }
 
@@ -482,7 +541,25 @@ function wireControls(params) {
   let timer = 0;
   filter.addEventListener("input", () => {
     clearTimeout(timer);
-    timer = setTimeout(() => map.setFilter(filter.value), 120);
+    timer = setTimeout(() => {
+      map.setFilter(filter.value);
+      pending.setQuery(filter.value);
+      setUrl({ q: filter.value });
+    }, 120);
+  });
+  const wantedQuery = params.get("q");
+  if (wantedQuery) {
+    filter.value = wantedQuery;
+    map.setFilter(wantedQuery);
+    pending.setQuery(wantedQuery);
+  }
+  const groupPending = $("pending-group");
+  const wantedGroup = params.get("pgroup");
+  if (["reason", "namespace", "owner"].includes(wantedGroup)) groupPending.value = wantedGroup;
+  pending.setGroupBy(groupPending.value);
+  groupPending.addEventListener("change", () => {
+    pending.setGroupBy(groupPending.value);
+    setUrl({ pgroup: groupPending.value });
   });
   $("legend").addEventListener("click", (e) => {
     const item = e.target.closest("[data-filter]");
@@ -490,11 +567,18 @@ function wireControls(params) {
     const key = item.getAttribute("data-filter");
     filter.value = filter.value === key ? "" : key;
     map.setFilter(filter.value);
+    pending.setQuery(filter.value);
   });
   $("map-banner-back").addEventListener("click", () => {
     whatif.showing = false;
     whatif.renderToggle();
     setMapMode("today");
+  });
+  $("pending-csv").addEventListener("click", () => {
+    download("pending.csv", toCSV(PENDING_COLUMNS, pendingRows(app.view.pending)), "text/csv");
+  });
+  $("pending-json").addEventListener("click", () => {
+    download("pending.json", `${JSON.stringify(app.view.pending || [], null, 2)}\n`, "application/json");
   });
   $("warnings-button").addEventListener("click", () => {
     $("warnings").hidden = !$("warnings").hidden;
@@ -504,6 +588,7 @@ function wireControls(params) {
       closeDrawers();
       app.openNode = null;
       app.openPod = null;
+      setUrl({ node: null });
     }
   });
   document.addEventListener("keydown", (e) => {
@@ -511,6 +596,7 @@ function wireControls(params) {
       closeDrawers();
       app.openNode = null;
       app.openPod = null;
+      setUrl({ node: null });
       tooltip.hide();
     } else if (e.key === "/" && !/^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement?.tagName || "")) {
       e.preventDefault();
@@ -521,13 +607,23 @@ function wireControls(params) {
 
 function connect() {
   const live = document.querySelector('#status [data-field="live"]');
+  // Only live mode follows a cluster: files and the demo are read once, and a green dot would say otherwise. The
+  // event stream is still held (a Hub may publish a new state, as the benchmark does), without the claim.
+  const following = () => app.view?.mode === "live";
+  if (!following()) {
+    live.textContent = "static snapshot";
+    live.classList.add("static");
+    live.title = "read once from the input: the page does not follow a cluster (accelsched ui --from-cluster does)";
+  }
   const source = new EventSource("/api/events");
   source.addEventListener("open", () => {
+    if (!following()) return;
     live.classList.add("on");
     live.title = "connected: updates arrive as they happen";
     // No refetch here: the server's first event is its current version, which tells whether anything was missed.
   });
   source.addEventListener("error", () => {
+    if (!following()) return;
     live.classList.remove("on");
     live.title = "disconnected: reconnecting";
   });
@@ -558,8 +654,22 @@ async function boot() {
   renderAll();
   $("group-by").value = map.groupBy ?? "";
   whatif.selectionChanged();
+  renderHistory();
   const pod = params.get("pod");
   if (pod) await deepLink(pod);
+  const staged = params.get("wi");
+  if (staged) {
+    try {
+      whatif.restore(JSON.parse(staged));
+    } catch {
+      showWarning("the link's what-if actions are not JSON; nothing was run");
+    }
+  }
+  const node = params.get("node");
+  if (node && app.view.nodes.some((n) => n.name === node)) {
+    map.scrollToNode(node);
+    showNode(node);
+  }
   connect();
 }
 

@@ -259,14 +259,20 @@ export function renderNode(root, node, { pending, verdict, loading, error } = {}
   // Resources: allocatable against requested, and free devices.
   const table = el("table", { class: "kv res" });
   table.appendChild(el("thead", null, el("tr", null, el("th", null, "resource"), el("th", null, "allocatable"),
-    el("th", null, "requested"), el("th", { title: "free devices" }, "free"))));
+    el("th", null, "requested"), el("th", { title: "allocatable - requested: what a pod can still request here" }, "free"))));
   const tbody = el("tbody");
   const names = new Set([...Object.keys(node.allocatable || {}), ...Object.keys(node.requested || {})]);
   for (const res of names) {
-    const free = node.free && res in node.free ? String(node.free[res]) : "";
+    const free = freeOf(node, res);
     tbody.appendChild(el("tr", null, el("th", { title: res }, res),
       el("td", null, String(node.allocatable?.[res] ?? "")),
       el("td", null, String(node.requested?.[res] ?? "")), el("td", null, free)));
+  }
+  // Devices that are no resource of the node's own (DRA devices by driver, MIG-split GPUs): how many no pod holds.
+  for (const [res, n] of Object.entries(node.free || {})) {
+    if (names.has(res)) continue;
+    tbody.appendChild(el("tr", null, el("th", { title: res }, res), el("td", null, "—"), el("td", null, "—"),
+      el("td", { title: "devices no pod holds" }, String(n))));
   }
   table.appendChild(tbody);
   body.appendChild(el("h3", null, "Resources"));
@@ -286,6 +292,14 @@ export function renderNode(root, node, { pending, verdict, loading, error } = {}
   body.appendChild(el("details", null, el("summary", null, `Labels (${Object.keys(node.labels || {}).length})`),
     kvTable(node.labels)));
   replaceChildren(root, drawerHead("node", node.name), body);
+}
+
+/** What a pod can still request of a device resource here (allocatable - requested: MIG instances of a profile,
+ * replicas, cards), 0 said as 0; blank for cpu, memory and pods (their quantities are formatted). */
+function freeOf(node, res) {
+  if (!res.includes("/")) return "";
+  const n = Number(node.allocatable?.[res] ?? 0) - Number(node.requested?.[res] ?? 0);
+  return Number.isFinite(n) ? String(n) : "";
 }
 
 /**

@@ -3,12 +3,13 @@
 // only the rows in view (plus OVERSCAN) exist in the DOM, built in one DocumentFragment per pass, and a row is rebuilt
 // only when its node's etag (or the colouring) changed. Everything a test or a user reads is an attribute or text.
 
-import { el, colorClass, colorKey, plural } from "./dom.js";
+import { el, colorClass, colorKey, plural, PALETTE_SIZE } from "./dom.js";
 
 export const ROW_H = 36; // px, matches .node-row / .group-row height in style.css
 const OVERSCAN = 12;
 const SLOT_W = 8; // px per MIG slice position
 const SHARED = new Set(["timeslicing", "milli", "slices"]);
+const ARROWS = new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End"]);
 const NO_GROUP = "\u0000";
 export const NO_GANG = "no gang"; // colour-by gang: every gang-less pod shares this one neutral key
 
@@ -20,8 +21,22 @@ export function holderKey(holder, mode, gangs) {
 }
 
 /** The colour class of a key: the palette's, or the neutral one of "no gang". */
-export function keyClass(key, mode) {
-  return mode === "gang" && key === NO_GANG ? "c-nogang" : colorClass(key);
+export function keyClass(key, mode, palette = null) {
+  if (mode === "gang" && key === NO_GANG) return "c-nogang";
+  const given = palette ? palette.get(key) : undefined;
+  return given === undefined ? colorClass(key) : given;
+}
+
+/** Colours by namespace or by gang, one each while there are no more keys than colours (in their sorted order):
+ * hashed, 21 namespaces drew 16 colours, neighbours alike. Past PALETTE_SIZE keys, and by pod, the hash (a pod keeps
+ * its colour while the cluster changes). */
+function distinctPalette(nodes, mode, gangs) {
+  if (mode !== "namespace" && mode !== "gang") return null;
+  const keys = new Set();
+  for (const n of nodes) for (const h of countCells(n).holders.keys()) keys.add(holderKey(h, mode, gangs));
+  keys.delete(NO_GANG);
+  if (keys.size > PALETTE_SIZE) return null;
+  return new Map([...keys].sort().map((k, i) => [k, `c${i}`]));
 }
 
 function collator() {
@@ -54,6 +69,82 @@ function countCells(node) {
   return stats;
 }
 
+const UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable:NoSchedule";
+const MAX_FLAGS = 3; // what a row's head has room for; past it the last pill says how many more (all in its title)
+const NAME_FONT = '600 13px system-ui, -apple-system, "Segoe UI", "Noto Sans", "DejaVu Sans", sans-serif';
+const cut = new Map(); // (name, width) -> the text shown: a row is rebuilt often, a name's fit measured once
+let measure = null;
+
+/** The name as it fits `width` px, cut in the middle (GKE's `gke-a3-mega-pool-1-2f8c91d0-abcd` and `...-wxyz` differ
+ * only at the end), measured in the row's font on a canvas. */
+export function middleCut(name, width) {
+  const memo = `${width}\u0000${name}`;
+  let text = cut.get(memo);
+  if (text !== undefined) return text;
+  measure = measure || document.createElement("canvas").getContext("2d");
+  measure.font = NAME_FONT;
+  const fits = (t) => measure.measureText(t).width <= width - 2;
+  text = name;
+  for (let keep = name.length - 1; keep > 4 && !fits(text); keep--) {
+    const head = Math.ceil(keep * 0.55);
+    text = `${name.slice(0, head)}\u2026${name.slice(name.length - (keep - head))}`;
+  }
+  if (cut.size > 20000) cut.clear();
+  cut.set(memo, text);
+  return text;
+}
+
+/** A row's flags as [class, text, title]: new, cordoned, then every taint (a cordoned node's own unschedulable taint
+ * is said by "cordoned"). Past MAX_FLAGS the last pill is "+N", its title naming the rest. */
+function rowFlags(node, added) {
+  const out = [];
+  if (added) out.push(["added", "new", "added by the what-if"]);
+  const taints = node.taints || [];
+  if (node.unschedulable) {
+    const own = taints.includes(UNSCHEDULABLE_TAINT) ? ` (taint ${UNSCHEDULABLE_TAINT})` : "";
+    out.push(["cordoned", "cordoned", `cordoned: spec.unschedulable${own}`]);
+  }
+  for (const t of taints) if (!(node.unschedulable && t === UNSCHEDULABLE_TAINT)) out.push(["taint", t, `taint ${t}`]);
+  if (out.length <= MAX_FLAGS) return out;
+  const rest = out.slice(MAX_FLAGS - 1);
+  return [...out.slice(0, MAX_FLAGS - 1),
+    ["more", `+${rest.length}`, rest.map(([, , title]) => title).join("\n")]];
+}
+
+const SPLIT_UNIT = { mig: "slices", timeslicing: "replicas", slices: "slices", milli: "milli" };
+
+/** Free devices (wholly free / all), and for split devices their free units (MIG slices, replicas, ...) below, with
+ * what the node can still take per resource (allocatable - requested) in the title. */
+function nodeStats(node) {
+  const { total, free } = countCells(node);
+  let unit = null;
+  let units = 0;
+  let unitsFree = 0;
+  for (const c of cellsOf(node)) {
+    if (c.kind === "mig") {
+      const size = c.slotCount || 8;
+      units += size;
+      unitsFree += size - (c.slots || []).filter((s) => s.holder).reduce((a, s) => a + s.size, 0);
+    } else if (c.share) {
+      units += c.share.total;
+      unitsFree += c.share.total - c.share.used;
+    } else continue;
+    unit = unit || SPLIT_UNIT[c.kind] || c.share?.unit;
+  }
+  const left = [];
+  for (const [res, alloc] of Object.entries(node.allocatable || {})) {
+    if (!res.includes("/")) continue;
+    const n = Number(alloc) - Number((node.requested || {})[res] ?? 0);
+    if (Number.isFinite(n)) left.push(`${res.slice(res.lastIndexOf("/") + 1).replace(/^mig-/, "")} ${n}`);
+  }
+  const title = [`${free} of ${total} devices wholly free`,
+    unit ? `${unitsFree} of ${units} ${unit} free` : null,
+    left.length ? `free to request: ${left.join(", ")}` : null].filter(Boolean).join("\n");
+  return el("div", { class: `node-stats${unit ? " split" : ""}`, title },
+    el("span", { class: "free-count" }, String(free)), el("span", { class: "muted" }, `/${total}`),
+    unit ? el("span", { class: "split-free" }, `${unitsFree}/${units} ${unit}`) : null);
+}
+
 function* cellsOf(node) {
   for (const g of node.groups || []) for (const sw of g.switches || []) yield* sw.devices || [];
 }
@@ -72,15 +163,18 @@ export class AcceleratorMap {
     this.hooks = hooks;
     this.canvas = el("div", { class: "map-canvas", role: "grid", "aria-label": "accelerator map" });
     this.empty = el("p", { class: "map-empty", hidden: true }, "No nodes match.");
-    // The group of the topmost visible row stays pinned (a sticky, zero-height strip): in a 100-node PDU the header
-    // scrolls away long before its last node does. Not a .group-row, so selectors on the real headers stay unique.
-    this.pin = el("div", { class: "group-pin", hidden: true, title: "scroll to this group's header" });
+    // The group of the topmost visible row stays named (in a 100-node PDU the header scrolls away long before its
+    // last node does) in a strip above the map, outside the scrolling area, so it never covers the first row. Not a
+    // .group-row, so selectors on the real headers stay unique.
+    this.pin = el("div", { class: "group-pin", title: "scroll to this group's header" });
     this.pinKey = null;
     this.pin.addEventListener("click", () => {
       const i = this.index.get(this.pinKey);
       if (i !== undefined) this.root.scrollTop = i * ROW_H;
     });
-    root.replaceChildren(el("div", { class: "group-pin-holder" }, this.pin), this.canvas, this.empty);
+    this.pinHolder = el("div", { class: "group-pin-holder", hidden: true }, this.pin);
+    root.before(this.pinHolder);
+    root.replaceChildren(this.canvas, this.empty);
     this.nodes = [];
     this.byName = new Map();
     this.groupBy = null;
@@ -91,7 +185,9 @@ export class AcceleratorMap {
     this.selectedNodes = new Set();
     this.selectedGroups = new Set();
     this.explain = null; // Map node -> verdict of the selected pending pod
+    this.verdictFilter = null; // "feasible" | a filter's name: only those nodes of the explanation are shown
     this.baseline = null; // Map node -> etag of today's run while the map shows a what-if run
+    this.palette = null; // key -> colour class, by namespace or gang while they are few (distinctPalette)
     this.rows = [];
     this.rendered = new Map(); // row key -> {el, index, stamp}
     this.epoch = 0;
@@ -100,7 +196,7 @@ export class AcceleratorMap {
     this.lastHover = null;
 
     root.addEventListener("scroll", () => {
-      if (this.lastHover) this.leave();
+      if (this.lastHover && this.lastHover !== document.activeElement) this.leave(); // a focused cell keeps its tip
       this.schedule();
     }, { passive: true });
     new ResizeObserver(() => this.schedule()).observe(root);
@@ -110,17 +206,35 @@ export class AcceleratorMap {
     this.canvas.addEventListener("mousemove", (e) => this.onMove(e));
     this.canvas.addEventListener("mouseleave", () => this.leave());
     this.canvas.addEventListener("keydown", (e) => {
-      if ((e.key === "Enter" || e.key === " ") && e.target.classList.contains("cell")) {
+      if (!e.target.classList.contains("cell")) return;
+      if (e.key === "Enter" || e.key === " ") {
         e.preventDefault();
         e.target.click();
+      } else if (ARROWS.has(e.key)) {
+        e.preventDefault();
+        this.moveFocus(e.target, e.key);
       }
     });
+    // The keyboard: Tab reaches the map, which hands focus to the first cell in view; arrows move from cell to cell
+    // (rows scroll in as needed); a focused cell shows its tooltip and marks every cell of its holder, as hovering.
+    root.addEventListener("focus", () => this.firstCell()?.focus());
+    this.canvas.addEventListener("focusin", (e) => {
+      if (!e.target.classList.contains("cell")) return;
+      const info = this.info(e.target);
+      if (!info) return;
+      const box = e.target.getBoundingClientRect();
+      this.lastHover = e.target;
+      this.hooks.onHover?.(info, { clientX: box.right, clientY: box.bottom });
+      this.markHolder(info.holder);
+    });
+    this.canvas.addEventListener("focusout", () => this.leave());
   }
 
   // ---- data ---------------------------------------------------------------------------------------------------
 
   /** Show these NodeViews. Rows whose etag did not change keep their DOM; the layout is redone only if needed. */
-  setData(nodes, { gangs, baseline } = {}) {
+  setData(nodes, { gangs, baseline, changed = null } = {}) {
+    this.changed = changed;
     this.nodes = nodes;
     this.serial = (this.serial || 0) + 1;
     this.byName = new Map(nodes.map((n) => [n.name, n]));
@@ -145,6 +259,7 @@ export class AcceleratorMap {
       const present = new Set(nodes.map((n) => this.groupOf(n)));
       for (const g of [...this.selectedGroups]) if (!present.has(g)) pruned = this.selectedGroups.delete(g);
     }
+    this.repalette();
     this.relayout();
     if (pruned) {
       this.syncChecks();
@@ -167,8 +282,20 @@ export class AcceleratorMap {
   setColorBy(mode) {
     if (mode === this.colorBy) return;
     this.colorBy = mode;
+    this.repalette();
     this.epoch++;
     this.schedule();
+  }
+
+  /** The distinct colours of the keys held now; rows are redrawn if any key's colour moved. */
+  repalette() {
+    const palette = distinctPalette(this.nodes, this.colorBy, this.gangs);
+    const sig = palette ? [...palette].join("|") : "";
+    if (sig !== this.paletteSig) {
+      if (this.paletteSig !== undefined) this.epoch++;
+      this.paletteSig = sig;
+    }
+    this.palette = palette;
   }
 
   setFilter(text) {
@@ -185,6 +312,10 @@ export class AcceleratorMap {
   /** verdicts: [{node, feasible, filter, reasons, ...}] from /api/explain, or null to clear the highlight. */
   setExplain(verdicts) {
     this.explain = verdicts ? new Map(verdicts.map((v) => [v.node, v])) : null;
+    if (this.verdictFilter) {
+      this.verdictFilter = null; // another pod's (or no) explanation: its verdicts decide nothing here
+      this.relayout(true);
+    }
     this.root.classList.toggle("explaining", !!verdicts);
     for (const r of this.rendered.values()) if (r.el.classList.contains("node-row")) this.applyExplain(r.el);
   }
@@ -232,11 +363,32 @@ export class AcceleratorMap {
     return v === undefined || v === null ? NO_GROUP : String(v);
   }
 
+  /** Show only the nodes of one verdict of the explained pod: "feasible", or a filter's name (the nodes it stops
+   * first); null shows every node. At 5,000 nodes the few that fit, or the ones a taint blocks, are otherwise lost. */
+  setVerdictFilter(verdict) {
+    const v = verdict || null;
+    if (v === this.verdictFilter) return;
+    this.verdictFilter = v;
+    this.relayout(true);
+  }
+
+  verdictMatches(node) {
+    if (!this.verdictFilter || !this.explain) return true;
+    const v = this.explain.get(node.name);
+    if (!v) return false;
+    return this.verdictFilter === "feasible" ? !!v.feasible : !v.feasible && v.filter === this.verdictFilter;
+  }
+
   matches(node) {
+    if (!this.verdictMatches(node)) return false;
     const f = this.filter;
     if (!f) return true;
     if (node.name.toLowerCase().includes(f)) return true;
-    for (const v of Object.values(node.labels || {})) if (String(v).toLowerCase().includes(f)) return true;
+    for (const [k, v] of Object.entries(node.labels || {})) {
+      if (k.toLowerCase().includes(f) || String(v).toLowerCase().includes(f)) return true;
+    }
+    for (const res of Object.keys(node.allocatable || {})) if (res.toLowerCase().includes(f)) return true;
+    for (const res of Object.keys(node.free || {})) if (res.toLowerCase().includes(f)) return true;
     for (const t of node.taints || []) if (t.toLowerCase().includes(f)) return true;
     for (const p of node.pods || []) if (p.toLowerCase().includes(f)) return true;
     return false;
@@ -335,14 +487,16 @@ export class AcceleratorMap {
   }
 
   renderPin(topIndex) {
+    this.pinHolder.hidden = !this.groupBy;
     const h = this.headerOf ? this.headerOf[topIndex] : -1;
     const row = h >= 0 && h < topIndex ? this.rows[h] : null;
     if (!row) {
-      this.pin.hidden = true;
+      // The strip keeps its height (no jump of the map when it fills); empty while the header itself is in view.
+      this.pin.classList.add("idle");
       this.pinKey = null;
       return;
     }
-    this.pin.hidden = false;
+    this.pin.classList.remove("idle");
     this.pinKey = row.key;
     const stamp = `${row.key}|${this.stamp(row)}`;
     if (stamp === this.pinStamp) return;
@@ -357,7 +511,7 @@ export class AcceleratorMap {
     if (row.type === "group") {
       return `${this.epoch}|${row.all.length}|${row.total}|${row.free}|${row.cordoned}|${row.collapsed}|${row.hidden}`;
     }
-    return `${this.epoch}|${row.node.etag ?? `serial${this.serial}`}`;
+    return `${this.epoch}|${this.nameWidth()}|${row.node.etag ?? `serial${this.serial}`}`;
   }
 
   scrollToNode(name) {
@@ -423,22 +577,17 @@ export class AcceleratorMap {
     if (this.baseline) {
       const before = this.baseline.get(node.name);
       if (before === undefined) classes.push("is-added");
-      else if (before !== node.etag) classes.push("is-changed");
+      else if (this.changed ? this.changed.has(node.name) : before !== node.etag) classes.push("is-changed");
     }
     const check = el("input", { type: "checkbox", class: "select-node", "aria-label": `select ${node.name}` });
     check.checked = this.isSelected(node.name);
-    const flags = el("span", { class: "flags" });
-    if (classes.includes("is-added")) {
-      flags.appendChild(el("span", { class: "flag added", title: "added by the what-if" }, "new"));
-    }
-    if (node.unschedulable) flags.appendChild(el("span", { class: "flag cordoned", title: "cordoned" }, "cordoned"));
-    for (const t of node.taints || []) flags.appendChild(el("span", { class: "flag taint", title: t }, t));
-    const { total, free } = countCells(node);
+    const flags = el("span", { class: "flags" }, rowFlags(node, classes.includes("is-added")).map(([cls, text, title]) =>
+      el("span", { class: `flag ${cls}`, title }, text)));
     const head = el("div", { class: "node-head" }, check,
-      el("button", { class: "node-name", type: "button", title: `${node.name}: facts and why-pending` }, node.name),
+      el("button", { class: "node-name", type: "button", title: `${node.name}: facts and why-pending`,
+        "aria-label": node.name }, middleCut(node.name, this.nameWidth())),
       flags);
-    const stats = el("div", { class: "node-stats", title: `${free} of ${total} devices free` },
-      el("span", { class: "free-count" }, String(free)), el("span", { class: "muted" }, `/${total}`));
+    const stats = nodeStats(node);
     const explain = el("div", { class: "node-explain" });
     const devices = el("div", { class: "devices" });
     for (const g of node.groups || []) devices.appendChild(this.buildNuma(node, g));
@@ -447,6 +596,15 @@ export class AcceleratorMap {
       head, stats, explain, devices);
     this.applyExplain(row);
     return row;
+  }
+
+  /** --name-w of the canvas now (a container query changes it with the map's width). */
+  nameWidth() {
+    if (this.nameW === undefined || this.nameWEpoch !== this.root.clientWidth) {
+      this.nameWEpoch = this.root.clientWidth;
+      this.nameW = parseFloat(getComputedStyle(this.canvas).getPropertyValue("--name-w")) || 130;
+    }
+    return this.nameW;
   }
 
   buildNuma(node, group) {
@@ -468,18 +626,24 @@ export class AcceleratorMap {
   }
 
   holderClass(holder) {
-    return holder ? `held ${keyClass(holderKey(holder, this.colorBy, this.gangs), this.colorBy)}` : "free";
+    const key = holderKey(holder, this.colorBy, this.gangs);
+    return holder ? `held ${keyClass(key, this.colorBy, this.palette)}` : "free";
   }
 
   buildCell(nodeName, c) {
     const holders = c.holders || [];
     const holder = holders[0] || "";
+    const held = c.kind === "mig" ? [...new Set((c.slots || []).map((s) => s.holder).filter(Boolean))] : holders;
     const attrs = {
       "data-device": `${nodeName}/${c.id}`,
       "data-holder": holder,
       "data-kind": c.kind,
       "data-resource": c.resource,
       tabindex: "-1",
+      role: "gridcell",
+      // What a screen reader says, and what a holder is without its colour.
+      "aria-label": `${nodeName} ${c.id} (${c.kind === "device" ? c.resource : c.kind}): `
+        + `${held.length ? `held by ${held.join(", ")}` : "free"}`,
     };
     if (holders.length > 1) attrs["data-holders"] = holders.join(" ");
     if (c.kind === "mig") {
@@ -520,6 +684,8 @@ export class AcceleratorMap {
       "data-nic": `${nodeName}/${nic.id}`,
       "data-holders": holders.join(" "),
       tabindex: "-1",
+      role: "gridcell",
+      "aria-label": `${nodeName} NIC ${nic.id}: ${holders.length ? `aligned with ${holders.join(", ")}` : "no pod"}`,
     });
   }
 
@@ -642,12 +808,14 @@ export class AcceleratorMap {
     if (target === this.lastHover) return;
     this.lastHover = target;
     if (!target) {
-      this.hooks.onLeave?.();
+      this.leave();
       return;
     }
     const info = this.info(target);
-    if (info) this.hooks.onHover?.(info, e);
-    else this.hooks.onLeave?.();
+    if (info) {
+      this.hooks.onHover?.(info, e);
+      this.markHolder(info.holder);
+    } else this.leave();
   }
 
   onMove(e) {
@@ -656,7 +824,55 @@ export class AcceleratorMap {
 
   leave() {
     this.lastHover = null;
+    this.markHolder("");
     this.hooks.onLeave?.();
+  }
+
+  /** Outline every drawn cell of `holder` (a holder shown by more than its colour); "" clears. */
+  markHolder(holder) {
+    for (const c of this.canvas.querySelectorAll(".cell.same-holder")) c.classList.remove("same-holder");
+    if (!holder) return;
+    for (const c of this.canvas.querySelectorAll(".cell[data-holder], .cell[data-holders]")) {
+      const all = (c.getAttribute("data-holders") || c.getAttribute("data-holder") || "").split(" ");
+      if (all.includes(holder)) c.classList.add("same-holder");
+    }
+  }
+
+  firstCell() {
+    const top = Math.floor(this.root.scrollTop / ROW_H);
+    for (let i = top; i < this.rows.length; i++) {
+      if (this.rows[i].type !== "node") continue;
+      const cell = this.rendered.get(this.rows[i].key)?.el.querySelector(".cell");
+      if (cell) return cell;
+    }
+    return null;
+  }
+
+  /** Arrow keys: left and right along the row's cells (Home, End: its first and last), up and down to the same
+   * place in the next node row that has cells, scrolled into view. */
+  moveFocus(cell, key) {
+    const rowEl = cell.closest(".node-row");
+    const cells = [...rowEl.querySelectorAll(".cell")];
+    const at = cells.indexOf(cell);
+    if (key === "ArrowLeft" || key === "ArrowRight" || key === "Home" || key === "End") {
+      const to = { ArrowLeft: at - 1, ArrowRight: at + 1, Home: 0, End: cells.length - 1 }[key];
+      cells[Math.max(0, Math.min(cells.length - 1, to))].focus();
+      return;
+    }
+    const step = key === "ArrowDown" ? 1 : -1;
+    let i = this.index.get(`n:${rowEl.getAttribute("data-node")}`);
+    for (i += step; i >= 0 && i < this.rows.length; i += step) {
+      const row = this.rows[i];
+      if (row.type !== "node" || !(row.node.groups || []).some((g) => g.switches.some((sw) => (sw.devices || []).length
+        || (sw.nics || []).length))) continue;
+      const h = this.root.clientHeight;
+      if (i * ROW_H < this.root.scrollTop) this.root.scrollTop = i * ROW_H;
+      else if ((i + 1) * ROW_H > this.root.scrollTop + h) this.root.scrollTop = (i + 1) * ROW_H - h;
+      this.render();
+      const next = [...(this.rendered.get(row.key)?.el.querySelectorAll(".cell") || [])];
+      if (next.length) next[Math.min(at, next.length - 1)].focus();
+      return;
+    }
   }
 
   /** Colour keys by how many devices they hold (the legend), largest first. */

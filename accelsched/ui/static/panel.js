@@ -43,14 +43,14 @@ export function renderCapacity(root, cap) {
   if (!(cap.sentences || []).length) sentences.appendChild(el("li", { class: "muted" }, "no device capacity"));
   parts.push(sentences);
 
-  if (resources.length) {
-    parts.push(numberTable(["device", "total", "used", "free", "stranded"],
-      resources.map((r) => [r.resource, r.allocatable, r.used, r.free, r.stranded])));
-    const top = topResources(resources, 5);
+  const physical = cap.physical || [];
+  if (physical.length) {
+    parts.push(deviceTable(physical));
+    const top = [...physical].sort((a, b) => b.devices - a.devices).slice(0, 5);
     const box = chartBox();
     parts.push(box);
     jobs.push([box, {
-      title: resources.length > top.length ? `Devices by type (the ${top.length} largest)` : "Devices by type",
+      title: physical.length > top.length ? `Devices by type (the ${top.length} largest)` : "Devices by type",
       categories: top.map((r) => label(r.resource)),
       series: [
         { name: "used", values: top.map((r) => r.used), color: COLORS.used },
@@ -62,6 +62,8 @@ export function renderCapacity(root, cap) {
       height: 150,
       legend: true,
     }]);
+  }
+  if (resources.length) {
     for (const r of topResources(resources, 2)) {
       if (!(r.shapes || []).length) continue;
       const shapes = el("div", { class: "chart-box" });
@@ -117,6 +119,29 @@ export function renderCapacity(root, cap) {
   draw(jobs);
 }
 
+/** Physical devices by type, one row each (a MIG-split or time-sliced GPU is one GPU), with what their partitions
+ * serve under them in their own units (MIG instances per profile, replicas): no row adds replicas to devices. */
+function deviceTable(physical) {
+  const table = el("table", { class: "num-table device-types" });
+  table.appendChild(el("thead", null, el("tr", null, ["device", "total", "used", "free", "stranded"].map(
+    (h) => el("th", null, h)))));
+  const body = el("tbody");
+  const td = (v) => el("td", null, v === null || v === undefined ? "—" : String(v));
+  for (const p of physical) {
+    body.appendChild(el("tr", { class: "physical", "data-resource": p.resource },
+      el("th", { title: `${p.resource}: physical devices` }, p.resource), td(p.devices), td(p.used), td(p.free),
+      td(p.stranded)));
+    for (const x of p.split || []) {
+      const what = x.mode === "mig" ? `MIG ${label(x.resource)}` : `${x.mode} ${label(x.resource)}`;
+      body.appendChild(el("tr", { class: "split", "data-parent": p.resource, "data-resource": x.resource },
+        el("th", { title: `${x.resource}: ${x.unit} on ${p.resource} devices split by ${x.mode}` },
+          `↳ ${what} (${x.unit})`), td(x.total), td(x.used), td(x.free), td(null)));
+    }
+  }
+  table.appendChild(body);
+  return table;
+}
+
 /** Today against the what-if (used by whatif.js): totals, the device types that changed, split-device fragmentation. */
 export function renderCapacityCompare(root, before, after) {
   const jobs = [];
@@ -140,7 +165,7 @@ export function renderCapacityCompare(root, before, after) {
     if (same) continue;
     changed.push(name);
     const short = label(name);
-    rows.push([`${short} free`, b.free ?? 0, a.free ?? 0, delta(b.free, a.free)]);
+    rows.push([`${short} free`, usableFree(b), usableFree(a), delta(usableFree(b), usableFree(a))]);
     rows.push([`${short} stranded`, b.stranded ?? 0, a.stranded ?? 0, delta(b.stranded, a.stranded)]);
     if (size) rows.push([`${short}: nodes fitting ${size}`, at(b), at(a), delta(at(b), at(a))]);
   }
@@ -161,8 +186,8 @@ export function renderCapacityCompare(root, before, after) {
       title: "Free devices: today vs what-if",
       categories: shown.map(label),
       series: [
-        { name: "today", values: shown.map((n) => pick(before, n).free ?? 0), color: "#9aa7b8" },
-        { name: "what-if", values: shown.map((n) => pick(after, n).free ?? 0), color: COLORS.used },
+        { name: "today", values: shown.map((n) => usableFree(pick(before, n))), color: "#9aa7b8" },
+        { name: "what-if", values: shown.map((n) => usableFree(pick(after, n))), color: COLORS.used },
       ],
       height: 130,
       legend: true,
@@ -170,6 +195,12 @@ export function renderCapacityCompare(root, before, after) {
   }
   replaceChildren(root, parts);
   draw(jobs);
+}
+
+/** Free devices a new pod can use: a stranded one (cordoned, tainted, ...) is no free one, so a drain, which
+ * cordons, does not raise it. */
+function usableFree(r) {
+  return (r.free ?? 0) - (r.stranded ?? 0);
 }
 
 /** The device types with the most devices: a chart axis has room for about five names. */

@@ -102,8 +102,12 @@ function label(col) {
   return col.replaceAll("_", " ");
 }
 
-function cellText(v) {
+// Columns that are ratios of GPU capacity: shown in percent, as the charts draw them (data-value keeps the CSV's).
+const RATIO = /^(alloc_at_\d+pct|final_alloc|frag_ratio)$/;
+
+function cellText(v, col) {
   if (v === null || v === undefined) return "–";
+  if (typeof v === "number" && RATIO.test(col)) return `${(100 * v).toFixed(1)}%`;
   return String(v);
 }
 
@@ -167,7 +171,7 @@ function drawTable() {
         class: [col === "policy" ? "text" : "num", best.has(col) && best.get(col) === v ? "best" : ""].join(" ").trim(),
       });
       if (col === "policy") td.appendChild(h("span", { class: "swatch", "data-policy": row.policy }));
-      td.appendChild(document.createTextNode(cellText(v)));
+      td.appendChild(document.createTextNode(cellText(v, col)));
       tr.appendChild(td);
     }
     body.appendChild(tr);

@@ -6,6 +6,7 @@
 import { postWhatif } from "./api.js";
 import { el, replaceChildren, plural } from "./dom.js";
 import { renderCapacityCompare } from "./panel.js";
+import { WHATIF_COLUMNS, download, toCSV, whatifRows } from "./export.js";
 
 const NO_GROUP = "\u0000";
 const MAX_ADD_TARGETS = 20;
@@ -36,6 +37,45 @@ function describe(action, sizes) {
     default:
       return `${action.op} ${target(action.nodes)}`;
   }
+}
+
+/** An action of a link is staged only in the shapes the panel stages (the server checks the rest at Run). */
+function wellFormed(a) {
+  if (!a || typeof a !== "object" || typeof a.op !== "string") return false;
+  if (a.op === "add") return typeof a.node === "string" && Number.isInteger(a.count);
+  const nodes = a.nodes;
+  const ok = Array.isArray(nodes) ? nodes.every((n) => typeof n === "string")
+    : !!nodes && typeof nodes === "object" && typeof nodes.label === "string" && typeof nodes.value === "string";
+  return ok && (a.op !== "taint" || typeof a.taint === "string");
+}
+
+/** A what-if result as exported: everything but the what-if map's node views (megabytes at 5,000 nodes). */
+function exportable(result) {
+  const { nodes, order, ...rest } = result;
+  return rest;
+}
+
+/** The evicted pods under one heading, then one group per cause ("drain", "taint K=V:NoExecute"): the taint
+ * manager's evictions are not a drain's. */
+function evictedSection(evicted, section) {
+  const causes = new Map();
+  for (const x of evicted) {
+    const cause = x.cause || "drain";
+    if (!causes.has(cause)) causes.set(cause, []);
+    causes.get(cause).push(x);
+  }
+  const line = (x) => [el("span", { class: "pod" }, x.pod), " from ",
+    el("button", { type: "button", class: "link", "data-jump": x.from }, x.from),
+    el("span", { class: "muted" }, x.recreated ? " · recreated by its controller" : " · deleted (no controller)")];
+  const s = el("section", { class: "wi-list evicted" }, el("h4", null, `Evicted (${evicted.length})`));
+  if (!evicted.length) s.appendChild(el("p", { class: "muted" }, "none"));
+  for (const [cause, rows] of causes) {
+    const group = section("evicted-by", `by ${cause}`, rows, line);
+    group.setAttribute("data-cause", cause);
+    group.querySelector("h4").replaceWith(el("h5", null, `by ${cause} (${rows.length})`));
+    s.appendChild(group);
+  }
+  return s;
 }
 
 export class WhatIfPanel {
@@ -80,6 +120,12 @@ export class WhatIfPanel {
         this.showing = !this.showing;
         this.renderToggle();
         this.hooks.onShowMap?.(this.showing);
+        return;
+      }
+      const format = e.target.closest("[data-export]")?.getAttribute("data-export");
+      if (format && this.result) {
+        if (format === "csv") download("whatif.csv", toCSV(WHATIF_COLUMNS, whatifRows(this.result)), "text/csv");
+        else download("whatif.json", `${JSON.stringify(exportable(this.result), null, 2)}\n`, "application/json");
         return;
       }
       const node = e.target.closest("[data-jump]");
@@ -217,6 +263,18 @@ export class WhatIfPanel {
     }
     this.renderActions();
     this.hooks.onResult?.(null);
+    this.hooks.onRan?.(null);
+  }
+
+  /** Stage `actions` as they came from a shared link (the server checks them at Run, as any body) and run them. */
+  async restore(actions) {
+    if (!Array.isArray(actions) || !actions.length) return;
+    this.actions = actions.filter(wellFormed).slice(0, 100);
+    this.renderActions();
+    await this.run();
+    if (this.actions.length < actions.length && !this.error.textContent) {
+      this.showError("the link's what-if had malformed actions: left out");
+    }
   }
 
   async run() {
@@ -232,6 +290,7 @@ export class WhatIfPanel {
       const result = await postWhatif({ actions: staged }, { signal: this.abort.signal });
       this.ran = staged;
       this.result = result;
+      this.hooks.onRan?.(staged);
       this.resultVersion = version;
       this.renderResult();
       this.hooks.onResult?.(result);
@@ -264,6 +323,7 @@ export class WhatIfPanel {
     const moved = r.moved || [];
     const placed = r.placed || [];
     const evicted = r.evicted || [];
+    const replaced = r.replaced || [];
     // Every number here counts pods (a gang as its pending members), as the header's "pending" does.
     const pb = pendingPods(r.pendingBefore);
     const pa = pendingPods(r.pendingAfter);
@@ -274,7 +334,10 @@ export class WhatIfPanel {
       el("span", { class: "stat" }, el("b", null, String(moved.length)), ` ${pods(moved.length)} move`),
       el("span", { class: `stat ${placed.length ? "good" : ""}` }, el("b", null, String(placed.length)),
         ` ${pods(placed.length)} get placed`),
-      el("span", { class: "stat" }, el("b", null, String(evicted.length)), ` ${pods(evicted.length)} evicted`));
+      el("span", { class: "stat" }, el("b", null, String(evicted.length)), ` ${pods(evicted.length)} evicted`),
+      replaced.length ? el("span", { class: "stat muted", title: "Pending in the input, placed by this run on "
+        + "another node than today's run chose: the queue's order, not the action, moved them" },
+      el("b", null, String(replaced.length)), ` ${pods(replaced.length)} placed elsewhere by the run`) : null);
     const side = el("div", { class: "side-by-side" },
       el("div", { class: "side today" }, el("h4", null, "Today"), el("p", { class: "big" }, String(pb)),
         el("p", { class: "muted" }, `${pods(pb)} pending`)),
@@ -314,15 +377,20 @@ export class WhatIfPanel {
       summary, notes, side,
       el("h4", null, "Capacity: today vs what-if"), compare,
       section("lost", "Lose their place", lost, (x) => [el("span", { class: "pod" }, x.pod), " from ", jump(x.from),
+        x.placedByRun ? el("span", { class: "muted" }, " · placed by today's run (Pending in the input)") : null,
         x.message ? el("div", { class: "message" }, x.message) : null]),
       section("moved", "Move", moved, (x) => [el("span", { class: "pod" }, x.pod), " ", jump(x.from), " → ",
         jump(x.to)]),
       section("placed", "Get placed", placed, (x) => [el("span", { class: "pod" }, x.pod), " → ", jump(x.to)]),
-      section("evicted", "Evicted by drain", evicted, (x) => [el("span", { class: "pod" }, x.pod), " from ",
-        jump(x.from),
-        el("span", { class: "muted" }, x.recreated ? " · recreated by its controller" : " · deleted (no controller)"),
-      ]),
+      evictedSection(evicted, section),
+      replaced.length ? el("details", { class: "wi-replaced" },
+        el("summary", null, `Placed elsewhere by the run (${replaced.length}): Pending in the input, not moved`),
+        section("replaced", "Today's run → what-if run", replaced, (x) => [el("span", { class: "pod" }, x.pod), " ",
+          jump(x.from), " → ", jump(x.to)])) : null,
       el("button", { type: "button", id: "whatif-map", class: "toggle", "aria-pressed": "false" }, ""),
+      el("p", { class: "exports" }, "export ",
+        el("button", { type: "button", class: "link", "data-export": "csv" }, "CSV"), " ",
+        el("button", { type: "button", class: "link", "data-export": "json" }, "JSON")),
     );
     this.out.hidden = false;
     renderCapacityCompare(compare, r.before || {}, r.after || {});
