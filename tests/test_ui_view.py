@@ -433,3 +433,31 @@ def test_milli_and_slices_cells(tmp_path: Path) -> None:
     assert built["milli"]["free"] == {"nvidia.com/gpu": 1}
     assert view.pod_detail(run, "default/bound-slices")["phase"] == "Bound"
     assert view.pod_detail(run, "default/quarter")["phase"] == "Placed"
+
+
+def test_the_queue_panel_is_schedules_queue_json_with_quota_and_cohort_sums() -> None:
+    """The view's ``queues``: ``clusterQueues`` and ``workloads`` as ``schedule -o json`` writes them (the same
+    report functions over the same run), plus each ClusterQueue's nominalQuota and the cohort's sums; None
+    without Kueue objects."""
+    from accelsched.ui.state import DemoState, FilesState, execute
+
+    run = execute(FilesState.load([Path(__file__).resolve().parents[1] / "examples" / "queues" / "two-teams.yaml"]))
+    panel = view.build_view(run, None)["queues"]
+    expected = report.queues_json(run.session.queues)
+    assert [{k: cq[k] for k in ("name", "cohort", "usage", "borrowed")} for cq in panel["clusterQueues"]] == expected[
+        "clusterQueues"
+    ]
+    assert [cq["nominal"] for cq in panel["clusterQueues"]] == [
+        {"a100": {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8"}}
+    ] * 2
+    (cohort,) = panel["cohorts"]
+    assert cohort["clusterQueues"] == ["team-a", "team-b"]
+    assert cohort["nominal"] == {"a100": {"cpu": "192", "memory": "2Ti", "nvidia.com/gpu": "16"}}
+    assert cohort["usage"]["a100"]["nvidia.com/gpu"] == "16"
+    held = [w for w in expected["workloads"] if not w["admitted"]]
+    assert [(w["name"], w["message"]) for w in panel["queued"]] == [
+        (w["name"], w["conditions"][0]["message"]) for w in held
+    ]
+    assert "4 more needed" in panel["queued"][0]["message"]
+    assert panel["admitted"] == {"team-a": 2, "team-b": 1}
+    assert view.build_view(execute(DemoState.lab(None)), None)["queues"] is None

@@ -41,14 +41,14 @@ def cluster_queues_json(result: QueueResult) -> list[dict[str, Any]]:
     for name, cq in result.objects.cluster_queues.items():
         usage: dict[str, dict[str, str]] = {}
         borrowed: dict[str, dict[str, str]] = {}
-        for flavor, q, used in _usage(result, name):
+        for flavor, q, used in usage_rows(result, name):
             usage.setdefault(flavor, {})[q.name] = format_amount(q.name, used)
             borrowed.setdefault(flavor, {})[q.name] = format_amount(q.name, max(0, used - q.nominal))
         out.append({"name": name, "cohort": cq.cohort or None, "usage": usage, "borrowed": borrowed})
     return out
 
 
-def _usage(result: QueueResult, name: str) -> Iterator[tuple[str, ResourceQuota, int]]:
+def usage_rows(result: QueueResult, name: str) -> Iterator[tuple[str, ResourceQuota, int]]:
     """(flavor, its quota for a resource, the amount used) for every flavor and resource of a ClusterQueue."""
     node = result.tree.cluster_queues[name]
     for rg in result.objects.cluster_queues[name].resource_groups:
@@ -82,7 +82,7 @@ def cluster_queues_table(result: QueueResult) -> Table:
         table.add_column(column, overflow="fold")
     for name, cq in result.objects.cluster_queues.items():
         cells: dict[str, list[str]] = {}
-        for flavor, q, used in _usage(result, name):
+        for flavor, q, used in usage_rows(result, name):
             borrowed = max(0, used - q.nominal)
             shown = f"{q.name} {format_amount(q.name, used)}/{format_amount(q.name, q.nominal)}"
             cells.setdefault(flavor, []).append(

@@ -30,6 +30,7 @@ from accelsched.framework import gang
 from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
 from accelsched.topology.layout import ATTR_PCIE_ROOT
 from accelsched.ui import capacity
+from accelsched.ui.queues import queue_panel
 
 # Label keys a platform team groups nodes by, most useful first (groupKeys lists the present ones in this order).
 KNOWN_GROUP_KEYS = (
@@ -83,6 +84,7 @@ def _build_view(run: Any, group_by: str | None, reuse: tuple[Any, dict[str, Any]
         "gangs": gang_map(run),
         "pending": pending,
         "capacity": capacity.panel(cluster, run.results),
+        "queues": queue_panel(session.queues),
         "counts": {
             "nodes": cluster.n,
             "devices": devices,

@@ -9,6 +9,7 @@ import { AcceleratorMap, NO_GANG, keyClass } from "./map.js";
 import { PendingList, explainKey, findEntry } from "./pending.js";
 import { WhatIfPanel, pendingPods } from "./whatif.js";
 import { renderCapacity } from "./panel.js";
+import { renderQueues } from "./queues.js";
 import { Tooltip, renderPod, renderPodError, renderNode, openDrawer, closeDrawers } from "./details.js";
 import { el, replaceChildren, plural } from "./dom.js";
 import { PENDING_COLUMNS, download, pendingRows, toCSV } from "./export.js";
@@ -268,6 +269,7 @@ function renderAll() {
   pending.render(app.view.pending || []);
   if (app.pending) pending.showExplain(app.explain, app.explainError);
   renderCapacity($("capacity-body"), app.view.capacity || {});
+  renderQueues($("queues-panel"), $("queues-body"), app.view.queues);
   whatif.stateChanged(app.view.version);
   document.body.dataset.version = String(app.view.version);
   performance.measure(`accelsched:render v${app.view.version}`, "accelsched:render-start");

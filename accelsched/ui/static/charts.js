@@ -134,7 +134,7 @@ function frame(container, kind, opts, fallbackHeight) {
   const width = Math.max(240, Math.round(opts.width || container.clientWidth || 480));
   const height = Math.max(100, Math.round(opts.height || fallbackHeight));
   const svg = el("svg", {
-    class: "chart", "data-chart": kind, width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
+    class: "chart", "data-chart": kind, width, height, viewBox: `0 0 ${width} ${height}`, role: "figure",
     "font-family": "system-ui, sans-serif", "font-size": 11,
   });
   if (opts.title) svg.setAttribute("aria-label", opts.title);

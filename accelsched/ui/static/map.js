@@ -554,7 +554,7 @@ export class AcceleratorMap {
     return el(
       "div",
       { class: `group-row${row.collapsed ? " collapsed" : ""}`, "data-group": value, role: "row" },
-      el("span", { class: "group-head" }, check,
+      el("span", { class: "group-head", role: "rowheader" }, check,
         el("button", { class: "group-toggle", type: "button", "aria-expanded": String(!row.collapsed),
           title: row.collapsed ? "expand" : "collapse" }, row.collapsed ? "▸" : "▾"),
         el("span", { class: "group-key" }, this.groupBy),
@@ -583,7 +583,7 @@ export class AcceleratorMap {
     check.checked = this.isSelected(node.name);
     const flags = el("span", { class: "flags" }, rowFlags(node, classes.includes("is-added")).map(([cls, text, title]) =>
       el("span", { class: `flag ${cls}`, title }, text)));
-    const head = el("div", { class: "node-head" }, check,
+    const head = el("div", { class: "node-head", role: "rowheader" }, check,
       el("button", { class: "node-name", type: "button", title: `${node.name}: facts and why-pending`,
         "aria-label": node.name }, middleCut(node.name, this.nameWidth())),
       flags);

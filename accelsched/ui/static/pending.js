@@ -210,8 +210,8 @@ export class PendingList {
     const name = replicas ? `${entry.owner ? entry.owner.split("/").pop() : entry.name}` : entry.name;
     // The name on a line of its own, whole (names that differ only at the end must not truncate to the same text);
     // namespace, status and device count below it.
-    li.appendChild(el("div", { class: "pi-head", role: "button", tabindex: "0", "aria-pressed": String(selected),
-      "aria-label": `${card.key}${replicas ? ` and ${card.pods.length - 1} alike` : ""}: ${entry.status || "Pending"}` },
+    // Named by its visible text (axe's label-content-name-mismatch: a speech user says what they see).
+    li.appendChild(el("div", { class: "pi-head", role: "button", tabindex: "0", "aria-pressed": String(selected) },
       el("span", { class: "pi-name", title: replicas ? card.pods.join("\n") : card.key }, name,
         replicas ? el("span", { class: "pi-count", title: `${card.pods.length} identical replicas` },
           ` \u00d7${card.pods.length}`) : null),
