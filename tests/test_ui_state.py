@@ -16,7 +16,7 @@ from accelsched.demo import LAB_STEPS, play
 from accelsched.engine import schedule
 from accelsched.errors import InputError
 from accelsched.ui.hub import Busy, Hub, Superseded
-from accelsched.ui.state import DemoState, FilesState, RawState, clone, execute
+from accelsched.ui.state import DemoState, FilesState, RawState, Run, clone, execute
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = [str(ROOT / p) for p in ("examples/lab/00-nodes.yaml", "deploy/device-plugin-daemonset.yaml")]
@@ -355,3 +355,29 @@ def test_the_pages_whatif_gets_only_the_nodes_that_differ_from_todays():
     assert {k: v for k, v in delta.items() if k not in ("nodes", "nodesDelta", "baseVersion")} == {
         k: v for k, v in full.items() if k != "nodes"
     }
+
+
+def test_a_whatif_run_from_todays_parsed_pods_equals_one_parsed_afresh() -> None:
+    """state.PodCache: the first run parses every Pod document once; a what-if's run starts from fresh copies of
+    those for the documents it did not touch, and its result is the one a run parsing everything gives, twice over
+    (so no run wrote into the cached pods)."""
+    from accelsched.ui import whatif
+
+    state = DemoState.lab(None)
+    today = execute(state)
+    pods = [d.doc for d in state.docs if d.kind == "Pod"]
+    assert len(state.pod_cache.pods) == len(pods) and not state.pod_cache.filling
+    actions = whatif.parse({"actions": [{"op": "drain", "nodes": ["node-a"]}, {"op": "cordon", "nodes": ["node-b"]}]})
+    uncached = DemoState.lab(None)
+    uncached.pod_cache.filling = False  # parses every pod, every run
+    expected = execute(whatif.apply(uncached, actions).state)
+    assert not uncached.pod_cache.pods
+
+    def as_json(run: Run) -> dict:
+        return report.to_json(run.results, run.session.cluster)
+
+    for _ in range(2):
+        applied = whatif.apply(state, actions).state
+        assert applied.pod_cache is state.pod_cache
+        assert as_json(execute(applied)) == as_json(expected)
+    assert as_json(execute(state)) == as_json(today)

@@ -8,7 +8,7 @@ validated before anything is scheduled: bad input stops the run with one line, n
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,16 +156,27 @@ def load(paths: Iterable[str | Path]) -> Inputs:
         return build_inputs(docs)
 
 
-def build_inputs(docs: list[Document], base: Inputs | None = None, make_template_claims: bool = True) -> Inputs:
+def build_inputs(
+    docs: list[Document],
+    base: Inputs | None = None,
+    make_template_claims: bool = True,
+    parse_pod: Callable[[dict[str, Any], str], Pod] = objects.parse_pod,
+) -> Inputs:
     """Parse documents into Inputs. With ``base``, objects replace same-named ones there (kubectl apply).
 
     ``make_template_claims`` stands in for the resourceclaim controller (offline there is none); a live cluster's
-    snapshot, where the real controller makes the claims, can turn it off."""
+    snapshot, where the real controller makes the claims, can turn it off. ``parse_pod`` parses a Pod document
+    (the web view's what-if passes one that reuses the pods it parsed before: ui/state.py's PodCache)."""
     with reader.paused_gc():
-        return _build_inputs(docs, base, make_template_claims)
+        return _build_inputs(docs, base, make_template_claims, parse_pod)
 
 
-def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claims: bool = True) -> Inputs:
+def _build_inputs(
+    docs: list[Document],
+    base: Inputs | None,
+    make_template_claims: bool = True,
+    parse_pod: Callable[[dict[str, Any], str], Pod] = objects.parse_pod,
+) -> Inputs:
     inputs = base or Inputs()
     seen: dict[tuple[str, str, str, str], str] = {}
 
@@ -233,7 +244,7 @@ def _build_inputs(docs: list[Document], base: Inputs | None, make_template_claim
     facts = _NodeFacts(nodes)
     for d in docs:
         if d.kind == "Pod":
-            new = [objects.parse_pod(d.doc, d.source)]
+            new = [parse_pod(d.doc, d.source)]
         elif d.kind in workloads.WORKLOAD_KINDS:
             queued = queue_api.unsuspended(d.doc) if inputs.queues else d.doc  # Kueue in play: made, then held
             expanded = workloads.expand(queued, d.source, inputs.nodes)
