@@ -137,9 +137,14 @@ def _describe(doc: JSON, kind: str) -> str:
     return objects.describe(kind, namespace, name).strip()
 
 
-def convert(snapshot: Snapshot, scheduler_names: Iterable[str] | None = None) -> Converted:
+def convert(
+    snapshot: Snapshot,
+    scheduler_names: Iterable[str] | None = None,
+    parse: Callable[[JSON, str], Pod] = parse_pod,
+) -> Converted:
     """Inputs for a Session: every node, every bound pod (for accounting), and the pending pods whose
-    ``schedulerName`` is in ``scheduler_names`` (all pending pods when None: the what-if commands)."""
+    ``schedulerName`` is in ``scheduler_names`` (all pending pods when None: the what-if commands). ``parse``: a
+    Pod document's parser (the web view's reuses the pods it parsed before: ui/state.PodCache)."""
     errors: dict[str, str] = {}
     docs = [Document(d, SOURCE, "Node") for d in snapshot.nodes]
     docs += [Document(d, SOURCE, "Namespace") for d in snapshot.namespaces]
@@ -155,7 +160,7 @@ def convert(snapshot: Snapshot, scheduler_names: Iterable[str] | None = None) ->
     bound: list[Pod] = []
     pending: list[Pod] = []
     orphans: list[str] = []
-    for pod in _parsed(snapshot.pods, parse_pod, "Pod", errors):
+    for pod in _parsed(snapshot.pods, parse, "Pod", errors):
         if pod.terminal:
             continue
         if pod.node_name:

@@ -32,7 +32,7 @@ from accelsched.live import kube as k
 from accelsched.live import volumes as live_volumes
 from accelsched.live.informer import Informer
 from accelsched.live.kube import JSON, ApiError, Kube
-from accelsched.ui.state import WHATIF_COPY_ANNOTATION, RawState, clone
+from accelsched.ui.state import WHATIF_COPY_ANNOTATION, PodCache, RawState, clone
 
 log = logging.getLogger("accelsched.ui")
 
@@ -132,6 +132,7 @@ class LiveState(RawState):
         self.snapshot = snapshot
         self.description = description
         self.status = status  # connection_status when this state was taken (the Hub shows it as the view's "status")
+        self.pod_cache = PodCache(live_convert.parse_pod)  # shared with the what-ifs made from it (replace)
 
     def nodes(self) -> list[dict]:
         return self.snapshot.nodes
@@ -153,7 +154,9 @@ class LiveState(RawState):
             snapshot.topologies = [*snapshot.topologies, *_renamed_topologies(snapshot.topologies, copies)]
             slices = snapshot.dra.get("ResourceSlice") or []
             snapshot.dra = {**snapshot.dra, "ResourceSlice": [*slices, *_renamed_slices(slices, copies)]}
-        return LiveState(snapshot, self.description, self.status)
+        out = LiveState(snapshot, self.description, self.status)
+        out.pod_cache = self.pod_cache
+        return out
 
     def copy(self) -> LiveState:
         """A deep copy (what-if edits its nodes and pods), by ``clone``: several times faster than deepcopy."""
@@ -170,7 +173,8 @@ class LiveState(RawState):
         of 5,000 nodes and their pods was more than half of each live publish, and the informers' objects are
         never edited in place (an event replaces them), so sharing them is safe."""
         with reader.paused_gc():  # as ``schedule --from-cluster`` (cli.py): only new objects, no garbage yet
-            converted = live_convert.convert(self.snapshot)
+            converted = live_convert.convert(self.snapshot, parse=self.pod_cache.parse)
+            self.pod_cache.filling = False
             session = Session.start(converted.inputs, config, seed)
         session.scheduler.groups = converted.groups
         warnings = [f"left out {obj}: {error}" for obj, error in converted.errors.items()]
