@@ -21,6 +21,11 @@ and ``accelsched run``'s conversion of the objects an API server lists, shaped a
 (fields absent, unknown fields, nulls, other types): never an exception, a bad object left out and named, an
 unknown field no reason to leave one out, and the engine schedules the rest. Live cases found are replayed from
 tests/fuzz_corpus/live/index.yaml by ``test_live_corpus_case``.
+
+Kueue's objects (issue 28): tests/fuzz_corpus/seeds/queues.yaml (every kind read, in one cluster),
+examples/queues and the fabric lab's Topology, through ``schedule`` and ``explain``, with the generic mutations and
+``mutate_kueue``'s (references to missing objects, duplicate names, cohort loops, odd quotas, thousands of
+queues); a misspelt field of a Kueue kind must be refused. Helm values are fuzzed in tests/test_fuzz_helm.py.
 """
 
 from __future__ import annotations
