@@ -698,7 +698,7 @@ def test_mutated_kueue_objects_are_accepted_or_one_line_error(target: Target, da
 
 @pytest.mark.integration
 @pytest.mark.parametrize("target", QUEUE_TARGETS, ids=lambda t: t.name)
-@settings(slow(150))
+@settings(slow(60))
 @given(data=st.data())
 def test_mutated_kueue_objects_bounded_slow(target: Target, data: st.DataObject) -> None:
     check_target(target, data.draw(mutants(target.text, risky=True, semantic=mutate_kueue)), bounded=True)
