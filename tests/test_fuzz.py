@@ -21,6 +21,11 @@ and ``accelsched run``'s conversion of the objects an API server lists, shaped a
 (fields absent, unknown fields, nulls, other types): never an exception, a bad object left out and named, an
 unknown field no reason to leave one out, and the engine schedules the rest. Live cases found are replayed from
 tests/fuzz_corpus/live/index.yaml by ``test_live_corpus_case``.
+
+Kueue's objects (issue 28): tests/fuzz_corpus/seeds/queues.yaml (every kind read, in one cluster),
+examples/queues and the fabric lab's Topology, through ``schedule`` and ``explain``, with the generic mutations and
+``mutate_kueue``'s (references to missing objects, duplicate names, cohort loops, odd quotas, thousands of
+queues); a misspelt field of a Kueue kind must be refused. Helm values are fuzzed in tests/test_fuzz_helm.py.
 """
 
 from __future__ import annotations
@@ -68,23 +73,30 @@ CONTEXT = {
     "examples/lab/04-cordon-node-b.yaml": [],
     "examples/lab/09-gangs.yaml": [str(ROOT / "examples/lab/07-topology.yaml")],
     "tests/fuzz_corpus/seeds/cluster.yaml": [],
+    "tests/fuzz_corpus/seeds/queues.yaml": [],
+    "examples/queues/two-teams.yaml": [],
 }
 # Keys under these are user data (label keys, resource names, annotation keys), not schema fields.
 FREE_FORM = frozenset(
     {"labels", "annotations", "nodeSelector", "matchLabels", "data", "binaryData", "stringData", "capacity",
-     "allocatable", "requests", "limits", "attributes", "partitioning", "args", "properties", "schema"}
+     "allocatable", "requests", "limits", "attributes", "partitioning", "args", "properties", "schema", "nodeLabels"}
 )  # fmt: skip
+# Kueue's kinds accelsched reads (accelsched/queues, fabric/levels.py), checked against Kueue's CRDs.
+KUEUE_KINDS = frozenset(
+    {"ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort", "WorkloadPriorityClass", "Workload", "Topology"}
+)
 # Kinds whose schema accelsched reads and validates as the API server does: a misspelt field must be refused.
 STRICT_KINDS = frozenset(
     {"Pod", "Node", "Namespace", "PriorityClass", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job",
      "ReplicationController", "KubeSchedulerConfiguration", "DevicePluginConfig", "ResourceSlice", "PodGroup",
-     "NodeResourceTopology"}
+     "NodeResourceTopology", *KUEUE_KINDS}
 )  # fmt: skip
 # Fields that multiply work: huge values here are where limits matter.
 MULTIPLIERS = frozenset(
     {"replicas", "parallelism", "completions", "minMember", "devices", "units", "numaNodes", "devicesPerSwitch",
      "capacity", "allocatable", "available", "qualcomm.com/ai-accelerator", "example.com/accel", "nvidia.com/gpu",
-     "pods", "cpu", "memory", "value", "maxSkew", "weight", "percentageOfNodesToScore"}
+     "pods", "cpu", "memory", "value", "maxSkew", "weight", "percentageOfNodesToScore", "count", "nominalQuota",
+     "borrowingLimit", "lendingLimit", "priority", "maxPriorityThreshold"}
 )  # fmt: skip
 
 
@@ -359,15 +371,24 @@ def _dump(docs: list[Any]) -> str:
     return text.replace(SENTINEL_BIGINT, "1" + "0" * 5000)
 
 
+Semantic = Callable[[st.DrawFn, list[Any], bool, list[str]], None]
+
+
 @st.composite
-def mutants(draw: st.DrawFn, seed_text: str, risky: bool, default_kind: str = "") -> Mutant:
-    """A mutant of ``seed_text`` (YAML): tree mutations, then maybe a text-level and a byte-level one."""
+def mutants(
+    draw: st.DrawFn, seed_text: str, risky: bool, default_kind: str = "", semantic: Semantic | None = None
+) -> Mutant:
+    """A mutant of ``seed_text`` (YAML): tree mutations (``semantic`` ones, which know the kinds, among them),
+    then maybe a text-level and a byte-level one."""
     steps: list[str] = []
     docs = [_embed(d) for d in yaml.safe_load_all(seed_text)]
     typo = False
     layers = draw(st.sets(st.sampled_from(["tree", "text", "bytes"]), min_size=1))
     if "tree" in layers:
         for _ in range(draw(st.integers(1, 2))):
+            if semantic is not None and draw(st.booleans()):
+                semantic(draw, docs, risky, steps)
+                continue
             typo |= _mutate_tree(draw, docs, risky, steps, default_kind)
         text = _dump(docs)
     else:
@@ -545,6 +566,151 @@ def test_misspelt_field_is_refused(target: Target, path: tuple) -> None:
 def test_misspelt_device_plugin_field_is_refused(path: tuple) -> None:
     text = PLUGIN_SEEDS["seeds/device-plugin.yaml"]
     check_plugin_config("seeds/device-plugin.yaml", Mutant(misspelt(text, path), [f"misspell {path}"], True))
+
+
+# -- Kueue's objects: references, names and cohorts (issue 28) ------------------------------------------------------
+
+# The fields of Kueue's kinds that name another object: a mutation points one at nothing, at a name the API server
+# refuses, or (cohorts) back up the tree.
+KUEUE_REFERENCES = {
+    "ClusterQueue": [("spec", "cohortName"), ("spec", "resourceGroups", 0, "flavors", 0, "name")],
+    "Cohort": [("spec", "parentName"), ("spec", "resourceGroups", 0, "flavors", 0, "name")],
+    "LocalQueue": [("spec", "clusterQueue")],
+    "ResourceFlavor": [("spec", "topologyName")],
+    "Workload": [("spec", "queueName"), ("spec", "priorityClassRef", "name")],
+    "Job": [("metadata", "labels", "kueue.x-k8s.io/queue-name"),
+            ("metadata", "labels", "kueue.x-k8s.io/priority-class")],
+    "Pod": [("metadata", "labels", "kueue.x-k8s.io/queue-name"),
+            ("metadata", "labels", "kueue.x-k8s.io/pod-group-name"),
+            ("metadata", "annotations", "kueue.x-k8s.io/pod-group-total-count")],
+}  # fmt: skip
+KUEUE_NAMES = ["missing", "", "Bad Name!", "a" * 254, "a" * 64, "team-a", "research", "root", "a100", "fabric", "名前",
+               "a.b", "-x", "jobs"]  # fmt: skip
+KUEUE_QUANTITIES = [*TAME_QUANTITIES, 0, -1, 2**63, "1e3", "8Ei", "9Ei", "0.001m", "1n", "1.0000000001"]
+
+
+def _objects(docs: list[Any]) -> list[dict[str, Any]]:
+    """The objects of a manifest: its documents, and the items of a List."""
+    out = []
+    for doc in docs:
+        if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+            out += [item for item in doc["items"] if isinstance(item, dict)]
+        elif isinstance(doc, dict):
+            out.append(doc)
+    return out
+
+
+def _kind(obj: dict[str, Any]) -> str:
+    """The kind as a string (a mutation may have made it a list)."""
+    return obj["kind"] if isinstance(obj.get("kind"), str) else ""
+
+
+def _set_path(obj: dict[str, Any], path: tuple, value: Any) -> bool:
+    """Set ``path`` in ``obj`` where everything above it exists; returns whether it did."""
+    node: Any = obj
+    for key in path[:-1]:
+        if isinstance(node, list):
+            node = node[key] if key < len(node) else None
+        elif isinstance(node, dict):
+            node = node.get(key)
+    if not isinstance(node, dict):  # the paths end in a mapping's key
+        return False
+    node[path[-1]] = value
+    return True
+
+
+def mutate_kueue(draw: st.DrawFn, docs: list[Any], risky: bool, steps: list[str]) -> None:
+    """One mutation that knows Kueue: a reference to a missing or badly named object, two objects of one name, a
+    cohort loop, an odd quota, many queues."""
+    objects = _objects(docs)
+    kueue = [o for o in objects if _kind(o) in KUEUE_KINDS]
+    if not kueue:
+        steps.append("no Kueue object to mutate")
+        return
+    op = draw(st.sampled_from(["reference", "reference", "duplicate name", "cohort loop", "quota", "many queues"]))
+    if op == "reference":
+        obj = draw(st.sampled_from([o for o in objects if _kind(o) in KUEUE_REFERENCES] or kueue))
+        path = draw(st.sampled_from(KUEUE_REFERENCES.get(_kind(obj), [("spec", "x")])))
+        value = draw(st.sampled_from(KUEUE_NAMES) | values(risky))
+        if _set_path(obj, path, value):
+            steps.append(f"{obj.get('kind')} {path} -> {_short(value)}")
+    elif op == "duplicate name":
+        obj = draw(st.sampled_from(kueue))
+        twin = copy.deepcopy(obj)
+        if draw(st.booleans()) and isinstance(twin.get("spec"), dict):
+            twin["spec"][draw(st.sampled_from(["x", "queueingStrategy", "parentName"]))] = draw(values(False))
+        docs.append(twin)
+        steps.append(f"a second {obj.get('kind')} of the same name")
+    elif op == "cohort loop":
+        # root -> research -> root, or a cohort its own parent, or a ClusterQueue naming itself as its cohort.
+        cohorts = [o for o in kueue if _kind(o) == "Cohort"]
+        queues = [o for o in kueue if _kind(o) == "ClusterQueue"]
+        names = [str((o.get("metadata") or {}).get("name")) for o in cohorts]
+        if cohorts and draw(st.booleans()):
+            obj = draw(st.sampled_from(cohorts))
+            parent = draw(st.sampled_from(names))
+            obj.setdefault("spec", {})["parentName"] = parent
+            steps.append(f"Cohort {obj['metadata'].get('name')} parentName -> {parent}")
+        else:
+            for i, name in enumerate(["loop-a", "loop-b"]):
+                docs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": name},
+                             "spec": {"parentName": ["loop-b", "loop-a"][i]}})  # fmt: skip
+            for q in queues[:1]:
+                q.setdefault("spec", {})["cohortName"] = "loop-a"
+            steps.append("cohorts loop-a and loop-b each other's parent")
+    elif op == "quota":
+        limits = ("nominalQuota", "borrowingLimit", "lendingLimit")
+        quotas = [(o, p) for o in kueue for p in _paths(o) if p[-1] in limits]
+        if quotas:
+            obj, path = quotas[draw(st.integers(0, len(quotas) - 1))]
+            value = draw(st.sampled_from(KUEUE_QUANTITIES if not risky else [*KUEUE_QUANTITIES, *RISKY[:8]]))
+            _parent(obj, path)[path[-1]] = value
+            steps.append(f"{obj.get('kind')} {path} -> {_short(value)}")
+    else:
+        queues = [o for o in kueue if _kind(o) in ("ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort")]
+        if queues:
+            obj = draw(st.sampled_from(queues))
+            n = draw(st.sampled_from([2, 50, 1000] if not risky else [1000, 20000]))
+            for i in range(n):
+                twin = copy.deepcopy(obj)
+                twin.setdefault("metadata", {})["name"] = f"{(obj.get('metadata') or {}).get('name')}-{i}"
+                docs.append(twin)
+            steps.append(f"{n} copies of {obj.get('kind')} under other names")
+
+
+QUEUE_SEEDS = ["tests/fuzz_corpus/seeds/queues.yaml", "examples/queues/two-teams.yaml",
+               "examples/lab/12-fabric-nodes.yaml"]  # fmt: skip
+QUEUE_TARGETS = [_manifest_target(rel) for rel in QUEUE_SEEDS] + [
+    # context: a mutant that drops the pod is refused naming it ("Pod team-a/group-0: no pod ... in the input")
+    Target("explain:" + rel, (ROOT / rel).read_text(), lambda p, pod=pod: ["explain", pod, "-f", p, "-o", "json"],
+           (f"Pod {pod}:",))
+    for rel, pod in (("tests/fuzz_corpus/seeds/queues.yaml", "team-a/group-0"),
+                     ("examples/queues/two-teams.yaml", "team-a/job-ablation"))
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("target", QUEUE_TARGETS, ids=lambda t: t.name)
+@settings(FAST, max_examples=15)
+@given(data=st.data())
+def test_mutated_kueue_objects_are_accepted_or_one_line_error(target: Target, data: st.DataObject) -> None:
+    check_target(target, data.draw(mutants(target.text, risky=False, semantic=mutate_kueue)), bounded=False)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("target", QUEUE_TARGETS, ids=lambda t: t.name)
+@settings(slow(60))
+@given(data=st.data())
+def test_mutated_kueue_objects_bounded_slow(target: Target, data: st.DataObject) -> None:
+    check_target(target, data.draw(mutants(target.text, risky=True, semantic=mutate_kueue)), bounded=True)
+
+
+QUEUES = QUEUE_TARGETS[0]
+
+
+@pytest.mark.parametrize("path", strict_fields(QUEUES.text), ids=lambda p: ".".join(map(str, p)))
+def test_misspelt_kueue_field_is_refused(path: tuple) -> None:
+    """Kueue's CRDs are structural: the API server prunes nothing, kubectl apply refuses an unknown field."""
+    check_target(QUEUES, Mutant(misspelt(QUEUES.text, path), [f"misspell {path}"], typo_in_strict_field=True), False)
 
 
 # -- device-plugin --config: the loader itself -----------------------------------------------------------------------

@@ -18,6 +18,7 @@ from accelsched.api.objects import metadata
 
 GROUP = "kueue.x-k8s.io"
 KIND = "Topology"
+API_VERSION = f"{GROUP}/v1beta2"
 HOSTNAME = "kubernetes.io/hostname"
 # GPU Feature Discovery's label: "<NVLink cluster UUID>.<clique id>"; nodes with one value share an NVLink domain
 # (an NVL72 rack of 18 GB200 trays, for one).
@@ -40,13 +41,18 @@ class Topology:
 
 
 def is_topology(doc: Mapping[str, Any]) -> bool:
+    """Kueue's Topology; one without an apiVersion too, so that it is refused rather than read past unseen."""
     api_version = doc.get("apiVersion")
-    return doc.get("kind") == KIND and isinstance(api_version, str) and api_version.split("/", 1)[0] == GROUP
+    if doc.get("kind") != KIND:
+        return False
+    return not api_version or (isinstance(api_version, str) and api_version.split("/", 1)[0] == GROUP)
 
 
 def parse_topology(doc: Mapping[str, Any], source: str = "") -> Topology:
     """A Topology, refused with the message the API server gives for its CRD's rules."""
     where, name, _, _ = metadata(doc, source, KIND, namespaced=False)
+    if not doc.get("apiVersion"):
+        raise where.error("apiVersion", f"is required (served for {KIND}: {API_VERSION})")
     spec = doc.get("spec")
     levels = spec.get("levels") if isinstance(spec, Mapping) else None
     if levels is None:
