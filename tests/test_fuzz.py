@@ -1154,10 +1154,11 @@ def ui_server_bounded() -> Any:
 
 
 @pytest.mark.integration
-@settings(slow(1500))
+@settings(slow(400))
 @given(req=ui_requests())
 def test_ui_routes_bounded_slow(ui_server_bounded: UIServer, req: UIRequest) -> None:
-    check_ui_request(ui_server_bounded, req, seconds=10.0)
+    # The bound catches a hang or a runaway request, not slowness: a what-if takes seconds on a loaded 2-core machine.
+    check_ui_request(ui_server_bounded, req, seconds=60.0)
 
 
 # -- accelsched run: objects as older or newer API servers shape them -----------------------------------------------
