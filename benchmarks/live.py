@@ -458,7 +458,8 @@ def _churn_phase(
 def in_place_cost(nodes: int, bound: int, changes: int = 1000) -> dict[str, Any]:
     """Without an API server: a never-started LiveScheduler's caches filled as a list would fill them, then one
     full rebuild (what every deletion by others used to cost) against ``changes`` deletions and as many binds by
-    others applied in place (what each costs now), and a node edit (a cordon) in place."""
+    others applied in place (what each costs now), a node edit (a cordon), and nodes joining and leaving (an
+    autoscaler's), all in place."""
     from kubernetes import client as k8s
 
     from accelsched.live.scheduler import LiveScheduler
@@ -501,6 +502,20 @@ def in_place_cost(nodes: int, bound: int, changes: int = 1000) -> dict[str, Any]
     live._on_node("MODIFIED", new, old)
     live.sync_session()
     cordon = time.perf_counter() - t
+    joins = leaves = 0.0
+    rounds = 20
+    for i in range(rounds):  # an autoscaler: a node joins (empty), another leaves with its pods
+        fresh = {**old, "metadata": {**old["metadata"], "name": f"scaled-{i:05d}", "uid": f"s{i}"}, "spec": {}}
+        t = time.perf_counter()
+        live.nodes.store[fresh["metadata"]["name"]] = fresh
+        live._on_node("ADDED", fresh, None)
+        live.sync_session()
+        joins += time.perf_counter() - t
+        gone = live.nodes.store.pop(f"bench-node-{nodes - 1 - i:05d}")
+        t = time.perf_counter()
+        live._on_node("DELETED", gone, gone)
+        live.sync_session()
+        leaves += time.perf_counter() - t
     return {
         "nodes": nodes,
         "bound": bound,
@@ -508,6 +523,8 @@ def in_place_cost(nodes: int, bound: int, changes: int = 1000) -> dict[str, Any]
         "deletion_in_place_ms": round(deletions * 1000, 3),
         "foreign_bind_in_place_ms": round(binds * 1000, 3),
         "cordon_in_place_ms": round(cordon * 1000, 3),
+        "node_join_in_place_ms": round(joins / rounds * 1000, 3),
+        "node_leave_in_place_ms": round(leaves / rounds * 1000, 3),
         "rebuilds": live.rebuilds,
     }
 
