@@ -170,12 +170,9 @@ class IncrementalState:
         """The cache's pods on nodes that just joined (bound before the node was seen, or ours, assumed there),
         accounted as a rebuild does: in the cache's order."""
         with self.lock:
-            keys = [
-                key
-                for key, obj in self.pods.store.items()
-                if (obj.get("spec") or {}).get("nodeName") in names
-                or ((decision := self.assumed.get(key)) is not None and decision.node in names)
-            ]
+            bound = {key for key, obj in self.pods.store.items() if (obj.get("spec") or {}).get("nodeName") in names}
+            bound.update(key for key, decision in self.assumed.items() if decision.node in names)
+            keys = [key for key in self.pods.store if key in bound] if len(bound) > 1 else list(bound)
             changes = [(key, self._desired(key)) for key in keys]
         for key, obj in changes:
             if obj is not None and key not in self.session.cluster.pod_node:  # type: ignore[union-attr]
