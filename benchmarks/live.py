@@ -18,6 +18,7 @@ Speed never fails the command; pods that are not bound do (exit 1).
     python -m benchmarks.live --compare                # the same two figures for the real kube-scheduler too
     python -m benchmarks.live --churn                  # churn, accelsched run beside the real kube-scheduler
     python -m benchmarks.live --churn --nodes 5000 --bound 30000 --rate 50 --duration 180
+    python -m benchmarks.live --churn --node-churn 50   # and 50 nodes joining, 50 leaving per minute
 
 Churn (``--churn``): ``--nodes`` nodes carrying ``--bound`` pods bound at creation (spec.nodeName, as another
 scheduler or a kubelet's static pods leave them), then, for each scheduler in turn on the same API server, bound
@@ -63,19 +64,20 @@ SCHEDULER_PERF = {
 }
 
 
-def create_nodes(kube: Kube, count: int, workers: int = 16) -> None:
-    def one(i: int) -> None:
-        name = f"bench-node-{i:05d}"
-        body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"bench": "live"}}}
-        kube.create(k.NODES, body)
-        capacity = {"cpu": "64", "memory": "256Gi", "pods": "110", ACCEL: "8"}
-        status = {"status": {"capacity": capacity, "allocatable": capacity}}
-        kube.patch(k.NODES, name, status, sub="status")
-        # The node lifecycle controller's part: a Ready node loses the not-ready taint admission gave it.
-        kube.patch(k.NODES, name, {"spec": {"taints": []}})
+def create_node(kube: Kube, name: str) -> None:
+    """A node as a kubelet registers it: created, its status (allocatable) patched, then made Ready."""
+    body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"bench": "live"}}}
+    kube.create(k.NODES, body)
+    capacity = {"cpu": "64", "memory": "256Gi", "pods": "110", ACCEL: "8"}
+    status = {"status": {"capacity": capacity, "allocatable": capacity}}
+    kube.patch(k.NODES, name, status, sub="status")
+    # The node lifecycle controller's part: a Ready node loses the not-ready taint admission gave it.
+    kube.patch(k.NODES, name, {"spec": {"taints": []}})
 
+
+def create_nodes(kube: Kube, count: int, workers: int = 16) -> None:
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        list(pool.map(one, range(count)))
+        list(pool.map(lambda i: create_node(kube, f"bench-node-{i:05d}"), range(count)))
 
 
 KUBE_SCHEDULER = "default-scheduler"  # the schedulerName the real kube-scheduler serves (its default profile)
@@ -353,12 +355,15 @@ def churn(
     workdir: Path,
     schedulers: tuple[str, ...] = ("accelsched", "kube-scheduler"),
     seed: int = 0,
+    node_churn: float = 0.0,
 ) -> dict[str, Any]:
-    """The churn measurement (module docstring) for each scheduler in turn on the same cluster."""
+    """The churn measurement (module docstring) for each scheduler in turn on the same cluster; ``node_churn``
+    nodes per minute join and as many leave meanwhile (an autoscaler's)."""
     kube = Kube(api_client(kubeconfig, pool_size=64))
     t = time.monotonic()
     create_nodes(kube, nodes)
     out: dict[str, Any] = {"nodes": nodes, "bound": bound, "rate_per_s": rate, "duration_s": duration}
+    out["node_churn_per_min"] = node_churn
     out["node_setup_s"] = round(time.monotonic() - t, 2)
     t = time.monotonic()
     ensure_namespace(kube, "churn-bound")
@@ -375,9 +380,49 @@ def churn(
     victims = [("churn-bound", n) for n in names]
     random.Random(seed).shuffle(victims)
     out["by_scheduler"] = {}
+    leaving = node_names[::-1]  # each phase's departures: the last nodes first, carrying their bound pods
     for scheduler in schedulers:
-        out["by_scheduler"][scheduler] = _churn_phase(kube, kubeconfig, scheduler, rate, duration, workdir, victims)
+        autoscaler = Autoscaler(kube, scheduler, node_churn, leaving)
+        out["by_scheduler"][scheduler] = _churn_phase(
+            kube, kubeconfig, scheduler, rate, duration, workdir, victims, autoscaler
+        )
     return out
+
+
+class Autoscaler:
+    """Nodes joining and leaving at ``per_minute`` each while a churn phase runs, as a cluster autoscaler's scale
+    up and scale down do: a node registered as a kubelet registers it (create, status, Ready), and another node
+    deleted (its pods stay bound to it, as they do until the pod garbage collector runs)."""
+
+    def __init__(self, kube: Kube, tag: str, per_minute: float, leaving: list[str]) -> None:
+        self.kube, self.tag, self.per_minute, self.leaving = kube, tag, per_minute, leaving
+        self.joined = self.left = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        if self.per_minute > 0:
+            self._thread.start()
+
+    def _run(self) -> None:
+        period, begin = 60.0 / self.per_minute, time.monotonic()
+        i = 0
+        while not self._stop.wait(max(0.0, begin + i * period - time.monotonic())):
+            create_node(self.kube, f"scaled-{self.tag}-{i:05d}")
+            self.joined += 1
+            if self.leaving:
+                try:
+                    self.kube.request("DELETE", k.NODES.path(name=self.leaving.pop()))
+                    self.left += 1
+                except ApiError as exc:
+                    if exc.status != 404:
+                        raise
+            i += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 def _churn_phase(
@@ -388,8 +433,10 @@ def _churn_phase(
     duration: float,
     workdir: Path,
     victims: list[tuple[str, str]],
+    autoscaler: Autoscaler | None = None,
 ) -> dict[str, Any]:
-    """One scheduler under churn: deletions of bound pods and creations of pending ones at ``rate`` each."""
+    """One scheduler under churn: deletions of bound pods and creations of pending ones at ``rate`` each (and
+    nodes joining and leaving, ``autoscaler``)."""
     namespace = f"churn-{scheduler}"
     ensure_namespace(kube, namespace)
     watch = BindWatch(kube, namespace)
@@ -417,6 +464,8 @@ def _churn_phase(
                 raise
 
     try:
+        if autoscaler is not None:
+            autoscaler.start()
         with concurrent.futures.ThreadPoolExecutor(32) as pool:
             begin = time.monotonic()
             futures = []
@@ -429,9 +478,13 @@ def _churn_phase(
             for f in futures:
                 f.result()
         sent = time.monotonic() - begin
+        if autoscaler is not None:
+            autoscaler.stop()
         watch.wait(set(created), timeout=max(120.0, duration))
         usage = process_usage(proc.pid)
     finally:
+        if autoscaler is not None:
+            autoscaler.stop()
         stop_scheduler(proc)
         watch.stop()
     latencies = sorted(watch.bound[p] - created[p] for p in created if p in watch.bound)
@@ -448,17 +501,22 @@ def _churn_phase(
         "cpu_s_total": usage["cpu_s"],
         "peak_rss_mib": usage["peak_rss_mib"],
     }
+    if autoscaler is not None and autoscaler.per_minute:
+        figures["nodes_joined"], figures["nodes_left"] = autoscaler.joined, autoscaler.left
     if scheduler != "kube-scheduler":
         reasons = [e.get("reason", "") for e in _log_entries(log) if e.get("msg") == "session rebuilt"]
         figures["rebuilds_after_start"] = len(reasons) - 1
         figures["rebuild_reasons"] = reasons[1:]
+        errors = [e for e in _log_entries(log) if e.get("level") in ("warning", "error", "critical")]
+        figures["log_errors"] = errors[:5]  # where pods that were not bound went (the log goes with the run)
     return figures
 
 
 def in_place_cost(nodes: int, bound: int, changes: int = 1000) -> dict[str, Any]:
     """Without an API server: a never-started LiveScheduler's caches filled as a list would fill them, then one
     full rebuild (what every deletion by others used to cost) against ``changes`` deletions and as many binds by
-    others applied in place (what each costs now), and a node edit (a cordon) in place."""
+    others applied in place (what each costs now), a node edit (a cordon), and nodes joining and leaving (an
+    autoscaler's), all in place."""
     from kubernetes import client as k8s
 
     from accelsched.live.scheduler import LiveScheduler
@@ -501,6 +559,20 @@ def in_place_cost(nodes: int, bound: int, changes: int = 1000) -> dict[str, Any]
     live._on_node("MODIFIED", new, old)
     live.sync_session()
     cordon = time.perf_counter() - t
+    joins = leaves = 0.0
+    rounds = 20
+    for i in range(rounds):  # an autoscaler: a node joins (empty), another leaves with its pods
+        fresh = {**old, "metadata": {**old["metadata"], "name": f"scaled-{i:05d}", "uid": f"s{i}"}, "spec": {}}
+        t = time.perf_counter()
+        live.nodes.store[fresh["metadata"]["name"]] = fresh
+        live._on_node("ADDED", fresh, None)
+        live.sync_session()
+        joins += time.perf_counter() - t
+        gone = live.nodes.store.pop(f"bench-node-{nodes - 1 - i:05d}")
+        t = time.perf_counter()
+        live._on_node("DELETED", gone, gone)
+        live.sync_session()
+        leaves += time.perf_counter() - t
     return {
         "nodes": nodes,
         "bound": bound,
@@ -508,6 +580,8 @@ def in_place_cost(nodes: int, bound: int, changes: int = 1000) -> dict[str, Any]
         "deletion_in_place_ms": round(deletions * 1000, 3),
         "foreign_bind_in_place_ms": round(binds * 1000, 3),
         "cordon_in_place_ms": round(cordon * 1000, 3),
+        "node_join_in_place_ms": round(joins / rounds * 1000, 3),
+        "node_leave_in_place_ms": round(leaves / rounds * 1000, 3),
         "rebuilds": live.rebuilds,
     }
 
@@ -558,6 +632,11 @@ def print_churn(figures: dict[str, Any]) -> None:
         f"churn against a real kube-apiserver: {figures['nodes']} nodes, {figures['bound']} bound pods, "
         f"{figures['rate_per_s']:g} deletions/s and {figures['rate_per_s']:g} new pods/s "
         f"for {figures['duration_s']:g} s"
+        + (
+            f", {figures['node_churn_per_min']:g} nodes joining and leaving per minute"
+            if figures.get("node_churn_per_min")
+            else ""
+        )
     )
     head = f"  {'':16} {'bound':>11} {'pods/s':>7} {'p50 s':>7} {'p99 s':>7} {'max s':>7} {'CPU s':>7} {'RSS MiB':>8}"
     print(head)
@@ -567,6 +646,8 @@ def print_churn(figures: dict[str, Any]) -> None:
             f"  {name:16} {f['bound']:>5}/{f['created']:<5} {f['throughput_pods_per_s']:>7} {lat['p50']:>7} "
             f"{lat['p99']:>7} {lat['max']:>7} {f['cpu_s']:>7} {f['peak_rss_mib']:>8}"
         )
+        if "nodes_joined" in f:
+            print(f"  {'':16} nodes joined {f['nodes_joined']}, left {f['nodes_left']}")
         if "rebuilds_after_start" in f:
             print(f"  {'':16} session rebuilds after the start: {f['rebuilds_after_start']} {f['rebuild_reasons'][:5]}")
     both = figures["by_scheduler"]
@@ -587,6 +668,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bound", type=int, default=30000, help="--churn: pods bound before the churn")
     parser.add_argument("--rate", type=float, default=50.0, help="--churn: deletions and creations per second, each")
     parser.add_argument("--duration", type=float, default=30.0, help="--churn: seconds of churn per scheduler")
+    parser.add_argument(
+        "--node-churn", type=float, default=0.0, help="--churn: nodes joining and as many leaving per minute"
+    )
     parser.add_argument(
         "--schedulers", default="accelsched,kube-scheduler", help="--churn: which, in order (comma-separated)"
     )
@@ -613,7 +697,16 @@ def main(argv: list[str] | None = None) -> int:
             if args.churn:
                 schedulers = tuple(s for s in args.schedulers.split(",") if s)
                 nodes = args.nodes or 5000
-                figures = churn(kubeconfig, nodes, args.bound, args.rate, args.duration, workdir, schedulers)
+                figures = churn(
+                    kubeconfig,
+                    nodes,
+                    args.bound,
+                    args.rate,
+                    args.duration,
+                    workdir,
+                    schedulers,
+                    node_churn=args.node_churn,
+                )
             else:
                 schedulers = ("accelsched", "kube-scheduler") if args.compare else ("accelsched",)
                 figures = run(kubeconfig, args.nodes or 1000, args.pods, workdir, schedulers=schedulers)

@@ -319,10 +319,18 @@ def test_our_own_status_update_does_not_requeue_an_unschedulable_pod(live: LiveS
     assert live.new_pending == {} and live.unschedulable["default/p"] is updated
 
 
-def test_a_cluster_event_wakes_unschedulable_pods_and_marks_the_session_stale(live: LiveScheduler) -> None:
+def test_a_node_joining_wakes_unschedulable_pods_and_is_taken_in_place_next_round(live: LiveScheduler) -> None:
     live.dirty = False
     live.unschedulable["default/p"] = pod("p")
     live._on_node("ADDED", node("n2"), None)
+    assert not live.dirty and "default/p" in live.backing_off and not live.unschedulable
+    assert live._changed_nodes == {"n2": True}
+
+
+def test_a_cluster_event_wakes_unschedulable_pods_and_marks_the_session_stale(live: LiveScheduler) -> None:
+    live.dirty = False
+    live.unschedulable["default/p"] = pod("p")
+    live._on_other("ADDED", {"kind": "StorageClass", "metadata": {"name": "fast"}}, None)
     assert live.dirty and "default/p" in live.backing_off and not live.unschedulable
 
 

@@ -239,6 +239,12 @@ class ClusterState:
         # ImageLocality: per image name its size and the nodes listing it (the scheduler cache's imageStates; the
         # size is the first listing node's). Nodes do not change within a state, so neither do these.
         self._images: dict[str, tuple[int, list[int]]] = {}
+        self._index_images()
+        self.nodes_added = 0  # nodes joined and left in place (add_node / remove_node), for live mode's counters
+        self.nodes_removed = 0
+
+    def _index_images(self) -> None:
+        self._images.clear()
         for i, node in enumerate(self.nodes):
             for image in node.images:
                 for name in image.names:
@@ -663,6 +669,116 @@ class ClusterState:
         self.generation += 1
         self.touch(i)
         return True
+
+    # ------------------------------------------------------------------------------------ the node set
+
+    def follows_node_set(self, node: Node | None = None) -> bool:
+        """Whether a node joining or leaving can be taken in place (add_node, remove_node). Not with what keeps
+        its own per-node state outside these arrays: a CPU/NUMA topology, device partitions, DRA objects, storage
+        objects (their node masks); then the state is rebuilt."""
+        storage = getattr(self.volumes, "storage", None)
+        return (
+            not self.has_topology
+            and self.topology_index is None
+            and not self.has_partitions
+            and self.dra is None
+            and (storage is None or not any(vars(storage).values()))
+            and (node is None or (node.layout is None and node.partition is None))
+        )
+
+    def add_node(self, node: Node, at: int | None = None) -> bool:
+        """A node joined: inserted at index ``at`` (default n, where a rebuild from the cache, whose store appends
+        it, puts it; a node replaced in place keeps its index), every per-node array given an empty column there.
+        False when it cannot be taken in place (follows_node_set) or the name is known already."""
+        if node.name in self.index or not self.follows_node_set(node):
+            return False
+        i = self.n if at is None else at
+        for res in node.allocatable:
+            if res not in self.res_index:
+                self._add_resource(res)
+        column = np.zeros(len(self.resources), dtype=np.int64)
+        for res, amount in node.allocatable.items():
+            column[self.res_index[res]] = amount
+        self.nodes.insert(i, node)
+        self.names = np.insert(self.names, i, np.array([node.name], dtype=object))
+        self.allocatable = np.insert(self.allocatable, i, column, axis=1)
+        self.requested = np.insert(self.requested, i, 0, axis=1)
+        self.free = np.insert(self.free, i, column, axis=1)
+        self.nonzero_requested = np.insert(self.nonzero_requested, i, 0, axis=1)
+        self.unschedulable = np.insert(self.unschedulable, i, node.unschedulable)
+        self.devices.insert(i, NodeDevices.for_node(node.allocatable, node.device_ids, None))
+        self.pods_on.insert(i, {})
+        self.min_priority = np.insert(self.min_priority, i, NO_PODS_PRIORITY)
+        self.node_version = np.insert(self.node_version, i, 0)
+        for priority, below in self._below.items():
+            self._below[priority] = np.insert(below, i, 0, axis=1)
+        self._per_node_counts(lambda a: np.insert(a, i, 0))
+        if i < self.n:
+            for key, k in self.pod_node.items():
+                if k >= i:
+                    self.pod_node[key] = k + 1
+        self.nodes_added += 1
+        self._node_set_changed()
+        return True
+
+    def remove_node(self, name: str) -> bool:
+        """A node left: its column taken out of every per-node array, the nodes after it one index lower (their
+        order kept, as in a rebuild). Its pods must have been taken off first (Scheduler.evict): a rebuild does
+        not count pods bound to a node it does not have. False when it cannot be taken in place."""
+        i = self.index.get(name)
+        if i is None or self.pods_on[i] or not self.follows_node_set():
+            return False
+        del self.nodes[i]
+        self.names = np.delete(self.names, i)
+        self.allocatable = np.delete(self.allocatable, i, axis=1)
+        self.requested = np.delete(self.requested, i, axis=1)
+        self.free = np.delete(self.free, i, axis=1)
+        self.nonzero_requested = np.delete(self.nonzero_requested, i, axis=1)
+        self.unschedulable = np.delete(self.unschedulable, i)
+        del self.devices[i]
+        del self.pods_on[i]
+        self.min_priority = np.delete(self.min_priority, i)
+        self.node_version = np.delete(self.node_version, i)
+        for priority, below in self._below.items():
+            self._below[priority] = np.delete(below, i, axis=1)
+        self._per_node_counts(lambda a: np.delete(a, i))
+        for key, node in self.pod_node.items():
+            if node > i:
+                self.pod_node[key] = node - 1
+        self.nodes_removed += 1
+        self._node_set_changed()
+        return True
+
+    def _per_node_counts(self, resize: Callable[[np.ndarray], np.ndarray]) -> None:
+        """The counts kept per node as pods are assumed and forgotten (selector matches, affinity terms, host
+        ports), resized to the new node set; the column a node leaves holds zeros (its pods are gone)."""
+        for table in (self._selector_counts, *self.term_groups.values(), self._port_nodes, self._port_ips):
+            for key, values in table.items():
+                table[key] = resize(values)
+
+    def _node_set_changed(self) -> None:
+        """What is derived from every node (label columns, taint and requirement masks, images, per-shape memos,
+        node_values caches, the change log's indices) starts over, built again on first use."""
+        self.n = len(self.nodes)
+        self.index = {node.name: k for k, node in enumerate(self.nodes)}
+        self.any_unschedulable = bool(self.unschedulable.any())
+        self._label_columns.clear()
+        self._requirement_masks.clear()
+        self._taints = sorted({t for n in self.nodes for t in n.taints}, key=str)
+        self._taint_nodes = {t: np.array([t in n.taints for n in self.nodes], dtype=bool) for t in self._taints}
+        self.has_hard_taints = any(t.effect in (NO_SCHEDULE, NO_EXECUTE) for t in self._taints)
+        self._toleration_masks.clear()
+        self._index_images()
+        self.memo.clear()
+        self._node_caches.clear()
+        # Readers behind the new log's start see every node (ChangeLog.__getitem__); the indices before it are void.
+        changes = ChangeLog(self.n)
+        changes.offset = len(self.changes)
+        self.changes = changes
+        if self.volumes is not None:  # no storage objects (follows_node_set): its per-node indexes start over
+            self.volumes = type(self.volumes)(self.volumes.storage, self)  # type: ignore[attr-defined]
+        self.epoch += 1
+        self.generation += 1
 
     def trim_caches(self) -> bool:
         """Drop the per-shape caches when they hold more than SHAPE_CACHE_LIMIT entries (True when dropped).

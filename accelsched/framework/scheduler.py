@@ -311,6 +311,18 @@ class Scheduler:
             percentage = self.config.percentage_of_nodes_to_score
         return num_feasible_nodes_to_find(percentage, n)
 
+    def nodes_changed(self) -> None:
+        """The cluster's node set changed in place (ClusterState.add_node / remove_node): what the scheduler
+        derives from it follows. nextStartNodeIndex is kept, as kube-scheduler keeps it (taken modulo the new
+        count)."""
+        n = self.cluster.n
+        self.node_names = [node.name for node in self.cluster.nodes]
+        self.all_nodes = np.arange(n)
+        self.every_node = np.ones(n, dtype=bool)
+        self.every_node.flags.writeable = False
+        self._snapshot_order = None
+        self.next_start_node_index = self.next_start_node_index % n if n else 0
+
     @property
     def snapshot_order(self) -> np.ndarray:
         """Node indices in the snapshot's order (zones interleaved), computed once."""

@@ -30,12 +30,16 @@ class EventHandlers:
         if kind == "MODIFIED" and old is not None and not node_changed(old, obj):
             return  # heartbeats and condition updates do not move a pod
         self._event = queue_metrics.node_event(kind, old, obj)  # the label of the pods it wakes (metrics)
+        name = str((obj.get("metadata") or {}).get("name"))
         if kind == "MODIFIED" and old is not None:
-            # Labels, taints, a cordon, allocatable: taken in place at that node next round (_apply_changes).
-            self._changed_nodes[str((obj.get("metadata") or {}).get("name"))] = None
-            self._wake_unschedulable()
-            return
-        self._cluster_event(f"node {kind.lower()}")  # the node set changed: rebuilt (see docs/live.md)
+            # Labels, taints, a cordon, allocatable: taken in place at that node next round (_apply_node_changes).
+            self._changed_nodes.setdefault(name, False)
+        else:
+            # Joined or left: taken in place too (ClusterState.add_node / remove_node), at the end of the order,
+            # where the informer's store puts it.
+            self._changed_nodes.pop(name, None)
+            self._changed_nodes[name] = True
+        self._wake_unschedulable()
 
     def _on_other(self, kind: str, obj: JSON, old: JSON | None) -> None:
         if kind == "MODIFIED" and old is not None and same_content(old, obj):

@@ -101,24 +101,82 @@ class IncrementalState:
         return True
 
     def _apply_node_changes(self) -> bool:
-        """Nodes changed by others (labels, taints, cordon, allocatable) taken in place: ClusterState.update_node.
-        False when one cannot be (a new resource, another device inventory or zone, a topology, storage objects
-        whose node masks read the labels): the session is rebuilt."""
+        """Nodes changed by others taken in place: edits (labels, taints, cordon, allocatable) by
+        ClusterState.update_node, nodes joining and leaving by add_node and remove_node, with the pods the cache
+        has on a joined node accounted. False when one cannot be (a new resource or another device inventory or
+        zone on an edit; a topology, partitions, DRA or storage objects, whose node masks read the labels): the
+        session is rebuilt (counted in ``rebuilds``)."""
         with self.lock:
             if not self._changed_nodes or self.session is None:
                 return True
-            names = list(self._changed_nodes)
+            changes = [(name, joined, self.nodes.store.get(name)) for name, joined in self._changed_nodes.items()]
             self._changed_nodes.clear()
-            objs = [self.nodes.store.get(name) for name in names]
             storage = any(informer.store for informer in self.storage.values())
-        for name, obj in zip(names, objs, strict=True):
+        session = self.session
+        cluster = session.cluster
+        node_set = [name for name, joined, _ in changes if joined]
+        if node_set and (storage or session.scheduler.topologies or not cluster.follows_node_set()):
+            with self.lock:
+                self._invalidate(f"node {node_set[0]} joined or left with state not followed in place")
+            return False
+        joined: set[str] = set()
+        for name, moved, obj in changes:
             node = live_convert.one_node(obj) if obj is not None and not storage else None
-            if node is None or not self.session.cluster.update_node(node):
+            if moved:
+                ok = self._node_left(name) is not None and (
+                    obj is None or (node is not None and cluster.add_node(node))
+                )
+                if ok and obj is not None:
+                    joined.add(name)
+            else:
+                ok = node is not None and cluster.update_node(node)
+                if not ok and node is not None and not storage and cluster.follows_node_set(node):
+                    # What update_node does not follow (a new resource, another device inventory, images or
+                    # zone): the node replaced at its own index, its pods taken off and accounted again.
+                    at = self._node_left(name)
+                    ok = at is not None and cluster.add_node(node, at if at >= 0 else None)
+                    node_set.append(name)
+                    joined.add(name)
+            if not ok:
                 with self.lock:
                     self._invalidate(f"node {name} changed in a way not followed in place")
                 return False
             self.nodes_applied += 1
+        if node_set:
+            session.scheduler.nodes_changed()
+            self.nodes_joined += len(joined)
+        if joined:
+            self._account_pods_on(joined)
         return True
+
+    def _node_left(self, name: str) -> int | None:
+        """Take a node out of the session: its pods off first, as a rebuild does not count pods bound to a node
+        it does not have (they come back if it does, _account_pods_on). Its index (-1 when the session did not
+        have it), or None when it cannot be taken out in place."""
+        assert self.session is not None
+        cluster, scheduler = self.session.cluster, self.session.scheduler
+        i = cluster.index.get(name)
+        if i is None:
+            return -1
+        for pod in list(cluster.pods_on[i].values()):
+            scheduler.evict(pod)
+            cluster.bound_seq.pop(pod.key, None)
+        if not cluster.remove_node(name):
+            return None
+        self.nodes_left += 1
+        return i
+
+    def _account_pods_on(self, names: set[str]) -> None:
+        """The cache's pods on nodes that just joined (bound before the node was seen, or ours, assumed there),
+        accounted as a rebuild does: in the cache's order."""
+        with self.lock:
+            bound = {key for key, obj in self.pods.store.items() if (obj.get("spec") or {}).get("nodeName") in names}
+            bound.update(key for key, decision in self.assumed.items() if decision.node in names)
+            keys = [key for key in self.pods.store if key in bound] if len(bound) > 1 else list(bound)
+            changes = [(key, self._desired(key)) for key in keys]
+        for key, obj in changes:
+            if obj is not None and key not in self.session.cluster.pod_node:  # type: ignore[union-attr]
+                self._sync_pod(key, obj)
 
     def _sync_pod(self, key: str, obj: JSON | None) -> bool:
         """The session's accounting of one pod made equal to ``obj`` (None: holds nothing): taken off its node

@@ -157,10 +157,14 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         # changed, assumed and then undone): applied in place at the start of the next round (_apply_pod_changes).
         # Keyed by namespace/name, so a burst of changes to one pod is applied once and memory stays bounded.
         self._changed_pods: dict[str, None] = {}
-        self._changed_nodes: dict[str, None] = {}  # nodes changed (not added or removed), applied the same way
+        # Nodes changed, applied the same way; True where it joined or left (in the order of its last such event,
+        # the order the informer's store, and so a rebuild, has them in).
+        self._changed_nodes: dict[str, bool] = {}
         # Pod and node changes applied in place, beside ``rebuilds`` (tests and the churn benchmark read them).
         self.pods_applied = 0
         self.nodes_applied = 0
+        self.nodes_joined = 0  # nodes added and removed in place, without a rebuild
+        self.nodes_left = 0
         self._nominated_pods: dict[str, JSON] = {}  # pending pods with status.nominatedNodeName (_index_pod)
         self._terminating: dict[str, str] = {}  # bound pods being deleted -> their node
         self._gangs_in_progress: set[str] = set()  # gangs with pending members in the session (scheduled or waiting)
