@@ -1037,6 +1037,9 @@ class UIRequest:
     def __repr__(self) -> str:
         return f"{self.method} {self.path[:300]} body={self.body[:200]!r} content-type={self.content_type!r}"
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))  # as SkewCase's: never Hypothesis' field by field pretty-printing
+
 
 @st.composite
 def ui_requests(draw: st.DrawFn) -> UIRequest:
@@ -1192,6 +1195,11 @@ class SkewCase:
 
     def __repr__(self) -> str:
         return f"SkewCase({'; '.join(self.steps)})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Hypothesis prints a case by its steps: pretty-printing its objects (deeply nested risky values) took
+        tens of minutes."""
+        printer.text(repr(self))
 
     def snapshot(self) -> Any:
         from accelsched.live import convert as live_convert
