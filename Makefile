@@ -6,8 +6,8 @@ STAMP := $(VENV)/.installed
 # The test suite also runs simulate on a real Ray cluster (tests/test_sim_ray.py): the `ray` extra, tests only.
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test unit integration lint bench ui-bench clean controlplane controller-manager proto conformance node node-e2e \
-	lab-node
+.PHONY: demo test unit integration lint bench ui-bench clean controlplane controller-manager kueue proto conformance node \
+	node-e2e lab-node
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -49,6 +49,10 @@ controlplane:
 controller-manager:
 	hack/build-controlplane.sh kube-controller-manager
 
+# Kueue v0.19.2's controller from its own module (hack/kueue), cached likewise: the queue oracle runs it.
+kueue:
+	hack/build-controlplane.sh kueue
+
 # A real node (docs/node.md): the kubelet v1.36.3 built from the pinned module (cached like the control plane), and
 # containerd, runc and the CNI plugins from Debian when missing (root). A no-op when all are there.
 node:
@@ -83,8 +87,11 @@ ui-bench: $(STAMP)
 
 # accelsched vs the real kube-scheduler v1.36.3 (docs/conformance.md): fixed seed, 2,000 scenarios; the last line is
 # `conformance: agree A/N (...)`, exit 1 below 99.5% (99% for the 1,000 DRA scenarios drawn beside them).
-conformance: $(STAMP) controlplane
+# Then accelsched's queue admission vs the real Kueue v0.19.2 (docs/queues.md): 1,000 scenarios, last line
+# `kueue-conformance: agree A/N (...)`, exit 1 below 99.5%.
+conformance: $(STAMP) controlplane kueue
 	$(BIN)/python -m conformance --scenarios 2000 --dra 1000 --seed 12 --live-sample 20
+	$(BIN)/python -m conformance.kueue --scenarios 1000 --seed 3
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
