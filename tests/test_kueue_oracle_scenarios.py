@@ -37,7 +37,7 @@ def test_place_prefixes_every_cluster_scoped_name_and_reference_and_gates_every_
         else:
             assert obj["metadata"]["name"].startswith("t7-")
         if obj["kind"] == "ClusterQueue":
-            assert spec["namespaceSelector"]["matchLabels"][GATE_LABEL] == "true"
+            assert spec["namespaceSelector"]["matchLabels"][GATE_LABEL] == "t7"
             assert spec["cohortName"].startswith("t7-")
             assert all(f["name"].startswith("t7-") for g in spec["resourceGroups"] for f in g["flavors"])
         if obj["kind"] == "Cohort" and "parentName" in spec:

@@ -312,8 +312,8 @@ def test_queue_problems_are_reported_with_the_workload_controllers_words(tmp_pat
     ]  # fmt: skip
     docs[3]["spec"]["namespaceSelector"] = {"matchLabels": {"team": "a"}}
     w = {n.split("-")[1]: x for n, x in workloads(run(tmp_path, docs)).items()}
-    assert quota_reserved(w["nolq"]) == ("False", "Inadmissible", "LocalQueue missing is terminating or missing")
-    assert quota_reserved(w["stopped"]) == ("False", "Inadmissible", "ClusterQueue held is stopped")
+    assert quota_reserved(w["nolq"]) == ("False", "Inadmissible", "LocalQueue missing doesn't exist")
+    assert quota_reserved(w["stopped"]) == ("False", "Inadmissible", "ClusterQueue held is inactive")
     assert quota_reserved(w["outsider"]) == (
         "False",
         "Pending",
@@ -532,7 +532,8 @@ def test_explain_says_a_held_pod_waits_for_its_workloads_admission_not_for_a_nod
 def test_hold_keeps_running_workloads_and_hold_and_drain_evicts_them(tmp_path: Path) -> None:
     """stopPolicy on the ClusterQueue: Hold admits nothing new but leaves the running pod; HoldAndDrain also
     evicts it (Evicted, reason ClusterQueueStopped, "The ClusterQueue is stopped"; not requeued), its pod off
-    its node, and it waits as Inadmissible, "ClusterQueue team-a is stopped"."""
+    its node, and it waits as Inadmissible, "ClusterQueue team-a is inactive" (getQueueBlocker: a stopped
+    ClusterQueue is not active in Kueue's cache)."""
 
     def docs(policy: str) -> list[dict]:
         return [
@@ -544,14 +545,14 @@ def test_hold_keeps_running_workloads_and_hold_and_drain_evicts_them(tmp_path: P
     out = run(tmp_path, docs("Hold"))
     w = {n.split("-")[1]: x for n, x in workloads(out).items()}
     assert w["running"]["admitted"] and not w["new"]["admitted"]
-    assert quota_reserved(w["new"]) == ("False", "Inadmissible", "ClusterQueue team-a is stopped")
+    assert quota_reserved(w["new"]) == ("False", "Inadmissible", "ClusterQueue team-a is inactive")
     out = run(tmp_path, docs("HoldAndDrain"))
     w = {n.split("-")[1]: x for n, x in workloads(out).items()}
     assert not w["running"]["admitted"] and not w["running"]["preempted"]
     conditions = {c["type"]: (c["status"], c["reason"], c["message"]) for c in w["running"]["conditions"]}
     assert conditions["Evicted"] == ("True", "ClusterQueueStopped", "The ClusterQueue is stopped")
     assert conditions["Requeued"][0] == "False"
-    assert conditions["QuotaReserved"] == ("False", "Inadmissible", "ClusterQueue team-a is stopped")
+    assert conditions["QuotaReserved"] == ("False", "Inadmissible", "ClusterQueue team-a is inactive")
     assert {p["name"]: p["node"] for p in out["pods"]}["running"] is None
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from accelsched.api.objects import Namespace, Node, Pod
 from accelsched.queues import api, preemption, quota
 from accelsched.queues.api import ClusterQueue, QueueObjects
-from accelsched.queues.flavorassigner import Assignment, AssignmentMode, FlavorAssigner
+from accelsched.queues.flavorassigner import Assignment, AssignmentMode, FlavorAssigner, pending_flavors
 from accelsched.queues.preemption import Admitted, Oracle, Preemptor, Target
 from accelsched.queues.quota import QuotaTree
 from accelsched.queues.workloads import Info, find
@@ -51,6 +51,11 @@ class Outcome:
     conditions: list[dict[str, str]] = field(default_factory=list)
     held_message: str = ""  # for its pods while it is not admitted
     preempted: bool = False
+    # LastAssignment: where its last flavor scan stopped (per pod set and resource), in which cycle, against which
+    # generation of its ClusterQueue's allocatable resources (a workload leaving the queue advances it).
+    last: dict[tuple[int, str], int] | None = None
+    last_cycle: int = 0
+    last_generation: int = 0
 
     def _set(self, kind: str, status: str, reason: str, message: str) -> None:
         """apimeta.SetStatusCondition: replaced in place, or appended."""
@@ -147,6 +152,8 @@ class _Admission:
         self.admitted: dict[str, list[Admitted]] = {}  # per ClusterQueue, what holds its quota
         self.preemptor = Preemptor(self.tree, objects.cluster_queues, self.admitted)
         self.sequence = 0
+        self.cycle = 0  # the scheduler's schedulingCycle
+        self.generation: dict[str, int] = {}  # per ClusterQueue, AllocatableResourceGeneration
         self.by_info = {id(o.info): o for o in self.outcomes}
         # This cycle's preemption targets (by id of their record, with the workload that preempts them).
         self.victims: dict[int, tuple[Target, Info]] = {}
@@ -177,20 +184,21 @@ class _Admission:
         return QueueResult(self.outcomes, self.tree, self.objects)
 
     def _cluster_queue(self, outcome: Outcome) -> ClusterQueue | None:
-        """The workload's ClusterQueue through its LocalQueue, or None with the condition Kueue sets."""
+        """The workload's ClusterQueue through its LocalQueue, or None with the condition Kueue's workload controller
+        sets on a workload without a reservation (getQueueBlocker, UnadmittedWorkloadsObservability off)."""
         info = outcome.info
         if info.waiting:
             outcome.held_message = info.waiting  # Kueue makes no Workload until the group is complete
             return None
         local = self.objects.local_queues.get(f"{info.namespace}/{info.queue_name}")
         if local is None:
-            outcome.refuse(INADMISSIBLE, f"LocalQueue {info.queue_name} is terminating or missing")
+            outcome.refuse(INADMISSIBLE, f"LocalQueue {info.queue_name} doesn't exist")
             return None
         if self._stopped(outcome, "LocalQueue", info.queue_name, local.stop_policy, local.cluster_queue):
             return None
         cq = self.objects.cluster_queues.get(local.cluster_queue)
         if cq is None:
-            outcome.refuse(INADMISSIBLE, f"ClusterQueue {local.cluster_queue} is terminating or missing")
+            outcome.refuse(INADMISSIBLE, f"ClusterQueue {local.cluster_queue} doesn't exist")
             return None
         if self._stopped(outcome, "ClusterQueue", cq.name, cq.stop_policy, cq.name):
             return None
@@ -205,7 +213,9 @@ class _Admission:
         if info.admitted is not None:
             outcome.admit(cluster_queue, info.admitted)
             outcome.drain(f"{kind}Stopped", f"The {kind} is stopped")
-        outcome.refuse(INADMISSIBLE, f"{kind} {name} is stopped")
+        # A workload without a reservation gets the workload controller's getQueueBlocker words: a stopped queue is
+        # an inactive one ("... is stopped" is for a workload still holding its reservation).
+        outcome.refuse(INADMISSIBLE, f"{kind} {name} is inactive")
         return True
 
     def _keep_running(self, outcome: Outcome, cq: ClusterQueue) -> None:
@@ -251,6 +261,7 @@ class _Admission:
         budget = 10 * (len(self.outcomes) + 1)  # every cycle admits, steps aside or evicts: this is never reached
         while budget:
             budget -= 1
+            self.cycle += 1
             heads = []
             for name, pending in queues.items():
                 cq = self.objects.cluster_queues[name]
@@ -288,9 +299,17 @@ class _Admission:
                 break
 
     def _assign(self, outcome: Outcome, cq: ClusterQueue) -> Assignment:
+        """getAssignments: the scan resumes from the workload's LastAssignment unless that is outdated (older than
+        the previous cycle, and a workload has left the ClusterQueue since: lastAssignmentOutdated)."""
         node = self.tree.cluster_queues[cq.name]
         oracle = Oracle(self.preemptor, outcome.info, cq)
-        return FlavorAssigner(outcome.info, cq, node, self.tree, self.objects.flavors, oracle).assign()
+        generation = self.generation.get(cq.name, 0)
+        if outcome.last is not None and self.cycle - outcome.last_cycle > 1 and generation > outcome.last_generation:
+            outcome.last = None
+        assigner = FlavorAssigner(outcome.info, cq, node, self.tree, self.objects.flavors, oracle, outcome.last)
+        assignment = assigner.assign()
+        outcome.last, outcome.last_cycle, outcome.last_generation = assignment.last_state(), self.cycle, generation
+        return assignment
 
     def _process(self, outcome: Outcome, cq: ClusterQueue, assignment: Assignment, pending: list[Outcome]) -> bool:
         """processEntry: True when the queue moved (admitted, or a BestEffortFIFO head stepped aside)."""
@@ -306,6 +325,8 @@ class _Admission:
                 for fr, amount in _reservable(assignment, node).items():
                     node.add_usage(fr, amount)  # reserveCapacityForUnreclaimablePreempt, for this cycle
                     self.reserved.append((node, fr, amount))
+            if pending_flavors(outcome.last):
+                return True  # back into the heap at once (requeueIfNotPresent): next cycle resumes its scan
             if cq.queueing_strategy == api.BEST_EFFORT_FIFO:
                 pending.remove(outcome)
                 return True
@@ -334,6 +355,7 @@ class _Admission:
             node.add_usage(fr, amount)  # the cycle's snapshot counts it, so later heads do not take the room
             self.reserved.append((node, fr, amount))
         outcome.refuse(PENDING, f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)")
+        outcome.last = None  # markPreemptionOutcome: the next cycle reconsiders every flavor
         return True
 
     def _fits(self, node: quota.Node, assignment: Assignment, targets: list[Target]) -> bool:
@@ -351,6 +373,7 @@ class _Admission:
         w = target.workload
         self.preemptor.remove(w)
         self.admitted[w.cluster_queue].remove(w)
+        self.generation[w.cluster_queue] = self.generation.get(w.cluster_queue, 0) + 1  # deleteWorkload
         victim = self.by_info[id(w.info)]
         message = preemption.message(
             preemptor_info,

@@ -6,8 +6,10 @@ running workloads (borrowed quota to reclaim, lower priorities to preempt). Name
 slot's tag, one namespace per phase, and the gate (below) on every ClusterQueue.
 
 The gate: Kueue decides as objects arrive, accelsched on a still input. So that both answer the same question,
-every ClusterQueue selects only namespaces labelled ``GATE_LABEL``, and a phase's namespace gets the label once all
-its workloads exist (one write, and Kueue requeues a cohort tree's waiting workloads at once on it).
+every ClusterQueue selects only namespaces labelled ``GATE_LABEL`` with its slot's tag, and a phase's namespace gets
+the label once all its workloads exist (one write, and Kueue requeues a cohort tree's waiting workloads at once on
+it). The value is the slot's own: opening one slot's namespace must not requeue the other slots' workloads (Kueue
+requeues every ClusterQueue a namespace newly matches), or their last tries would depend on when others opened.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def place(s: Scenario, tag: str) -> tuple[list[JSON], list[list[JSON]]]:
                 for flavor in group.get("flavors") or []:
                     flavor["name"] = ref(flavor["name"])
             selector = obj["spec"].setdefault("namespaceSelector", {})
-            selector.setdefault("matchLabels", {})[GATE_LABEL] = "true"
+            selector.setdefault("matchLabels", {})[GATE_LABEL] = tag
         if kind == "Cohort" and spec.get("parentName"):
             spec["parentName"] = ref(spec["parentName"])
         if kind == "LocalQueue":
