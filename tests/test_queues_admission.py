@@ -129,8 +129,9 @@ def pods_of(out: dict, prefix: str) -> list[dict]:
 def test_quota_admits_in_order_and_holds_the_rest_with_kueues_message(tmp_path: Path) -> None:
     """Nominal 8 GPUs, four jobs of 3 (one pod each): one head per cycle, 3 + 3 fit, the third needs 9 > 8. It is
     under nominal (8 >= 3) so Kueue asks its preemption oracle (no candidates: policies Never) and keeps the
-    quota message: 3 requested on top of 6 used against 8 available is "1 more needed". BestEffortFIFO: the
-    fourth is tried next and fails the same way."""
+    quota message: 3 requested on top of 6 used against 8 available is "1 more needed". BestEffortFIFO, and the
+    fourth is of the third's equivalence class (same priority and shape: SchedulingEquivalenceHashing, on by
+    default since v0.18): it goes to inadmissible with the third untried, without a condition."""
     docs = [
         node("n1"), node("n2"), flavor("default"),
         cluster_queue("team-a", [("default", [quota("cpu", 100), quota(GPU, 8)])]),
@@ -147,13 +148,18 @@ def test_quota_admits_in_order_and_holds_the_rest_with_kueues_message(tmp_path: 
         "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor default, "
         "1 more needed"
     )
-    for n in names[2:]:
-        assert quota_reserved(w[n]) == ("False", "Pending", message)
-        assert [c["type"] for c in w[n]["conditions"]] == ["QuotaReserved"]  # no Admitted condition (gate off)
+    third, fourth = names[2:]
+    assert quota_reserved(w[third]) == ("False", "Pending", message)
+    assert [c["type"] for c in w[third]["conditions"]] == ["QuotaReserved"]  # no Admitted condition (gate off)
+    assert w[fourth]["conditions"] == [] and not w[fourth]["admitted"]
     assert quota_reserved(w[admitted[0]]) == ("True", "QuotaReserved", "Quota reserved in ClusterQueue team-a")
     assert w[admitted[0]]["flavors"] == {"main": {"cpu": "default", GPU: "default"}}
-    for p in pods_of(out, "j2") + pods_of(out, "j3"):
+    for p in pods_of(out, "j2"):
         assert p["node"] is None and p["message"] == message
+    for p in pods_of(out, "j3"):
+        assert p["node"] is None and p["message"] == (
+            f"waiting for quota in ClusterQueue team-a: an equivalent workload default/{third} does not fit"
+        )
     assert all(p["node"] for p in pods_of(out, "j0") + pods_of(out, "j1"))
     cq = out["clusterQueues"][0]
     assert cq == {

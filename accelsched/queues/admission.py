@@ -329,6 +329,7 @@ class _Admission:
                 return True  # back into the heap at once (requeueIfNotPresent): next cycle resumes its scan
             if cq.queueing_strategy == api.BEST_EFFORT_FIFO:
                 pending.remove(outcome)
+                self._bulk_move(outcome, cq.name, pending)
                 return True
             return False
         if not self._fits(node, assignment, []):
@@ -338,6 +339,18 @@ class _Admission:
         outcome.admit(cq.name, assignment.flavors())
         pending.remove(outcome)
         return True
+
+    @staticmethod
+    def _bulk_move(outcome: Outcome, name: str, pending: list[Outcome]) -> None:
+        """SchedulingEquivalenceHashing (on by default): a BestEffortFIFO workload that does not fit (NoFit, or
+        Preempt without candidates) takes the queued workloads of its equivalence class to inadmissible with it,
+        untried (no condition)."""
+        cls = outcome.info.equivalence()
+        for other in [o for o in pending if o.info.equivalence() == cls]:
+            pending.remove(other)
+            other.held_message = (
+                f"waiting for quota in ClusterQueue {name}: an equivalent workload {outcome.info.key} does not fit"
+            )
 
     def _preempt(self, outcome: Outcome, cq: ClusterQueue, assignment: Assignment, targets: list[Target]) -> bool:
         """processEntry in Preempt mode with targets: skipped when another head of the cycle took one of them or

@@ -2,6 +2,7 @@
 
     python -m conformance.kueue --scenarios 1000 --seed 3
     python -m conformance.kueue --scenarios 200 --classes preemption,tree -v --shrink
+    python -m conformance.kueue --scenarios 100 --seed 2 --only 2000061 --record   # keep as a case, as it is
 
 The last line is ``kueue-conformance: agree A/N (...)``; exit 1 below 99.5% agreement.
 """
@@ -47,6 +48,13 @@ def _shrink_all(cluster: KueueCluster, tally: runner.Tally, args: argparse.Names
     return saved
 
 
+def _record(v: runner.Verdict, cases_dir: Path) -> Path:
+    path = cases_dir / f"{v.scenario.klass}-{v.scenario.digest()}.yaml"
+    case = v.cases[-1]
+    cases.write(path, v.scenario.klass, case, seed=v.scenario.seed, disagreement=case.diffs())
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.kueue", description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=200)
@@ -56,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shrink", action=argparse.BooleanOptionalAction, default=False,
                         help="shrink one disagreement per class and kind into tests/kueue_cases/")
     parser.add_argument("--shrink-rounds", type=int, default=12)
+    parser.add_argument("--record", action="store_true",
+                        help="save every scenario run (its last phase) as a case, agreeing or not, unshrunk")
     parser.add_argument("--cases-dir", type=Path, default=cases.CASES_DIR)
     parser.add_argument("--json", type=Path, help="write the figures and disagreements here")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every disagreement")
@@ -80,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
 
         tally = runner.run_all(cluster, scenarios, progress)
         saved = _shrink_all(cluster, tally, args) if args.shrink else []
+        if args.record:
+            saved += [_record(v, args.cases_dir) for v in tally.decided if v.cases]
     print(f"accelsched vs Kueue v0.19.2: {len(scenarios)} scenarios, seed {args.seed}")
     for klass, (agree, of) in tally.by_class().items():
         print(f"  {klass:12} {agree:5}/{of:<5} {100 * agree / of:6.1f}%")
