@@ -154,6 +154,10 @@ class _Admission:
         self.sequence = 0
         self.cycle = 0  # the scheduler's schedulingCycle
         self.generation: dict[str, int] = {}  # per ClusterQueue, AllocatableResourceGeneration
+        self.inadmissible: dict[str, list[Outcome]] = {}  # per ClusterQueue: out of its heap until quota frees
+        # per BestEffortFIFO ClusterQueue, the workload waiting for its preemptions: it stays the head (Kueue's
+        # preemptorWorkload), so a requeued workload ahead of it in the order cannot take the room it freed
+        self.preemptor_head: dict[str, Outcome] = {}
         self.by_info = {id(o.info): o for o in self.outcomes}
         # This cycle's preemption targets (by id of their record, with the workload that preempts them).
         self.victims: dict[int, tuple[Target, Info]] = {}
@@ -267,7 +271,8 @@ class _Admission:
                 cq = self.objects.cluster_queues[name]
                 if not pending:
                     continue
-                head = pending[0]
+                sticky = self.preemptor_head.get(name)
+                head = sticky if sticky in pending else pending[0]
                 if name in self.inactive:
                     head.refuse(PENDING, f"ClusterQueue {name} is inactive")
                     pending.pop(0)  # an inactive queue yields no heads: each of its workloads waits
@@ -315,6 +320,8 @@ class _Admission:
         """processEntry: True when the queue moved (admitted, or a BestEffortFIFO head stepped aside)."""
         node = self.tree.cluster_queues[cq.name]
         mode = assignment.mode
+        if self.preemptor_head.get(cq.name) is outcome:
+            del self.preemptor_head[cq.name]  # set again below if it still waits for preemptions
         if mode == AssignmentMode.PREEMPT:
             targets = self.preemptor.targets(outcome.info, cq, assignment.usage, assignment.needs_preemption())
             if targets:
@@ -329,6 +336,7 @@ class _Admission:
                 return True  # back into the heap at once (requeueIfNotPresent): next cycle resumes its scan
             if cq.queueing_strategy == api.BEST_EFFORT_FIFO:
                 pending.remove(outcome)
+                self.inadmissible.setdefault(cq.name, []).append(outcome)
                 self._bulk_move(outcome, cq.name, pending)
                 return True
             return False
@@ -340,14 +348,14 @@ class _Admission:
         pending.remove(outcome)
         return True
 
-    @staticmethod
-    def _bulk_move(outcome: Outcome, name: str, pending: list[Outcome]) -> None:
+    def _bulk_move(self, outcome: Outcome, name: str, pending: list[Outcome]) -> None:
         """SchedulingEquivalenceHashing (on by default): a BestEffortFIFO workload that does not fit (NoFit, or
         Preempt without candidates) takes the queued workloads of its equivalence class to inadmissible with it,
         untried (no condition)."""
         cls = outcome.info.equivalence()
         for other in [o for o in pending if o.info.equivalence() == cls]:
             pending.remove(other)
+            self.inadmissible.setdefault(name, []).append(other)
             other.held_message = (
                 f"waiting for quota in ClusterQueue {name}: an equivalent workload {outcome.info.key} does not fit"
             )
@@ -369,6 +377,8 @@ class _Admission:
             self.reserved.append((node, fr, amount))
         outcome.refuse(PENDING, f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)")
         outcome.last = None  # markPreemptionOutcome: the next cycle reconsiders every flavor
+        if cq.queueing_strategy == api.BEST_EFFORT_FIFO:
+            self.preemptor_head[cq.name] = outcome
         return True
 
     def _fits(self, node: quota.Node, assignment: Assignment, targets: list[Target]) -> bool:
@@ -400,6 +410,19 @@ class _Admission:
         pending = queues.setdefault(w.cluster_queue, [])
         pending.append(victim)
         pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
+        self._requeue_inadmissible(w.cluster_queue, queues)
+
+    def _requeue_inadmissible(self, cluster_queue: str, queues: dict[str, list[Outcome]]) -> None:
+        """QueueAssociatedInadmissibleWorkloadsAfter: quota freed in a ClusterQueue puts the inadmissible workloads
+        of its whole cohort tree (of itself, without a cohort) back into their queues."""
+        root = self.tree.cluster_queues[cluster_queue].root()
+        names = [name for name, node in self.tree.cluster_queues.items() if node.root() is root]
+        for name in names:
+            back = self.inadmissible.pop(name, [])
+            if back:
+                pending = queues.setdefault(name, [])
+                pending.extend(back)
+                pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
 
     def _mark_blocked(self, queues: dict[str, list[Outcome]]) -> None:
         """StrictFIFO queues that stopped: the workloads behind the head were never tried (no condition), their
