@@ -664,3 +664,25 @@ def test_without_kueues_objects_a_queue_label_is_inert(tmp_path: Path) -> None:
     out = run(tmp_path, [node("n1"), job("j", "lq", 2, gpus=1), pod("p", 1)])
     assert [p["name"] for p in out["pods"]] == ["p"] and out["pods"][0]["node"] == "n1"
     assert "workloads" not in out and "clusterQueues" not in out
+
+
+def _pod_set(name: str, count: int, gpus: int) -> dict:
+    return {"name": name, "count": count, "template": {"spec": {
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": {GPU: str(gpus)}}}]}}}  # fmt: skip
+
+
+def test_a_second_scan_resumes_after_the_flavor_the_first_stopped_at(tmp_path: Path) -> None:
+    """Kueue's LastAssignment (FlavorFungibility and FlavorFungibilityPreserveScanProgress, on by default). Flavors
+    f0 (6 GPUs) then f1 (4). Pod set main (2 GPUs) fits f0 and the scan stops there; ps1 (3 x 2 = 6) then finds
+    neither f0 (2 + 6 > 6) nor f1 (6 > 4): not admitted, but main's scan stopped before the last flavor, so the
+    workload goes straight back to the head (requeueIfNotPresent: PendingFlavors). The second scan resumes main at
+    f1 (2 of 4) and ps1 at f0 (6 of 6): admitted, main on f1. A first scan alone would never admit it."""
+    wl = {"apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": "wl-1", "namespace": "default"},
+          "spec": {"queueName": "lq", "podSets": [_pod_set("main", 1, 2), _pod_set("ps1", 3, 2)]}}  # fmt: skip
+    docs = [
+        node("n1"), node("n2"), flavor("f0"), flavor("f1"),
+        cluster_queue("team-a", [("f0", [quota(GPU, 6)]), ("f1", [quota(GPU, 4)])]),
+        local_queue("lq", "team-a"), wl,
+    ]  # fmt: skip
+    w = workloads(run(tmp_path, docs))["wl-1"]
+    assert w["admitted"] and w["flavors"] == {"main": {GPU: "f1"}, "ps1": {GPU: "f0"}}
