@@ -116,6 +116,7 @@ class KueueCluster:
                     results[i].error = str(exc)
 
             list(self.pool.map(create, range(len(scenarios))))
+            self._wait_queues_known(slots, timeout)
             live = [i for i, r in enumerate(results) if not r.error]
             phases_n = max((len(placed[i][1]) for i in live), default=0)
             for phase in range(phases_n):
@@ -152,6 +153,22 @@ class KueueCluster:
             for obj in batch:
                 made.append(self._create(RESOURCES[kind], obj, obj["metadata"].get("namespace")))
         return made
+
+    def _wait_queues_known(self, slots: list[str], timeout: float) -> None:
+        """Until Kueue has taken in every ClusterQueue and LocalQueue of the batch (their controllers write the
+        Active condition once the queue manager has them): a workload created before its queues are known is
+        queued only when a later event finds it, after workloads created after it."""
+        assert self.kube is not None
+        deadline = time.monotonic() + timeout
+        prefixes = tuple(f"{s}-" for s in slots)
+        while time.monotonic() < deadline:
+            items = [o for kind in ("ClusterQueue", "LocalQueue") for o in self.kube.list(RESOURCES[kind])["items"]
+                     if (o["metadata"].get("namespace") or o["metadata"]["name"]).startswith(prefixes)]
+            if all(any(c["type"] == "Active" for c in (o.get("status") or {}).get("conditions") or [])
+                   for o in items):
+                return
+            time.sleep(0.2)
+        raise OracleError(f"Kueue did not take in the batch's queues in {timeout:.0f}s")
 
     def _create(self, resource: k.Resource, obj: JSON, ns: str | None) -> JSON:
         assert self.kube is not None
