@@ -146,6 +146,13 @@ class _Admission:
         self.objects = objects
         self.tree = quota.build(objects)
         self.outcomes = [Outcome(info) for info in find(objects, pods)]
+        for outcome in self.outcomes:  # a Workload object's conditions carry on (a readmitted one's "Previously: ...")
+            written = objects.workloads.get(outcome.info.key)
+            outcome.conditions = [
+                _condition(c["type"], str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", "")))
+                for c in (written.conditions if written is not None else [])
+                if c.get("type") in (QUOTA_RESERVED, ADMITTED, EVICTED, PREEMPTED, REQUEUED)
+            ]
         self.namespace_labels = {ns.name: ns.label_map() for ns in namespaces}
         self.node_labels = {n.name: n.labels for n in nodes}
         self.reserved: list[tuple[quota.Node, tuple[str, str], int]] = []  # this cycle's reserveCapacity...

@@ -2,8 +2,8 @@
 
 Per workload: admitted or not; the flavor of each pod set's resources; and the conditions Kueue writes
 (QuotaReserved, Admitted, Evicted, Preempted, Requeued) with their status, reason and message, byte for byte.
-A workload of an earlier phase whose conditions Kueue did not touch in this phase is compared on admission and
-flavors only (accelsched reads a running workload's admission, not its condition history).
+Earlier phases' workloads are given to accelsched with the status Kueue left them (admission and conditions); one
+whose conditions Kueue did not touch in this phase is compared on admission and flavors only.
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ def _clean(obj: JSON) -> JSON:
     out = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
     out["metadata"] = keep
     status = obj.get("status") or {}
-    if obj.get("kind") == "Workload" and status.get("admission"):
-        out["status"] = {"admission": status["admission"], "conditions": status.get("conditions") or []}
+    if obj.get("kind") == "Workload" and status:
+        out["status"] = {"conditions": status.get("conditions") or []}
+        if status.get("admission"):
+            out["status"]["admission"] = status["admission"]
     return out
 
 
