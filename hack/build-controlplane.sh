@@ -3,7 +3,7 @@
 # hack/controlplane, into a cache keyed by the content that decides them, and prints the bin dir.
 #
 # Usage: hack/build-controlplane.sh [--check]
-#          [kube-controller-manager | dra-allocator-oracle | helm | kubectl | kube-proxy | prometheus]
+#          [kube-controller-manager | dra-allocator-oracle | helm | kubectl | kube-proxy | prometheus | kueue]
 #   (default)                etcd, kube-apiserver and kube-scheduler, from go.mod;
 #   kube-controller-manager  only that (the DRA tests run its resourceclaim controller), from kubelet.mod: it imports
 #                            the volume plugins and the kubelet's modules that go.mod leaves out (cadvisor, the CRI
@@ -23,6 +23,8 @@
 #   prometheus               Prometheus v0.316.0's prometheus and promtool (hack/prometheus/go.mod's tool lines), without
 #                            the cloud service discoveries (-tags remove_all_sd: static and file configs are enough to
 #                            scrape a process on loopback), for the rules' and the dashboard's tests.
+#   kueue                    Kueue v0.19.2's controller manager (hack/kueue/go.mod's tool line), the reference the queue
+#                            oracle (conformance/kueue.py) runs against the test API server; own module and versions.
 # The components built from k8s.io/kubernetes are stamped with its version (a module build has no git tree to take
 # it from), so the API server's /version, `kubectl version` and Helm's kubeVersion check see v1.36.3.
 # Idempotent: when the binaries for the current module files and mains are already in the cache, it builds nothing.
@@ -89,6 +91,15 @@ case "${1:-}" in
     key="$( (cd "$moddir" && cat go.mod go.sum; echo "$tags") | sha256sum | cut -c1-16)"
     root="${ACCELSCHED_PROMETHEUS_DIR:-$cache/prometheus}"
     ;;
+  kueue)
+    cmds=(kueue)
+    modfile=go.mod
+    moddir="$here/kueue"
+    pkg=sigs.k8s.io/kueue/cmd/kueue
+    own_versions=1
+    key="$(cd "$moddir" && cat go.mod go.sum | sha256sum | cut -c1-16)"
+    root="${ACCELSCHED_KUEUE_DIR:-$cache/kueue}"
+    ;;
   kubectl)
     cmds=(kubectl)
     modfile=kubectl.mod
@@ -102,7 +113,7 @@ case "${1:-}" in
     root="${ACCELSCHED_KUBE_PROXY_DIR:-$cache/kube-proxy}"
     ;;
   *)
-    echo "build-controlplane: unknown component '$1' (known: kube-controller-manager, dra-allocator-oracle, helm, kubectl, kube-proxy, prometheus)" >&2
+    echo "build-controlplane: unknown component '$1' (known: kube-controller-manager, dra-allocator-oracle, helm, kubectl, kube-proxy, prometheus, kueue)" >&2
     exit 2
     ;;
 esac

@@ -5,8 +5,8 @@
 #   - hwloc: the reference the topology discovery is compared against (tests/test_topology_hwloc.py);
 #   - Debian's Chromium: the browser tests of `accelsched ui` (tests/ui, tests/live/test_ui_live_browser.py);
 #   - the control plane (etcd, kube-apiserver, kube-scheduler), kube-controller-manager and upstream's DRA allocator,
-#     built from the pinned Go modules, with helm and kubectl: the live tests, the oracles, the chart and the kubectl
-#     plugin (10-20 min the first time on 2 cores).
+#     built from the pinned Go modules, with helm, kubectl and Kueue: the live tests, the oracles, the chart, the kubectl
+#     plugin and the queue oracle (15-25 min the first time on 2 cores).
 # Where something cannot be had (not root, no apt, no Go), it says so in one line and goes on: the tests that need it
 # then skip naming it (tests/prereqs.py), except under CI, where they fail.
 set -uo pipefail
@@ -30,7 +30,7 @@ command -v hwloc-ls >/dev/null 2>&1 || apt_install hwloc
 [ -x /usr/bin/chromium ] || apt_install chromium fonts-dejavu-core
 
 if command -v go >/dev/null 2>&1; then
-  for component in "" kube-controller-manager dra-allocator-oracle helm kubectl; do
+  for component in "" kube-controller-manager dra-allocator-oracle helm kubectl kueue; do
     hack/build-controlplane.sh $component >/dev/null ||
       echo "test-deps: building ${component:-the control plane} failed; the tests that need it will fail with its log"
   done

@@ -129,8 +129,9 @@ def pods_of(out: dict, prefix: str) -> list[dict]:
 def test_quota_admits_in_order_and_holds_the_rest_with_kueues_message(tmp_path: Path) -> None:
     """Nominal 8 GPUs, four jobs of 3 (one pod each): one head per cycle, 3 + 3 fit, the third needs 9 > 8. It is
     under nominal (8 >= 3) so Kueue asks its preemption oracle (no candidates: policies Never) and keeps the
-    quota message: 3 requested on top of 6 used against 8 available is "1 more needed". BestEffortFIFO: the
-    fourth is tried next and fails the same way."""
+    quota message: 3 requested on top of 6 used against 8 available is "1 more needed". BestEffortFIFO, and the
+    fourth is of the third's equivalence class (same priority and shape: SchedulingEquivalenceHashing, on by
+    default since v0.18): it goes to inadmissible with the third untried, without a condition."""
     docs = [
         node("n1"), node("n2"), flavor("default"),
         cluster_queue("team-a", [("default", [quota("cpu", 100), quota(GPU, 8)])]),
@@ -147,13 +148,18 @@ def test_quota_admits_in_order_and_holds_the_rest_with_kueues_message(tmp_path: 
         "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor default, "
         "1 more needed"
     )
-    for n in names[2:]:
-        assert quota_reserved(w[n]) == ("False", "Pending", message)
-        assert [c["type"] for c in w[n]["conditions"]] == ["QuotaReserved"]  # no Admitted condition (gate off)
+    third, fourth = names[2:]
+    assert quota_reserved(w[third]) == ("False", "Pending", message)
+    assert [c["type"] for c in w[third]["conditions"]] == ["QuotaReserved"]  # no Admitted condition (gate off)
+    assert w[fourth]["conditions"] == [] and not w[fourth]["admitted"]
     assert quota_reserved(w[admitted[0]]) == ("True", "QuotaReserved", "Quota reserved in ClusterQueue team-a")
     assert w[admitted[0]]["flavors"] == {"main": {"cpu": "default", GPU: "default"}}
-    for p in pods_of(out, "j2") + pods_of(out, "j3"):
+    for p in pods_of(out, "j2"):
         assert p["node"] is None and p["message"] == message
+    for p in pods_of(out, "j3"):
+        assert p["node"] is None and p["message"] == (
+            f"waiting for quota in ClusterQueue team-a: an equivalent workload default/{third} does not fit"
+        )
     assert all(p["node"] for p in pods_of(out, "j0") + pods_of(out, "j1"))
     cq = out["clusterQueues"][0]
     assert cq == {
@@ -312,8 +318,8 @@ def test_queue_problems_are_reported_with_the_workload_controllers_words(tmp_pat
     ]  # fmt: skip
     docs[3]["spec"]["namespaceSelector"] = {"matchLabels": {"team": "a"}}
     w = {n.split("-")[1]: x for n, x in workloads(run(tmp_path, docs)).items()}
-    assert quota_reserved(w["nolq"]) == ("False", "Inadmissible", "LocalQueue missing is terminating or missing")
-    assert quota_reserved(w["stopped"]) == ("False", "Inadmissible", "ClusterQueue held is stopped")
+    assert quota_reserved(w["nolq"]) == ("False", "Inadmissible", "LocalQueue missing doesn't exist")
+    assert quota_reserved(w["stopped"]) == ("False", "Inadmissible", "ClusterQueue held is inactive")
     assert quota_reserved(w["outsider"]) == (
         "False",
         "Pending",
@@ -532,7 +538,8 @@ def test_explain_says_a_held_pod_waits_for_its_workloads_admission_not_for_a_nod
 def test_hold_keeps_running_workloads_and_hold_and_drain_evicts_them(tmp_path: Path) -> None:
     """stopPolicy on the ClusterQueue: Hold admits nothing new but leaves the running pod; HoldAndDrain also
     evicts it (Evicted, reason ClusterQueueStopped, "The ClusterQueue is stopped"; not requeued), its pod off
-    its node, and it waits as Inadmissible, "ClusterQueue team-a is stopped"."""
+    its node, and it waits as Inadmissible, "ClusterQueue team-a is inactive" (getQueueBlocker: a stopped
+    ClusterQueue is not active in Kueue's cache)."""
 
     def docs(policy: str) -> list[dict]:
         return [
@@ -544,14 +551,14 @@ def test_hold_keeps_running_workloads_and_hold_and_drain_evicts_them(tmp_path: P
     out = run(tmp_path, docs("Hold"))
     w = {n.split("-")[1]: x for n, x in workloads(out).items()}
     assert w["running"]["admitted"] and not w["new"]["admitted"]
-    assert quota_reserved(w["new"]) == ("False", "Inadmissible", "ClusterQueue team-a is stopped")
+    assert quota_reserved(w["new"]) == ("False", "Inadmissible", "ClusterQueue team-a is inactive")
     out = run(tmp_path, docs("HoldAndDrain"))
     w = {n.split("-")[1]: x for n, x in workloads(out).items()}
     assert not w["running"]["admitted"] and not w["running"]["preempted"]
     conditions = {c["type"]: (c["status"], c["reason"], c["message"]) for c in w["running"]["conditions"]}
     assert conditions["Evicted"] == ("True", "ClusterQueueStopped", "The ClusterQueue is stopped")
     assert conditions["Requeued"][0] == "False"
-    assert conditions["QuotaReserved"] == ("False", "Inadmissible", "ClusterQueue team-a is stopped")
+    assert conditions["QuotaReserved"] == ("False", "Inadmissible", "ClusterQueue team-a is inactive")
     assert {p["name"]: p["node"] for p in out["pods"]}["running"] is None
 
 
@@ -657,3 +664,25 @@ def test_without_kueues_objects_a_queue_label_is_inert(tmp_path: Path) -> None:
     out = run(tmp_path, [node("n1"), job("j", "lq", 2, gpus=1), pod("p", 1)])
     assert [p["name"] for p in out["pods"]] == ["p"] and out["pods"][0]["node"] == "n1"
     assert "workloads" not in out and "clusterQueues" not in out
+
+
+def _pod_set(name: str, count: int, gpus: int) -> dict:
+    return {"name": name, "count": count, "template": {"spec": {
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": {GPU: str(gpus)}}}]}}}  # fmt: skip
+
+
+def test_a_second_scan_resumes_after_the_flavor_the_first_stopped_at(tmp_path: Path) -> None:
+    """Kueue's LastAssignment (FlavorFungibility and FlavorFungibilityPreserveScanProgress, on by default). Flavors
+    f0 (6 GPUs) then f1 (4). Pod set main (2 GPUs) fits f0 and the scan stops there; ps1 (3 x 2 = 6) then finds
+    neither f0 (2 + 6 > 6) nor f1 (6 > 4): not admitted, but main's scan stopped before the last flavor, so the
+    workload goes straight back to the head (requeueIfNotPresent: PendingFlavors). The second scan resumes main at
+    f1 (2 of 4) and ps1 at f0 (6 of 6): admitted, main on f1. A first scan alone would never admit it."""
+    wl = {"apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": "wl-1", "namespace": "default"},
+          "spec": {"queueName": "lq", "podSets": [_pod_set("main", 1, 2), _pod_set("ps1", 3, 2)]}}  # fmt: skip
+    docs = [
+        node("n1"), node("n2"), flavor("f0"), flavor("f1"),
+        cluster_queue("team-a", [("f0", [quota(GPU, 6)]), ("f1", [quota(GPU, 4)])]),
+        local_queue("lq", "team-a"), wl,
+    ]  # fmt: skip
+    w = workloads(run(tmp_path, docs))["wl-1"]
+    assert w["admitted"] and w["flavors"] == {"main": {GPU: "f1"}, "ps1": {GPU: "f0"}}

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from accelsched.api.objects import Namespace, Node, Pod
 from accelsched.queues import api, preemption, quota
 from accelsched.queues.api import ClusterQueue, QueueObjects
-from accelsched.queues.flavorassigner import Assignment, AssignmentMode, FlavorAssigner
+from accelsched.queues.flavorassigner import Assignment, AssignmentMode, FlavorAssigner, pending_flavors
 from accelsched.queues.preemption import Admitted, Oracle, Preemptor, Target
 from accelsched.queues.quota import QuotaTree
 from accelsched.queues.workloads import Info, find
@@ -51,6 +51,11 @@ class Outcome:
     conditions: list[dict[str, str]] = field(default_factory=list)
     held_message: str = ""  # for its pods while it is not admitted
     preempted: bool = False
+    # LastAssignment: where its last flavor scan stopped (per pod set and resource), in which cycle, against which
+    # generation of its ClusterQueue's allocatable resources (a workload leaving the queue advances it).
+    last: dict[tuple[int, str], int] | None = None
+    last_cycle: int = 0
+    last_generation: int = 0
 
     def _set(self, kind: str, status: str, reason: str, message: str) -> None:
         """apimeta.SetStatusCondition: replaced in place, or appended."""
@@ -141,12 +146,25 @@ class _Admission:
         self.objects = objects
         self.tree = quota.build(objects)
         self.outcomes = [Outcome(info) for info in find(objects, pods)]
+        for outcome in self.outcomes:  # a Workload object's conditions carry on (a readmitted one's "Previously: ...")
+            written = objects.workloads.get(outcome.info.key)
+            outcome.conditions = [
+                _condition(c["type"], str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", "")))
+                for c in (written.conditions if written is not None else [])
+                if c.get("type") in (QUOTA_RESERVED, ADMITTED, EVICTED, PREEMPTED, REQUEUED)
+            ]
         self.namespace_labels = {ns.name: ns.label_map() for ns in namespaces}
         self.node_labels = {n.name: n.labels for n in nodes}
         self.reserved: list[tuple[quota.Node, tuple[str, str], int]] = []  # this cycle's reserveCapacity...
         self.admitted: dict[str, list[Admitted]] = {}  # per ClusterQueue, what holds its quota
         self.preemptor = Preemptor(self.tree, objects.cluster_queues, self.admitted)
         self.sequence = 0
+        self.cycle = 0  # the scheduler's schedulingCycle
+        self.generation: dict[str, int] = {}  # per ClusterQueue, AllocatableResourceGeneration
+        self.inadmissible: dict[str, list[Outcome]] = {}  # per ClusterQueue: out of its heap until quota frees
+        # per BestEffortFIFO ClusterQueue, the workload waiting for its preemptions: it stays the head (Kueue's
+        # preemptorWorkload), so a requeued workload ahead of it in the order cannot take the room it freed
+        self.preemptor_head: dict[str, Outcome] = {}
         self.by_info = {id(o.info): o for o in self.outcomes}
         # This cycle's preemption targets (by id of their record, with the workload that preempts them).
         self.victims: dict[int, tuple[Target, Info]] = {}
@@ -177,20 +195,21 @@ class _Admission:
         return QueueResult(self.outcomes, self.tree, self.objects)
 
     def _cluster_queue(self, outcome: Outcome) -> ClusterQueue | None:
-        """The workload's ClusterQueue through its LocalQueue, or None with the condition Kueue sets."""
+        """The workload's ClusterQueue through its LocalQueue, or None with the condition Kueue's workload controller
+        sets on a workload without a reservation (getQueueBlocker, UnadmittedWorkloadsObservability off)."""
         info = outcome.info
         if info.waiting:
             outcome.held_message = info.waiting  # Kueue makes no Workload until the group is complete
             return None
         local = self.objects.local_queues.get(f"{info.namespace}/{info.queue_name}")
         if local is None:
-            outcome.refuse(INADMISSIBLE, f"LocalQueue {info.queue_name} is terminating or missing")
+            outcome.refuse(INADMISSIBLE, f"LocalQueue {info.queue_name} doesn't exist")
             return None
         if self._stopped(outcome, "LocalQueue", info.queue_name, local.stop_policy, local.cluster_queue):
             return None
         cq = self.objects.cluster_queues.get(local.cluster_queue)
         if cq is None:
-            outcome.refuse(INADMISSIBLE, f"ClusterQueue {local.cluster_queue} is terminating or missing")
+            outcome.refuse(INADMISSIBLE, f"ClusterQueue {local.cluster_queue} doesn't exist")
             return None
         if self._stopped(outcome, "ClusterQueue", cq.name, cq.stop_policy, cq.name):
             return None
@@ -205,7 +224,9 @@ class _Admission:
         if info.admitted is not None:
             outcome.admit(cluster_queue, info.admitted)
             outcome.drain(f"{kind}Stopped", f"The {kind} is stopped")
-        outcome.refuse(INADMISSIBLE, f"{kind} {name} is stopped")
+        # A workload without a reservation gets the workload controller's getQueueBlocker words: a stopped queue is
+        # an inactive one ("... is stopped" is for a workload still holding its reservation).
+        outcome.refuse(INADMISSIBLE, f"{kind} {name} is inactive")
         return True
 
     def _keep_running(self, outcome: Outcome, cq: ClusterQueue) -> None:
@@ -251,12 +272,14 @@ class _Admission:
         budget = 10 * (len(self.outcomes) + 1)  # every cycle admits, steps aside or evicts: this is never reached
         while budget:
             budget -= 1
+            self.cycle += 1
             heads = []
             for name, pending in queues.items():
                 cq = self.objects.cluster_queues[name]
                 if not pending:
                     continue
-                head = pending[0]
+                sticky = self.preemptor_head.get(name)
+                head = sticky if sticky in pending else pending[0]
                 if name in self.inactive:
                     head.refuse(PENDING, f"ClusterQueue {name} is inactive")
                     pending.pop(0)  # an inactive queue yields no heads: each of its workloads waits
@@ -288,14 +311,24 @@ class _Admission:
                 break
 
     def _assign(self, outcome: Outcome, cq: ClusterQueue) -> Assignment:
+        """getAssignments: the scan resumes from the workload's LastAssignment unless that is outdated (older than
+        the previous cycle, and a workload has left the ClusterQueue since: lastAssignmentOutdated)."""
         node = self.tree.cluster_queues[cq.name]
         oracle = Oracle(self.preemptor, outcome.info, cq)
-        return FlavorAssigner(outcome.info, cq, node, self.tree, self.objects.flavors, oracle).assign()
+        generation = self.generation.get(cq.name, 0)
+        if outcome.last is not None and self.cycle - outcome.last_cycle > 1 and generation > outcome.last_generation:
+            outcome.last = None
+        assigner = FlavorAssigner(outcome.info, cq, node, self.tree, self.objects.flavors, oracle, outcome.last)
+        assignment = assigner.assign()
+        outcome.last, outcome.last_cycle, outcome.last_generation = assignment.last_state(), self.cycle, generation
+        return assignment
 
     def _process(self, outcome: Outcome, cq: ClusterQueue, assignment: Assignment, pending: list[Outcome]) -> bool:
         """processEntry: True when the queue moved (admitted, or a BestEffortFIFO head stepped aside)."""
         node = self.tree.cluster_queues[cq.name]
         mode = assignment.mode
+        if self.preemptor_head.get(cq.name) is outcome:
+            del self.preemptor_head[cq.name]  # set again below if it still waits for preemptions
         if mode == AssignmentMode.PREEMPT:
             targets = self.preemptor.targets(outcome.info, cq, assignment.usage, assignment.needs_preemption())
             if targets:
@@ -306,8 +339,12 @@ class _Admission:
                 for fr, amount in _reservable(assignment, node).items():
                     node.add_usage(fr, amount)  # reserveCapacityForUnreclaimablePreempt, for this cycle
                     self.reserved.append((node, fr, amount))
+            if pending_flavors(outcome.last):
+                return True  # back into the heap at once (requeueIfNotPresent): next cycle resumes its scan
             if cq.queueing_strategy == api.BEST_EFFORT_FIFO:
                 pending.remove(outcome)
+                self.inadmissible.setdefault(cq.name, []).append(outcome)
+                self._bulk_move(outcome, cq.name, pending)
                 return True
             return False
         if not self._fits(node, assignment, []):
@@ -317,6 +354,18 @@ class _Admission:
         outcome.admit(cq.name, assignment.flavors())
         pending.remove(outcome)
         return True
+
+    def _bulk_move(self, outcome: Outcome, name: str, pending: list[Outcome]) -> None:
+        """SchedulingEquivalenceHashing (on by default): a BestEffortFIFO workload that does not fit (NoFit, or
+        Preempt without candidates) takes the queued workloads of its equivalence class to inadmissible with it,
+        untried (no condition)."""
+        cls = outcome.info.equivalence()
+        for other in [o for o in pending if o.info.equivalence() == cls]:
+            pending.remove(other)
+            self.inadmissible.setdefault(name, []).append(other)
+            other.held_message = (
+                f"waiting for quota in ClusterQueue {name}: an equivalent workload {outcome.info.key} does not fit"
+            )
 
     def _preempt(self, outcome: Outcome, cq: ClusterQueue, assignment: Assignment, targets: list[Target]) -> bool:
         """processEntry in Preempt mode with targets: skipped when another head of the cycle took one of them or
@@ -334,6 +383,9 @@ class _Admission:
             node.add_usage(fr, amount)  # the cycle's snapshot counts it, so later heads do not take the room
             self.reserved.append((node, fr, amount))
         outcome.refuse(PENDING, f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)")
+        outcome.last = None  # markPreemptionOutcome: the next cycle reconsiders every flavor
+        if cq.queueing_strategy == api.BEST_EFFORT_FIFO:
+            self.preemptor_head[cq.name] = outcome
         return True
 
     def _fits(self, node: quota.Node, assignment: Assignment, targets: list[Target]) -> bool:
@@ -351,6 +403,7 @@ class _Admission:
         w = target.workload
         self.preemptor.remove(w)
         self.admitted[w.cluster_queue].remove(w)
+        self.generation[w.cluster_queue] = self.generation.get(w.cluster_queue, 0) + 1  # deleteWorkload
         victim = self.by_info[id(w.info)]
         message = preemption.message(
             preemptor_info,
@@ -364,6 +417,19 @@ class _Admission:
         pending = queues.setdefault(w.cluster_queue, [])
         pending.append(victim)
         pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
+        self._requeue_inadmissible(w.cluster_queue, queues)
+
+    def _requeue_inadmissible(self, cluster_queue: str, queues: dict[str, list[Outcome]]) -> None:
+        """QueueAssociatedInadmissibleWorkloadsAfter: quota freed in a ClusterQueue puts the inadmissible workloads
+        of its whole cohort tree (of itself, without a cohort) back into their queues."""
+        root = self.tree.cluster_queues[cluster_queue].root()
+        names = [name for name, node in self.tree.cluster_queues.items() if node.root() is root]
+        for name in names:
+            back = self.inadmissible.pop(name, [])
+            if back:
+                pending = queues.setdefault(name, [])
+                pending.extend(back)
+                pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
 
     def _mark_blocked(self, queues: dict[str, list[Outcome]]) -> None:
         """StrictFIFO queues that stopped: the workloads behind the head were never tried (no condition), their

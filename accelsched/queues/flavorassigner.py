@@ -97,6 +97,7 @@ class FlavorAssignment:
     name: str
     mode: AssignmentMode
     borrow: int
+    tried: int = -1  # TriedFlavorIdx: where this scan stopped in the group's flavors (-1: it reached the last)
 
 
 @dataclass
@@ -148,6 +149,15 @@ class Assignment:
     def flavors(self) -> dict[str, dict[str, str]]:
         return {ps.name: {r: f.name for r, f in ps.flavors.items()} for ps in self.pod_sets}
 
+    def last_state(self) -> dict[tuple[int, str], int]:
+        """LastState.LastTriedFlavorIdx: per pod set (by index) and resource, where the flavor scan stopped."""
+        return {(i, r): f.tried for i, ps in enumerate(self.pod_sets) for r, f in ps.flavors.items()}
+
+
+def pending_flavors(last: dict[tuple[int, str], int] | None) -> bool:
+    """AssignmentClusterQueueState.PendingFlavors: some scan stopped before the last flavor of its group."""
+    return any(i != -1 for i in (last or {}).values())
+
 
 def _go_taint(taint: Taint) -> str:
     """A corev1.Taint value as Go's %s prints it (its String method wants a pointer): {key value effect <nil>}."""
@@ -184,14 +194,18 @@ class FlavorAssigner:
         tree: QuotaTree,
         flavors: dict[str, ResourceFlavor],
         oracle: OracleFn | None = None,
+        resume: dict[tuple[int, str], int] | None = None,
     ) -> None:
         self.info, self.cq, self.node, self.tree, self.flavors = info, cq, node, tree, flavors
         self.oracle = oracle
+        # The workload's LastAssignment: each scan resumes after the flavor its previous one stopped at
+        # (FlavorFungibility with FlavorFungibilityPreserveScanProgress, both on by default).
+        self.resume = resume or {}
         self.groups: dict[str, ResourceGroup] = {r: rg for rg in cq.resource_groups for r in rg.covered}
 
     def assign(self) -> Assignment:
         assignment = Assignment()
-        for ps in self.info.pod_sets:
+        for index, ps in enumerate(self.info.pod_sets):
             requests = {r: v * ps.count for r, v in ps.requests.items()}
             if quantity.PODS in self.groups:
                 requests[quantity.PODS] = ps.count
@@ -203,7 +217,8 @@ class FlavorAssigner:
                     continue
                 if res in psa.flavors:
                     continue
-                found, reasons, ok = self._find_flavor(ps, requests, res, assignment.usage)
+                start = self.resume.get((index, res), -1) + 1  # NextFlavorToTryForPodSetResource
+                found, reasons, ok = self._find_flavor(ps, requests, res, assignment.usage, start)
                 if not ok:
                     psa.flavors, psa.reasons, failed = {}, reasons, True
                     break
@@ -219,7 +234,7 @@ class FlavorAssigner:
         return assignment
 
     def _find_flavor(
-        self, ps: PodSet, requests: dict[str, int], res: str, usage: dict[tuple[str, str], int]
+        self, ps: PodSet, requests: dict[str, int], res: str, usage: dict[tuple[str, str], int], start: int = 0
     ) -> tuple[dict[str, FlavorAssignment], list[str], bool]:
         """findFlavorForPodSets for the resource group covering ``res``: (flavors, reasons, found any)."""
         group = self.groups.get(res)
@@ -229,7 +244,10 @@ class FlavorAssigner:
         reasons: list[str] = []
         best: dict[str, FlavorAssignment] | None = None
         best_mode = _WORST
-        for fq in group.flavors:
+        attempted = -1
+        for idx in range(start, len(group.flavors)):
+            fq = group.flavors[idx]
+            attempted = idx
             problem = self._check_flavor(ps, fq.name)
             if problem:
                 reasons.append(problem)
@@ -250,6 +268,9 @@ class FlavorAssigner:
                 break
             if _preferred(mode, best_mode, self.cq):
                 best, best_mode = found, mode
+        tried = -1 if attempted == len(group.flavors) - 1 else attempted
+        for fa in (best or {}).values():
+            fa.tried = tried
         if best_mode.mode == Mode.FIT:
             return best or {}, [], True
         return best or {}, reasons, bool(best)

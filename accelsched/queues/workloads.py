@@ -68,6 +68,16 @@ class Info:
     def pods(self) -> list[Pod]:
         return [p for ps in self.pod_sets for p in ps.pods]
 
+    def equivalence(self) -> tuple:
+        """The scheduling equivalence class (computeSchedulingHash): priority and each pod set's name, count,
+        requests and what flavor matching reads. Workloads of one class fit or not alike."""
+        shapes = tuple(
+            (ps.name, ps.count, tuple(sorted(ps.requests.items())), repr(ps.tolerations),
+             tuple(sorted(ps.node_selector.items())), repr(ps.required_terms))
+            for ps in self.pod_sets
+        )  # fmt: skip
+        return (self.priority, shapes)
+
 
 def workload_name(owner_name: str, owner_uid: str, gvk: tuple[str, str]) -> str:
     """GetWorkloadNameForOwnerWithGVK: ``<kind>-<owner name>`` cut to fit, a dash, and 5 hex digits of the hash."""

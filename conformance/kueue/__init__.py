@@ -1,0 +1,1 @@
+"""The Kueue oracle: accelsched's queue admission against the real Kueue controller (docs/queues.md)."""

@@ -1,0 +1,119 @@
+"""``python -m conformance.kueue``: accelsched's queue admission against the real Kueue v0.19.2 on generated scenarios.
+
+    python -m conformance.kueue --scenarios 1000 --seed 3
+    python -m conformance.kueue --scenarios 200 --classes preemption,tree -v --shrink
+    python -m conformance.kueue --scenarios 100 --seed 2 --only 2000061 --record   # keep as a case, as it is
+
+The last line is ``kueue-conformance: agree A/N (...)``; exit 1 below 99.5% agreement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from conformance.kueue import cases, generator, runner, shrink
+from conformance.kueue.real import KueueCluster
+
+TARGET = 0.995
+
+
+def _shrink_all(cluster: KueueCluster, tally: runner.Tally, args: argparse.Namespace) -> list[Path]:
+    """Shrink one disagreement per (class, kind) and save its disagreeing phase as a case."""
+    seen: set[tuple[str, str]] = set()
+    saved = []
+
+    def judge(scenarios: list) -> list[list[str]]:  # type: ignore[type-arg]
+        return [v.diffs if not v.error else ["error"] for v in runner.judge_all(cluster, scenarios)]
+
+    for v in tally.decided:
+        if not v.diffs:
+            continue
+        kind = v.diffs[0].split(":", 1)[0]
+        if (v.scenario.klass, kind) in seen:
+            continue
+        seen.add((v.scenario.klass, kind))
+        small = shrink.shrink(v.scenario, kind, judge, rounds=args.shrink_rounds)
+        final = runner.judge_all(cluster, [small])[0]
+        case = next((c for c in final.cases if any(d.split(":", 1)[0] == kind for d in c.diffs())), None)
+        if final.error or case is None:
+            continue
+        path = args.cases_dir / f"{small.klass}-{small.digest()}.yaml"
+        cases.write(path, small.klass, case, seed=small.seed, disagreement=case.diffs())
+        saved.append(path)
+    return saved
+
+
+def _record(v: runner.Verdict, cases_dir: Path) -> Path:
+    path = cases_dir / f"{v.scenario.klass}-{v.scenario.digest()}.yaml"
+    case = v.cases[-1]
+    cases.write(path, v.scenario.klass, case, seed=v.scenario.seed, disagreement=case.diffs())
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.kueue", description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--classes", help=f"comma-separated, of: {', '.join(generator.CLASSES)} (default: all)")
+    parser.add_argument("--only", help="comma-separated scenario seeds of this run (from -v or --json)")
+    parser.add_argument("--shrink", action=argparse.BooleanOptionalAction, default=False,
+                        help="shrink one disagreement per class and kind into tests/kueue_cases/")
+    parser.add_argument("--shrink-rounds", type=int, default=12)
+    parser.add_argument("--record", action="store_true",
+                        help="save every scenario run (its last phase) as a case, agreeing or not, unshrunk")
+    parser.add_argument("--cases-dir", type=Path, default=cases.CASES_DIR)
+    parser.add_argument("--json", type=Path, help="write the figures and disagreements here")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every disagreement")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+
+    classes = [c for c in args.classes.split(",") if c] if args.classes else None
+    scenarios = generator.generate(args.scenarios, args.seed, classes)
+    if args.only:
+        wanted = {int(s) for s in args.only.split(",") if s}
+        scenarios = [s for s in scenarios if s.seed in wanted]
+    with tempfile.TemporaryDirectory(prefix="accelsched-kueue-oracle-") as tmp, KueueCluster(Path(tmp)) as cluster:
+        started = time.monotonic()
+
+        def progress(n: int, v: runner.Verdict) -> None:
+            if args.verbose:
+                for d in v.diffs:
+                    print(f"  [{v.scenario.klass} {v.scenario.seed}] {d}")
+                if v.error:
+                    print(f"  [{v.scenario.klass} {v.scenario.seed}] error: {v.error.splitlines()[0]}")
+            if (n + 1) % 100 == 0:
+                print(f"  ... {n + 1}/{len(scenarios)} in {time.monotonic() - started:.0f} s", flush=True)
+
+        tally = runner.run_all(cluster, scenarios, progress)
+        saved = _shrink_all(cluster, tally, args) if args.shrink else []
+        if args.record:
+            saved += [_record(v, args.cases_dir) for v in tally.decided if v.cases]
+    print(f"accelsched vs Kueue v0.19.2: {len(scenarios)} scenarios, seed {args.seed}")
+    for klass, (agree, of) in tally.by_class().items():
+        print(f"  {klass:12} {agree:5}/{of:<5} {100 * agree / of:6.1f}%")
+    for kind, count in tally.kinds().most_common():
+        print(f"  disagreement {kind}: {count}")
+    errors = [v for v in tally.verdicts if v.error]
+    if errors:
+        print(f"  oracle errors (not counted): {len(errors)}; first: {errors[0].error.splitlines()[0]}")
+    for path in saved:
+        print(f"  saved {path}")
+    per = tally.seconds / max(1, len(scenarios))
+    print(f"wall {tally.seconds:.1f} s, {per * 1000:.0f} ms per scenario (both sides; control plane start not counted)")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        report = {"agree": sum(v.agree for v in tally.decided), "of": len(tally.decided),
+                  "errors": len(errors), "seconds": tally.seconds, "saved_cases": [str(p) for p in saved],
+                  "disagreements": [{"class": v.scenario.klass, "seed": v.scenario.seed, "diffs": v.diffs}
+                                    for v in tally.decided if v.diffs]}
+        args.json.write_text(json.dumps(report, indent=2))
+    print(tally.summary_line())
+    return 0 if tally.decided and tally.rate() >= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Seeded random Kueue scenarios: flavors, cohort trees, quotas with borrowing and lending limits, priorities,
+creation order and preemption policies.
+
+Each class leans on one part of Kueue's admission; all draw from the same pieces so that every scenario is a
+valid set of v1beta2 objects (what Kueue's webhooks would accept and default: the oracle registers none).
+
+- ``quota``: one ClusterQueue or a few without a cohort: flavors in order, several resources, pod sets;
+- ``cohort``: ClusterQueues sharing a cohort with borrowingLimit and lendingLimit, both queueing strategies;
+- ``tree``: Cohort objects with parents and quota of their own;
+- ``preemption``: a second phase meets running workloads: withinClusterQueue, reclaimWithinCohort,
+  borrowWithinCohort, priorities from WorkloadPriorityClasses;
+- ``flavors``: flavor node labels against pod node selectors, taints against tolerations, flavorFungibility.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from conformance.kueue.scenario import JSON, KUEUE, Scenario
+
+CLASSES = ("quota", "cohort", "tree", "preemption", "flavors")
+GPU = "nvidia.com/gpu"
+RESOURCES = ("cpu", GPU, "memory")
+PRIORITIES = {"low": 10, "mid": 100, "high": 1000}
+
+
+def generate(count: int, seed: int, classes: list[str] | None = None) -> list[Scenario]:
+    classes = classes or list(CLASSES)
+    return [build(classes[i % len(classes)], seed * 1_000_003 + i) for i in range(count)]
+
+
+def build(klass: str, seed: int) -> Scenario:
+    rng = random.Random(seed)
+    resources = [r for r in RESOURCES[: rng.choice((1, 2, 2, 3))]]
+    if klass in ("preemption", "tree") or rng.random() < 0.5:
+        resources = [GPU, *[r for r in resources if r != GPU]][:2]
+    flavors = [_flavor(rng, i, klass) for i in range(rng.choice((1, 2, 2, 3)))]
+    objects: list[JSON] = list(flavors)
+    priorities = sorted(rng.sample(sorted(PRIORITIES), rng.choice((0, 2, 3)))) if klass != "quota" else []
+    objects += [{"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": p},
+                 "value": PRIORITIES[p]} for p in priorities]
+    queues = rng.choice((1, 2, 3)) if klass in ("quota", "flavors") else rng.choice((2, 3, 4))
+    cohorts: list[str | None] = [None]
+    if klass in ("cohort", "preemption", "flavors"):
+        cohorts = ["co"] if klass != "flavors" or rng.random() < 0.5 else [None]
+    if klass == "tree":
+        objects += _tree(rng, resources, [f["metadata"]["name"] for f in flavors])
+        cohorts = ["root", "left", "right"]
+    cq_names = [f"cq{i}" for i in range(queues)]
+    for name in cq_names:
+        objects.append(_cluster_queue(rng, name, rng.choice(cohorts), klass, resources, flavors))
+    for i, name in enumerate(cq_names):
+        objects.append({"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": f"lq{i}"},
+                        "spec": {"clusterQueue": name}})
+    if rng.random() < 0.05:  # a LocalQueue pointing at a ClusterQueue that does not exist
+        objects.append({"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "lq-missing"},
+                        "spec": {"clusterQueue": "cq-missing"}})
+    counter = iter(range(1000))
+    phases = [[_workload(rng, next(counter), queues, klass, resources, priorities, flavors)
+               for _ in range(rng.randint(2, 6))]]
+    if klass == "preemption" or rng.random() < 0.3:
+        phases.append([_workload(rng, next(counter), queues, klass, resources, priorities, flavors)
+                       for _ in range(rng.randint(1, 3))])
+    return Scenario(klass, seed, objects, phases)
+
+
+def _flavor(rng: random.Random, i: int, klass: str) -> JSON:
+    spec: JSON = {}
+    if klass == "flavors":
+        if rng.random() < 0.5:
+            spec["nodeLabels"] = {"accel": rng.choice(("a100", "h100"))}
+        if rng.random() < 0.3:
+            spec["nodeTaints"] = [{"key": "spot", "value": "true", "effect": rng.choice(("NoSchedule", "NoExecute"))}]
+    return {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f"f{i}"}, "spec": spec}
+
+
+def _quota(rng: random.Random, resource: str, cohort: bool) -> JSON:
+    nominal = rng.choice((0, 1, 2, 4, 4, 6, 8))
+    q: JSON = {"name": resource, "nominalQuota": _amount(resource, nominal)}
+    if cohort and rng.random() < 0.3:
+        q["borrowingLimit"] = _amount(resource, rng.choice((0, 1, 2, 4)))
+    if cohort and rng.random() < 0.3:
+        q["lendingLimit"] = _amount(resource, rng.randint(0, nominal))
+    return q
+
+
+def _amount(resource: str, n: int) -> Any:
+    return f"{n * 4}Gi" if resource == "memory" else n
+
+
+def _groups(rng: random.Random, resources: list[str], flavor_names: list[str], cohort: bool) -> list[JSON]:
+    chosen = rng.sample(flavor_names, rng.randint(1, len(flavor_names)))
+    return [{"coveredResources": list(resources),
+             "flavors": [{"name": f, "resources": [_quota(rng, r, cohort) for r in resources]} for f in chosen]}]
+
+
+def _cluster_queue(rng: random.Random, name: str, cohort: str | None, klass: str, resources: list[str],
+                   flavors: list[JSON]) -> JSON:
+    names = [f["metadata"]["name"] for f in flavors]
+    spec: JSON = {"resourceGroups": _groups(rng, resources, names, cohort is not None)}
+    if cohort:
+        spec["cohortName"] = cohort
+    if rng.random() < 0.3:
+        spec["queueingStrategy"] = "StrictFIFO"
+    if klass in ("preemption", "tree", "cohort") and rng.random() < 0.8:
+        preemption: JSON = {"withinClusterQueue": rng.choice(("Never", "LowerPriority", "LowerOrNewerEqualPriority"))}
+        if cohort:
+            preemption["reclaimWithinCohort"] = rng.choice(("Never", "LowerPriority", "Any"))
+            if preemption["reclaimWithinCohort"] != "Never" and rng.random() < 0.4:
+                borrow: JSON = {"policy": "LowerPriority"}
+                if rng.random() < 0.5:
+                    borrow["maxPriorityThreshold"] = rng.choice(sorted(PRIORITIES.values()))
+                preemption["borrowWithinCohort"] = borrow
+        spec["preemption"] = preemption
+    if klass == "flavors" and rng.random() < 0.5:
+        spec["flavorFungibility"] = {"whenCanBorrow": rng.choice(("MayStopSearch", "TryNextFlavor")),
+                                     "whenCanPreempt": rng.choice(("MayStopSearch", "TryNextFlavor"))}
+    return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def _tree(rng: random.Random, resources: list[str], flavor_names: list[str]) -> list[JSON]:
+    """root <- left, right: Cohort objects, some with quota of their own."""
+    out = []
+    for name, parent in (("root", None), ("left", "root"), ("right", "root")):
+        spec: JSON = {}
+        if parent:
+            spec["parentName"] = parent
+        if rng.random() < 0.4:
+            spec["resourceGroups"] = _groups(rng, resources, flavor_names, parent is not None)
+        out.append({"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": name}, "spec": spec})
+    return out
+
+
+def _workload(rng: random.Random, i: int, queues: int, klass: str, resources: list[str], priorities: list[str],
+              flavors: list[JSON]) -> JSON:
+    pod_sets = []
+    for j in range(rng.choice((1, 1, 1, 2))):
+        requests = {r: str(_amount(r, rng.choice((1, 1, 2, 3)))) for r in resources if rng.random() < 0.85}
+        requests = requests or {resources[0]: "1"}
+        if rng.random() < 0.05:
+            # A resource no ClusterQueue covers, alone in its pod set: beside covered ones, which of the pod set's
+            # resources Kueue's message names depends on its walk of a Go map (random), so no answer is Kueue's.
+            requests = {"example.com/foo": "1"}
+        pod: JSON = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"requests": requests}}], "restartPolicy": "Never"}
+        if klass == "flavors" and rng.random() < 0.4:
+            pod["nodeSelector"] = {"accel": rng.choice(("a100", "h100"))}
+        if klass == "flavors" and rng.random() < 0.4:
+            pod["tolerations"] = [{"key": "spot", "operator": "Exists"}]
+        pod_sets.append({"name": "main" if j == 0 else f"ps{j}", "count": rng.choice((1, 1, 2, 3)),
+                         "template": {"spec": pod}})
+    spec: JSON = {"queueName": f"lq{rng.randrange(queues)}", "podSets": pod_sets}
+    if rng.random() < 0.03:
+        spec["queueName"] = "lq-nowhere"
+    if priorities and rng.random() < 0.8:
+        p = rng.choice(priorities)
+        spec["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": p}
+        spec["priority"] = PRIORITIES[p]
+    elif rng.random() < 0.2:
+        spec["priority"] = rng.choice((0, 50, 500))
+    return {"apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": f"w{i}"}, "spec": spec}

@@ -1,0 +1,322 @@
+"""The real Kueue's answers: scenarios run in batches on the test API server with the real controller.
+
+A batch's scenarios run side by side, each in its own slot (scenario.place): their cohort trees are disjoint, so
+Kueue answers each as if alone, and the batch pays the waits once. Per phase:
+
+1. the phase's workloads are created in waves, the i-th of every scenario in the i-th wall-clock second, so that
+   their creationTimestamps (whole seconds) order them as the scenario does; their namespace is still closed by the
+   gate, so Kueue only finds them inadmissible;
+2. the namespaces are opened (labelled), and Kueue admits, preempts and requeues;
+3. what Kueue leaves to a Job's controller is done as that controller does it (jobframework's reconciler, step
+   "handle eviction"): an evicted Workload's quota reservation is released, Requeued set, so the preemptor can go;
+4. once no Workload of the batch has changed for ``QUIET`` seconds, the outcome is read.
+
+The Workloads of each phase as created (uid, creationTimestamp) and as Kueue left them are kept for accelsched.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accelsched.live import kube as k
+from accelsched.live.kube import ApiError, Kube, api_client
+from conformance.kueue import process
+from conformance.kueue.scenario import GATE_LABEL, JSON, Scenario, namespace, place
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "live"))  # the control plane helper lives with the live tests
+
+from controlplane import ControlPlane, apply_crds, find_binaries  # noqa: E402
+
+API = "/apis/kueue.x-k8s.io/v1beta2"
+RESOURCES = {
+    kind: k.Resource(API, plural, namespaced=kind in ("LocalQueue", "Workload"))
+    for kind, plural in (("ResourceFlavor", "resourceflavors"), ("WorkloadPriorityClass", "workloadpriorityclasses"),
+                         ("Cohort", "cohorts"), ("ClusterQueue", "clusterqueues"), ("LocalQueue", "localqueues"),
+                         ("Workload", "workloads"))
+}
+CREATE_ORDER = ("ResourceFlavor", "WorkloadPriorityClass", "Cohort", "ClusterQueue", "LocalQueue")
+BATCH_LABEL = "oracle.accelsched.io/batch"
+QUIET = 1.5  # seconds without a change to any Workload of the batch: Kueue has settled
+CLOSED_WAIT = 0.6  # after the last wave, before opening: Kueue has seen (and refused) every workload
+
+
+class OracleError(RuntimeError):
+    """The API server refused an object, or Kueue did not settle."""
+
+
+@dataclass
+class PhaseResult:
+    inputs: list[JSON]  # the workloads as accelsched reads them at the phase's start (earlier ones with status)
+    outcome: list[JSON]  # every workload of the scenario as Kueue left it after the phase
+
+
+@dataclass
+class RealResult:
+    objects: list[JSON]  # the queue objects as created (renamed into the slot, namespaces included)
+    phases: list[PhaseResult] = field(default_factory=list)
+    error: str = ""
+
+
+class KueueCluster:
+    """etcd, kube-apiserver and Kueue; ``run`` answers a batch of scenarios."""
+
+    def __init__(self, workdir: Path, workers: int = 8) -> None:
+        self.workdir = workdir
+        self.cp = ControlPlane(workdir / "cp", find_binaries())
+        self.kube: Kube | None = None
+        self.kueue: process.KueueProcess | None = None
+        self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="kueue-oracle")
+        self.run_tag = os.urandom(2).hex()
+        self.batches = 0
+
+    def start(self) -> KueueCluster:
+        self.cp.start()
+        api = api_client(str(self.cp.kubeconfig), pool_size=32)
+        self.kube = Kube(api)
+        apply_crds(api, process.write_crds(self.workdir / "crds"))
+        binary = process.kueue_binary()
+        assert binary is not None
+        self.kueue = process.KueueProcess(binary, self.cp.kubeconfig, self.kube, self.workdir).start()
+        return self
+
+    def stop(self) -> None:
+        if self.kueue:
+            self.kueue.stop()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.cp.stop()
+
+    def __enter__(self) -> KueueCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------------------------------------ a batch
+
+    def run(self, scenarios: list[Scenario], timeout: float = 60.0) -> list[RealResult]:
+        assert self.kube is not None and self.kueue is not None
+        if not self.kueue.alive():
+            raise OracleError(f"kueue is not running:\n{self.kueue.log_tail()}")
+        self.batches += 1
+        batch = f"k{self.run_tag}-{self.batches}"
+        slots = [f"{batch}-{i}" for i in range(len(scenarios))]
+        placed = [place(s, tag) for s, tag in zip(scenarios, slots, strict=True)]
+        results = [RealResult(objects=[]) for _ in scenarios]
+        try:
+            def create(i: int) -> None:
+                try:
+                    results[i].objects = self._create_queues(slots[i], *placed[i][:1], len(placed[i][1]))
+                except OracleError as exc:
+                    results[i].error = str(exc)
+
+            list(self.pool.map(create, range(len(scenarios))))
+            self._wait_queues_known(slots, timeout)
+            live = [i for i, r in enumerate(results) if not r.error]
+            phases_n = max((len(placed[i][1]) for i in live), default=0)
+            for phase in range(phases_n):
+                todo = [i for i in live if phase < len(placed[i][1]) and not results[i].error]
+                inputs = {i: self._workloads(slots[i]) for i in todo}
+                self._create_waves(batch, [(i, placed[i][1][phase]) for i in todo], results)
+                todo = [i for i in todo if not results[i].error]
+                time.sleep(CLOSED_WAIT)
+                list(self.pool.map(lambda i: self._open(slots[i], phase), todo))  # noqa: B023
+                for slot, why in self._settle(batch, [slots[i] for i in todo], timeout).items():
+                    results[slots.index(slot)].error = why
+                if not self.kueue.alive():
+                    raise OracleError(f"kueue exited:\n{self.kueue.log_tail()}")
+                for i in todo:
+                    if results[i].error:
+                        continue
+                    created = [w for w in self._workloads(slots[i]) if _phase_of(w, slots[i]) == phase]
+                    before = [w for w in inputs[i] if _phase_of(w, slots[i]) < phase]
+                    outcome = self._workloads(slots[i])
+                    results[i].phases.append(PhaseResult(before + [_fresh(w) for w in created], outcome))
+        finally:
+            self._delete(slots)
+        return results
+
+    def _create_queues(self, tag: str, objects: list[JSON], phases: int) -> list[JSON]:
+        assert self.kube is not None
+        made: list[JSON] = []
+        for phase in range(phases):
+            ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace(tag, phase)}}
+            self._create(k.NAMESPACES, ns, None)
+            made.append(ns)
+        for kind in CREATE_ORDER:
+            batch = [o for o in objects if o["kind"] == kind]
+            for obj in batch:
+                made.append(self._create(RESOURCES[kind], obj, obj["metadata"].get("namespace")))
+        return made
+
+    def _wait_queues_known(self, slots: list[str], timeout: float) -> None:
+        """Until Kueue has taken in every ClusterQueue and LocalQueue of the batch (their controllers write the
+        Active condition once the queue manager has them): a workload created before its queues are known is
+        queued only when a later event finds it, after workloads created after it."""
+        assert self.kube is not None
+        deadline = time.monotonic() + timeout
+        prefixes = tuple(f"{s}-" for s in slots)
+        while time.monotonic() < deadline:
+            items = [o for kind in ("ClusterQueue", "LocalQueue") for o in self.kube.list(RESOURCES[kind])["items"]
+                     if (o["metadata"].get("namespace") or o["metadata"]["name"]).startswith(prefixes)]
+            if all(any(c["type"] == "Active" for c in (o.get("status") or {}).get("conditions") or [])
+                   for o in items):
+                return
+            time.sleep(0.2)
+        raise OracleError(f"Kueue did not take in the batch's queues in {timeout:.0f}s")
+
+    def _create(self, resource: k.Resource, obj: JSON, ns: str | None) -> JSON:
+        assert self.kube is not None
+        try:
+            return self.kube.create(resource, obj, ns)
+        except ApiError as exc:
+            name = obj["metadata"]["name"]
+            raise OracleError(f"the API server refused {obj['kind']} {name}: {exc.message}") from None
+
+    def _create_waves(self, batch: str, items: list[tuple[int, list[JSON]]], results: list[RealResult]) -> None:
+        """The i-th workload of every scenario in a later second than its (i-1)-th (creationTimestamp has whole
+        seconds): each wave starts on the second after the previous one ended."""
+        waves = max((len(w) for _, w in items), default=0)
+        for wave in range(waves):
+            _next_second()  # after the previous wave ended: every workload of this wave is created in a later second
+
+            def create(item: tuple[int, list[JSON]], wave: int = wave) -> None:
+                i, workloads = item
+                if wave < len(workloads) and not results[i].error:
+                    wl = workloads[wave]
+                    wl["metadata"].setdefault("labels", {})[BATCH_LABEL] = batch
+                    try:
+                        self._create(RESOURCES["Workload"], wl, wl["metadata"]["namespace"])
+                    except OracleError as exc:
+                        results[i].error = str(exc)
+
+            list(self.pool.map(create, items))
+
+    def _open(self, tag: str, phase: int) -> None:
+        assert self.kube is not None
+        self.kube.patch(k.NAMESPACES, namespace(tag, phase), {"metadata": {"labels": {GATE_LABEL: tag}}},
+                        content_type="application/merge-patch+json")
+
+    def _settle(self, batch: str, slots: list[str], timeout: float) -> dict[str, str]:
+        """Wait until no Workload of the batch changes for ``QUIET`` seconds; the slots still changing at
+        ``timeout`` are returned, each with the workloads that kept changing (they are not judged)."""
+        assert self.kube is not None
+        deadline = time.monotonic() + timeout
+        seen: dict[str, str] = {}
+        changed_at: dict[str, float] = {}  # per workload
+        while True:
+            items = self.kube.list(RESOURCES["Workload"], None, label_selector=f"{BATCH_LABEL}={batch}")["items"]
+            now = time.monotonic()
+            for wl in items:
+                key = f"{wl['metadata']['namespace']}/{wl['metadata']['name']}"
+                if _evicted_with_reservation(wl):
+                    self._finish_eviction(wl)
+                    changed_at[key] = now
+                if seen.get(key) != wl["metadata"]["resourceVersion"]:
+                    seen[key] = wl["metadata"]["resourceVersion"]
+                    changed_at[key] = now
+            busy = {key for key, at in changed_at.items() if now - at < QUIET}
+            if not busy:
+                return {}
+            if now > deadline:
+                return {s: f"Kueue did not settle in {timeout:.0f}s: {sorted(k_ for k_ in busy if k_.startswith(s))} "
+                        "kept changing" for s in slots if any(k_.startswith(f"{s}-p") for k_ in busy)}
+            time.sleep(0.2)
+
+    def _finish_eviction(self, wl: JSON) -> None:
+        """jobframework's reconciler, "handle eviction", once the job is stopped: Requeued (True when preempted),
+        the quota reservation released with the eviction's message, Admitted synced (the default feature gates)."""
+        assert self.kube is not None
+        conditions = wl["status"]["conditions"]
+        evicted = _condition(wl, "Evicted") or {}
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        _set(conditions, "Requeued", "True" if evicted["reason"] == "Preempted" else "False", evicted["reason"],
+             evicted["message"], now, wl)
+        _set(conditions, "QuotaReserved", "False", "Pending", evicted["message"], now, wl)
+        _set(conditions, "Admitted", "False", "NoReservation", "The workload has no reservation", now, wl)
+        wl["status"].pop("admission", None)
+        path = RESOURCES["Workload"].path(wl["metadata"]["namespace"], wl["metadata"]["name"], "status")
+        try:
+            self.kube.request("PUT", path, body=wl)
+        except ApiError as exc:
+            if exc.status != 409:  # a conflict: Kueue wrote it meanwhile; the next look tries again
+                raise
+
+    def _workloads(self, tag: str) -> list[JSON]:
+        assert self.kube is not None
+        out = []
+        for ns in (namespace(tag, 0), namespace(tag, 1)):
+            try:
+                out += self.kube.list(RESOURCES["Workload"], ns)["items"]
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+        return sorted(out, key=lambda w: (w["metadata"]["creationTimestamp"], w["metadata"]["namespace"],
+                                          int(w["metadata"]["name"][1:])))
+
+    def _delete(self, slots: list[str]) -> None:
+        """Everything of the batch, finalizers first (Kueue keeps them while an object is in use)."""
+        assert self.kube is not None
+        kube = self.kube
+
+        def drop(resource: k.Resource, obj: JSON) -> None:
+            ns, name = obj["metadata"].get("namespace"), obj["metadata"]["name"]
+            try:
+                if obj["metadata"].get("finalizers"):
+                    kube.patch(resource, name, {"metadata": {"finalizers": None}}, ns,
+                               content_type="application/merge-patch+json")
+                kube.delete(resource, name, ns)
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+
+        prefixes = tuple(f"{s}-" for s in slots)
+        for kind in ("Workload", "LocalQueue", "ClusterQueue", "Cohort", "ResourceFlavor", "WorkloadPriorityClass"):
+            resource = RESOURCES[kind]
+            items = [o for o in kube.list(resource, None)["items"]
+                     if (o["metadata"].get("namespace") or o["metadata"]["name"]).startswith(prefixes)]
+            list(self.pool.map(lambda o, r=resource: drop(r, o), items))
+        namespaces = [{"metadata": {"name": namespace(s, p)}} for s in slots for p in (0, 1)]
+        list(self.pool.map(lambda o: drop(k.NAMESPACES, o), namespaces))
+
+
+def _next_second() -> None:
+    time.sleep(1.0 - (time.time() % 1.0) + 0.02)
+
+
+def _phase_of(wl: JSON, tag: str) -> int:
+    return int(wl["metadata"]["namespace"].removeprefix(f"{tag}-p"))
+
+
+def _condition(wl: JSON, kind: str) -> JSON | None:
+    return next((c for c in (wl.get("status") or {}).get("conditions") or [] if c["type"] == kind), None)
+
+
+def _evicted_with_reservation(wl: JSON) -> bool:
+    evicted, reserved = _condition(wl, "Evicted"), _condition(wl, "QuotaReserved")
+    return bool(evicted and evicted["status"] == "True" and reserved and reserved["status"] == "True")
+
+
+def _set(conditions: list[JSON], kind: str, status: str, reason: str, message: str, now: str, wl: JSON) -> None:
+    """apimeta.SetStatusCondition: the transition time moves only when the status does."""
+    new = {"type": kind, "status": status, "reason": reason, "message": message,
+           "observedGeneration": wl["metadata"].get("generation", 1), "lastTransitionTime": now}
+    for i, c in enumerate(conditions):
+        if c["type"] == kind:
+            if c["status"] == status:
+                new["lastTransitionTime"] = c["lastTransitionTime"]
+            conditions[i] = new
+            return
+    conditions.append(new)
+
+
+def _fresh(wl: JSON) -> JSON:
+    """A workload as its creator wrote it, with what the API server gave it (uid, creationTimestamp)."""
+    meta = wl["metadata"]
+    keep = {k_: meta[k_] for k_ in ("name", "namespace", "uid", "creationTimestamp", "labels") if k_ in meta}
+    return {"apiVersion": wl["apiVersion"], "kind": "Workload", "metadata": keep, "spec": wl["spec"]}

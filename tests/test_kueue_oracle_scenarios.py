@@ -1,0 +1,45 @@
+"""The Kueue oracle's scenarios (conformance/kueue) without Kueue: every generated scenario is a valid set of
+v1beta2 objects accelsched reads, and placing it into a slot keeps every reference inside the slot."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from conformance.kueue import compare, generator  # noqa: E402
+from conformance.kueue.scenario import GATE_LABEL, place  # noqa: E402
+
+
+def test_generated_scenarios_are_read_by_accelsched_with_one_outcome_per_workload() -> None:
+    for s in generator.generate(10, seed=4):
+        objects, phases = place(s, "slot")
+        namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"slot-p{i}"}}
+                      for i in range(len(phases))]
+        workloads = [w for phase in phases for w in phase]
+        for i, w in enumerate(workloads):
+            w["metadata"]["creationTimestamp"] = f"2026-01-01T00:00:{i:02d}Z"
+        ours = compare.accelsched(compare.inputs(namespaces + objects, workloads, len(phases) - 1))
+        assert sorted(ours) == sorted(f"{w['metadata']['namespace']}/{w['metadata']['name']}" for w in workloads)
+
+
+def test_place_prefixes_every_cluster_scoped_name_and_reference_and_gates_every_cluster_queue() -> None:
+    s = generator.build("tree", 11)
+    objects, phases = place(s, "t7")
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        if obj["kind"] == "LocalQueue":
+            assert obj["metadata"]["namespace"] in {"t7-p0", "t7-p1"}
+            assert spec["clusterQueue"].startswith("t7-")
+        else:
+            assert obj["metadata"]["name"].startswith("t7-")
+        if obj["kind"] == "ClusterQueue":
+            assert spec["namespaceSelector"]["matchLabels"][GATE_LABEL] == "t7"
+            assert spec["cohortName"].startswith("t7-")
+            assert all(f["name"].startswith("t7-") for g in spec["resourceGroups"] for f in g["flavors"])
+        if obj["kind"] == "Cohort" and "parentName" in spec:
+            assert spec["parentName"].startswith("t7-")
+    assert all(w["metadata"]["namespace"] == f"t7-p{i}" for i, phase in enumerate(phases) for w in phase)
