@@ -2,11 +2,14 @@
 
     python -m benchmarks.fabric_kueue                 # 5 seeded fabrics, 8 big gangs each
     python -m benchmarks.fabric_kueue --seeds 1 --gangs 4 --blocks 1
+    python -m benchmarks.fabric_kueue --request slices   # block, rack, preferred-rack or slices (of 4 per rack)
 
 Each trial is one fabric: blocks x racks (4) x hosts (4) of 8 GPUs, a seeded share of each host already taken
 (given as a smaller allocatable, so that both sides read the same free shape without a scheduler for the
-background), and a sequence of gangs of 4 to 16 pods of 4 GPUs, each required in one block with ranks by
-``batch.kubernetes.io/job-completion-index``.
+background), and a sequence of gangs of pods of 4 GPUs with ranks by ``batch.kubernetes.io/job-completion-index``,
+each asking (``--request``): ``block``, 4 to 16 pods required in one block; ``rack``, 2 to 8 pods required in one
+rack; ``preferred-rack``, 4 to 16 pods preferred in one rack; ``slices``, 4 to 16 pods required in one block in
+slices of 4 pods each required in one rack.
 
 - Kueue: the controller (conformance/kueue's process: its CRDs, internal certificates, TopologyAwareScheduling on
   by default since 0.14) against the test API server (tests/live/controlplane.py) with a Topology (block, rack,
@@ -16,7 +19,7 @@ background), and a sequence of gangs of 4 to 16 pods of 4 GPUs, each required in
   An admitted Workload's ``status.admission.podSetAssignments[0].topologyAssignment`` lists hosts and pod counts;
   Kueue's TopologyUngater gives ranks to those domains in that order, so rank r's host is read off the list.
 - accelsched: the same Topology, Nodes and gangs (a PodGroup and an Indexed Job each, with Kueue's
-  ``podset-required-topology`` annotation) through the engine, gangs in the same order.
+  podset annotations for the same request) through the engine, gangs in the same order.
 
 Printed per trial and in total: gangs placed, gangs both placed (and of those, on the very same hosts rank by
 rank), racks and hosts used by the gangs both placed, rank crossings of racks and hosts. The goal (issue 26):
@@ -47,12 +50,39 @@ NAMESPACE = "fabric"
 KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"
 
 
+@dataclass(frozen=True)
+class Request:
+    """One kind of topology request, as Kueue's Workload field and as the pod template's annotations."""
+
+    kueue: dict[str, Any]
+    annotations: dict[str, str]
+    sizes: tuple[int, ...]
+
+
+ANNOTATION = "kueue.x-k8s.io/podset-"
+REQUESTS = {
+    "block": Request({"required": BLOCK}, {f"{ANNOTATION}required-topology": BLOCK}, (4, 8, 12, 16)),
+    "rack": Request({"required": RACK}, {f"{ANNOTATION}required-topology": RACK}, (2, 4, 6, 8)),
+    "preferred-rack": Request({"preferred": RACK}, {f"{ANNOTATION}preferred-topology": RACK}, (4, 8, 12, 16)),
+    "slices": Request(
+        {"required": BLOCK, "podSetSliceRequiredTopology": RACK, "podSetSliceSize": 4},
+        {
+            f"{ANNOTATION}required-topology": BLOCK,
+            f"{ANNOTATION}slice-required-topology": RACK,
+            f"{ANNOTATION}slice-size": "4",
+        },
+        (4, 8, 12, 16),
+    ),
+}
+
+
 @dataclass
 class Fabric:
-    """One trial's input: hosts with their free GPUs, and the gangs (name, pods) in arrival order."""
+    """One trial's input: hosts with their free GPUs, the gangs (name, pods) in arrival order, and what they ask."""
 
     free: dict[str, int]
     gangs: list[tuple[str, int]]
+    request: Request
 
 
 @dataclass
@@ -62,7 +92,7 @@ class Outcome:
     hosts: dict[str, list[str] | None] = field(default_factory=dict)
 
 
-def fabric(seed: int, blocks: int, gangs: int) -> Fabric:
+def fabric(seed: int, blocks: int, gangs: int, request: Request) -> Fabric:
     rng = random.Random(seed)
     free = {
         f"b{b}-r{r}-h{h}": GPUS - rng.choice([0, 0, 0, 4, 8])
@@ -70,7 +100,7 @@ def fabric(seed: int, blocks: int, gangs: int) -> Fabric:
         for r in range(RACKS)
         for h in range(HOSTS)
     }
-    return Fabric(free, [(f"g{g}", rng.choice([4, 8, 12, 16])) for g in range(gangs)])
+    return Fabric(free, [(f"g{g}", rng.choice(request.sizes)) for g in range(gangs)], request)
 
 
 def labels(host: str) -> dict[str, str]:
@@ -110,7 +140,7 @@ def accelsched(case: Fabric) -> Outcome:
                 "spec": {"minMember": pods},
             }
         )
-        docs.append(indexed_job(name, pods, PER_POD, {"kueue.x-k8s.io/podset-required-topology": BLOCK}))
+        docs.append(indexed_job(name, pods, PER_POD, case.request.annotations))
     inputs = build_inputs([Document(d, "fabric.yaml", d["kind"]) for d in docs], base=Inputs())
     members: dict[str, list] = {}
     for r in Session.start(inputs).schedule():
@@ -225,7 +255,7 @@ class RealKueue:
         self._wait_active(tag, timeout)
         out = Outcome()
         for name, pods in case.gangs:
-            out.hosts[name] = self._admit(ns, name, pods, tag, timeout)
+            out.hosts[name] = self._admit(ns, name, pods, case.request, tag, timeout)
         return out
 
     def _wait_active(self, cq: str, timeout: float) -> None:
@@ -237,7 +267,7 @@ class RealKueue:
             time.sleep(0.2)
         raise RuntimeError(f"ClusterQueue {cq} not active after {timeout:.0f}s:\n{self.kueue.log_tail()}")
 
-    def _admit(self, ns: str, name: str, pods: int, tag: str, timeout: float) -> list[str] | None:
+    def _admit(self, ns: str, name: str, pods: int, request: Request, tag: str, timeout: float) -> list[str] | None:
         """Create the gang's Workload and wait for Kueue's decision: the host of each rank, or None."""
         wl = self._resource("workloads", namespaced=True)
         template = {
@@ -259,7 +289,7 @@ class RealKueue:
                             "name": "main",
                             "count": pods,
                             "template": template,
-                            "topologyRequest": {"required": BLOCK, "podIndexLabel": INDEX},
+                            "topologyRequest": {**request.kueue, "podIndexLabel": INDEX},
                         }
                     ],
                 },
@@ -353,11 +383,13 @@ def compare(ours: Outcome, theirs: Outcome) -> dict[str, int]:
     return figures
 
 
-def side_by_side(seeds: list[int], blocks: int, gangs: int, workdir: Path) -> list[dict[str, int]]:
+def side_by_side(
+    seeds: list[int], blocks: int, gangs: int, workdir: Path, request: str = "block"
+) -> list[dict[str, int]]:
     with RealKueue(workdir) as kueue:
         rows = []
         for seed in seeds:
-            case = fabric(seed, blocks, gangs)
+            case = fabric(seed, blocks, gangs, REQUESTS[request])
             rows.append({"seed": seed, **compare(accelsched(case), kueue.run(case))})
         return rows
 
@@ -367,10 +399,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--blocks", type=int, default=2)
     parser.add_argument("--gangs", type=int, default=8)
+    parser.add_argument("--request", choices=sorted(REQUESTS), default="block")
     args = parser.parse_args(argv)
     try:
         with tempfile.TemporaryDirectory(prefix="fabric-kueue-") as tmp:
-            rows = side_by_side(list(range(args.seeds)), args.blocks, args.gangs, Path(tmp))
+            rows = side_by_side(list(range(args.seeds)), args.blocks, args.gangs, Path(tmp), args.request)
     except KueueUnavailable as exc:
         print(f"benchmarks.fabric_kueue: {exc}", file=sys.stderr)
         return 2
