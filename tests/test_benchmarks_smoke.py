@@ -255,3 +255,39 @@ def test_fabric_benchmarks_run_and_keep_gangs_in_their_domains() -> None:
     run = fabric_timeline.run(0, 30, fabric=True)
     assert run["extra"] and set(run["extra"]) == {0}
     assert max(fabric_timeline.run(0, 30, fabric=False)["extra"]) > 0  # without a request gangs spread
+
+
+def test_fabric_kueue_reads_topology_assignments_and_runs_accelsched_side() -> None:
+    """benchmarks/fabric_kueue.py without Kueue: a v1beta2 TopologyAssignment (universal and individual values,
+    prefix and suffix, universal and individual pod counts) read rank by rank; accelsched's side keeps every
+    placed gang in one block with whole slices per rack."""
+    from benchmarks import fabric_kueue as fk
+
+    host = fk.HOST
+    assignment = {
+        "levels": [fk.BLOCK, host],
+        "slices": [
+            {
+                "domainCount": 2,
+                "valuesPerLevel": [
+                    {"universal": "b0"},
+                    {"individual": {"prefix": "t1-b0-r", "roots": ["0-h1", "1-h0"]}},
+                ],
+                "podCounts": {"individual": [2, 1]},
+            },
+            {
+                "domainCount": 1,
+                "valuesPerLevel": [{"universal": "b0"}, {"individual": {"suffix": "-h3", "roots": ["t1-b0-r2"]}}],
+                "podCounts": {"universal": 2},
+            },
+        ],
+    }
+    assert fk._ranks(assignment, "t1-") == ["b0-r0-h1", "b0-r0-h1", "b0-r1-h0", "b0-r2-h3", "b0-r2-h3"]
+    case = fk.fabric(0, 2, 6, fk.REQUESTS["slices"])
+    out = fk.accelsched(case)
+    placed = [hosts for hosts in out.hosts.values() if hosts]
+    assert placed
+    for hosts in placed:
+        assert len({h.split("-")[0] for h in hosts}) == 1  # one block
+        for i in range(0, len(hosts), 4):  # slices of 4 consecutive ranks, each in one rack
+            assert len({h.rsplit("-", 1)[0] for h in hosts[i : i + 4]}) == 1, hosts

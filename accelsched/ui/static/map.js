@@ -415,15 +415,17 @@ export class AcceleratorMap {
         let total = 0;
         let free = 0;
         let cordoned = 0;
+        let wholeFree = 0; // schedulable nodes with every device free: a gang of whole-node pods fits on these
         for (const n of all) {
           const c = countCells(n);
           total += c.total;
           free += c.free;
           if (n.unschedulable) cordoned++;
+          else if (c.total && c.free === c.total) wholeFree++;
         }
         const collapsed = this.collapsed.has(value);
         const hidden = all.length - shown.length;
-        rows.push({ type: "group", key: `g:${value}`, value, all, total, free, cordoned, collapsed, hidden });
+        rows.push({ type: "group", key: `g:${value}`, value, all, total, free, cordoned, wholeFree, collapsed, hidden });
         if (!collapsed) for (const n of shown) rows.push({ type: "node", key: `n:${n.name}`, node: n, group: value });
       }
     }
@@ -565,6 +567,12 @@ export class AcceleratorMap {
           ? el("span", { class: "group-hidden" }, ` (${row.all.length - row.hidden} match, ${row.hidden} hidden)`)
           : null,
         " · ", `${row.free}/${row.total} free`,
+        // The domain's free shape: a gang kept in one domain (an NVLink clique, a rack) fits only on what one
+        // group has free, whatever the cluster's total.
+        " · ", el("span", { class: "group-shape", title: `${plural(row.wholeFree, "node")} with every device free `
+          + `(cordoned ones not counted; taints and selectors not checked): the largest gang of whole-node pods `
+          + `that fits in this ${this.groupBy}` }, `${row.wholeFree}/${row.all.length} nodes free, `
+          + `gang ≤ ${row.wholeFree} whole nodes`),
         row.cordoned ? el("span", { class: "flag cordoned" }, `${row.cordoned} cordoned`) : null),
       bar,
     );
