@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
@@ -35,3 +38,30 @@ def no_go_toolchain() -> str | None:
     if shutil.which("go"):
         return None
     return "no Go toolchain on PATH to build the real components (Go >= 1.26; `make test` builds them when it is)"
+
+
+BUILD_SCRIPT = Path(__file__).resolve().parent.parent / "hack" / "build-controlplane.sh"
+
+
+def cached_binary(component: str, binary: str) -> Path:
+    """``binary`` of a hack/build-controlplane.sh component, only if already built: the unit suite never builds
+    (it stays fast; `make test` builds everything first). Missing, it skips naming the command (fails under CI)."""
+    proc = subprocess.run(["bash", str(BUILD_SCRIPT), "--check", component], capture_output=True, text=True)
+    if proc.returncode != 0:
+        missing(f"{binary} is not built (hack/build-controlplane.sh {component}, which `make test` runs first)")
+    return Path(proc.stdout.strip()) / binary
+
+
+def built_binary(component: str, binary: str, log_path: Path) -> Path:
+    """``binary`` of a component, built first when missing (the integration suite): no Go toolchain skips (fails
+    under CI); a build that fails always fails, with its log's tail."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "live"))
+    from controlplane import ControlPlaneError, build_controlplane
+
+    check = subprocess.run(["bash", str(BUILD_SCRIPT), "--check", component], capture_output=True, text=True)
+    if check.returncode != 0 and (why := no_go_toolchain()):
+        missing(why)
+    try:
+        return build_controlplane(log_path, component) / binary
+    except ControlPlaneError as e:
+        pytest.fail(f"building {component} failed: {e}", pytrace=False)

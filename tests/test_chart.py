@@ -26,12 +26,7 @@ RELEASE, NAMESPACE = "gpu", "accel-system"
 
 @pytest.fixture(scope="module")
 def helm() -> Path:
-    proc = subprocess.run(
-        ["bash", str(REPO / "hack" / "build-controlplane.sh"), "--check", "helm"], capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        prereqs.missing("helm is not built (hack/build-controlplane.sh helm, which `make test` runs first)")
-    return Path(proc.stdout.strip()) / "helm"
+    return prereqs.cached_binary("helm", "helm")
 
 
 def _helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:

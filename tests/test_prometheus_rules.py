@@ -24,12 +24,7 @@ DASHBOARD = FILES / "dashboard.json"
 
 @pytest.fixture(scope="module")
 def promtool() -> Path:
-    proc = subprocess.run(
-        ["bash", str(REPO / "hack" / "build-controlplane.sh"), "--check", "prometheus"], capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        prereqs.missing("promtool is not built (hack/build-controlplane.sh prometheus, which `make test` runs first)")
-    return Path(proc.stdout.strip()) / "promtool"
+    return prereqs.cached_binary("prometheus", "promtool")
 
 
 def _promtool(promtool: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,6 @@ import helmkit
 import prereqs
 import pytest
 from conftest import KubeContext
-from controlplane import ControlPlaneError, build_controlplane, find_binaries
 
 pytestmark = pytest.mark.integration
 
@@ -25,12 +24,7 @@ CHART = helmkit.CHART
 
 @pytest.fixture(scope="module")
 def helm(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if find_binaries() is None and (why := prereqs.no_go_toolchain()):
-        prereqs.missing(why)
-    try:
-        return build_controlplane(tmp_path_factory.mktemp("helm") / "build.log", "helm") / "helm"
-    except ControlPlaneError as e:
-        pytest.fail(f"building helm failed: {e}", pytrace=False)
+    return prereqs.built_binary("helm", "helm", tmp_path_factory.mktemp("helm") / "build.log")
 
 
 def _helm(helm: Path, kube: KubeContext, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,6 @@ import prereqs
 import pytest
 import yaml
 from conftest import ACCELERATOR, KubeContext
-from controlplane import ControlPlaneError, build_controlplane, find_binaries
 from livekit import accel_pod
 
 pytestmark = pytest.mark.integration
@@ -27,13 +26,7 @@ BIN = Path(sys.executable).parent  # kubectl-accelsched and accelsched, installe
 
 @pytest.fixture(scope="module")
 def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    log = tmp_path_factory.mktemp("kubectl") / "build.log"
-    if find_binaries() is None and (why := prereqs.no_go_toolchain()):
-        prereqs.missing(why)
-    try:
-        return build_controlplane(log, "kubectl") / "kubectl"
-    except ControlPlaneError as e:
-        pytest.fail(f"building kubectl failed: {e}", pytrace=False)
+    return prereqs.built_binary("kubectl", "kubectl", tmp_path_factory.mktemp("kubectl") / "build.log")
 
 
 def _run(cmd: list[str], kubeconfig: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -26,7 +26,7 @@ import prereqs
 import pytest
 import yaml
 from conftest import ACCELERATOR, KubeContext
-from controlplane import REPO, ControlPlaneError, build_controlplane, find_binaries
+from controlplane import REPO
 from livekit import accel_pod, kube_for, node_of, wait_for
 
 pytestmark = pytest.mark.integration
@@ -36,12 +36,7 @@ FILES = REPO / "charts" / "accelsched" / "files"
 
 @pytest.fixture(scope="module")
 def prometheus_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if find_binaries() is None and (why := prereqs.no_go_toolchain()):
-        prereqs.missing(why)
-    try:
-        return build_controlplane(tmp_path_factory.mktemp("prom") / "build.log", "prometheus") / "prometheus"
-    except ControlPlaneError as e:
-        pytest.fail(f"building prometheus failed: {e}", pytrace=False)
+    return prereqs.built_binary("prometheus", "prometheus", tmp_path_factory.mktemp("prom") / "build.log")
 
 
 def _free_port() -> int:
