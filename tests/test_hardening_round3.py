@@ -301,3 +301,29 @@ def test_device_plugin_metrics_on_ipv6_loopback_serves() -> None:
     with tempfile.TemporaryDirectory(prefix="r3", dir="/tmp") as folder:
         out = run_limited(_plugin_args(folder, "--metrics-address", "::1", "--metrics-port", "0"), timeout=4)
     assert out.timed_out and "Traceback" not in out.stderr and "error" not in out.stderr, out.describe()
+
+
+def test_a_huge_bad_value_is_quoted_cut_not_encoded_whole() -> None:
+    """Found by the live-conversion fuzz: an attribute whose value is a list shared at every level of a deep tree
+    (2^60 elements as JSON) was quoted whole in the error, a MemoryError. It is quoted cut, in bounded memory."""
+    from accelsched.dra import objects as dra_objects
+
+    shared: list = [1]
+    for _ in range(60):
+        shared = [shared, shared]
+    slice_doc = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "s"},
+        "spec": {
+            "driver": "dra.example.com",
+            "nodeName": "n",
+            "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "d0", "attributes": {"numaNode": {"int": shared}}}],
+        },
+    }
+    with pytest.raises(InputError) as caught:
+        dra_objects.parse("ResourceSlice", slice_doc, "skew.yaml")
+    message = str(caught.value)
+    assert "spec.devices[0].attributes[numaNode].int" in message and "must be an integer" in message
+    assert len(message) < 2 * dra_objects.SHOWN_LIMIT and message.count("...") == 1

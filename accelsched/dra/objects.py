@@ -109,14 +109,28 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 # The bodies of apimachinery's field.Error (util/validation/field/errors.go), as kube-apiserver prints them.
 
 
+SHOWN_LIMIT = 1000  # characters of a bad value an error quotes: a value may be huge, or lists shared many times over
+
+
 def _shown(value: Any) -> str:
+    """The value as the error quotes it (JSON), cut after SHOWN_LIMIT characters. Encoded lazily, so a value whose
+    JSON would not fit in memory (a list shared at every level of a deep tree) costs no more than the limit."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+    out: list[str] = []
+    size = 0
+    try:
+        encoder = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"), check_circular=False)
+        for chunk in encoder.iterencode(value):
+            out.append(chunk)
+            size += len(chunk)
+            if size > SHOWN_LIMIT:
+                return "".join(out)[:SHOWN_LIMIT] + "..."
+    except (ValueError, RecursionError):  # an integer past Python's digit limit, or nesting past the stack
+        return f"<{type(value).__name__}>"
+    return "".join(out)
 
 
 def invalid(value: Any, detail: str) -> str:
