@@ -30,7 +30,7 @@ command -v hwloc-ls >/dev/null 2>&1 || apt_install hwloc
 [ -x /usr/bin/chromium ] || apt_install chromium fonts-dejavu-core
 
 if command -v go >/dev/null 2>&1; then
-  for component in "" kube-controller-manager dra-allocator-oracle helm kubectl kueue; do
+  for component in "" kube-controller-manager dra-allocator-oracle helm kubectl prometheus kueue; do
     hack/build-controlplane.sh $component >/dev/null ||
       echo "test-deps: building ${component:-the control plane} failed; the tests that need it will fail with its log"
   done
