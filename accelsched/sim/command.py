@@ -9,6 +9,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 import numpy as np
@@ -18,7 +19,7 @@ from rich.table import Table
 
 from accelsched.config import load_config
 from accelsched.errors import InputError
-from accelsched.sim import generic, report, timeline
+from accelsched.sim import fabriccli, generic, report, timeline
 from accelsched.sim.executor import make_executor
 from accelsched.sim.fragmentation import trace_typical_pods
 from accelsched.sim.policies import PLUGIN_KEYS, POLICIES
@@ -215,6 +216,7 @@ def _profile_experiment(
     help="Write curves.csv, summary.csv, PNG plots and index.html here.",
 )
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@fabriccli.options
 def simulate(
     trace: str,
     pod_list: str,
@@ -230,6 +232,7 @@ def simulate(
     executor: str,
     out_dir: str | None,
     output: str,
+    **fabric_opts: Any,
 ) -> None:
     """Compare placement policies on a GPU cluster trace (the FGD paper's experiment, in seconds)."""
 
@@ -245,18 +248,20 @@ def simulate(
                 raise InputError(f"must be at most {most:g}, got {value}", field=name)
         if jobs is not None and jobs < 1:
             raise InputError(f"must be at least 1, got {jobs}", field="--jobs")
+        if fabric_opts["fabric"]:
+            fabriccli.parse_topologies(fabric_opts["gang_topology"])
         if devices == "dra":
             # The built-in policies' scores and the fast path read the device-plugin model's GPU ledger.
             builtin = [p for p in chosen if p in POLICIES]
-            if builtin or mode == "timeline":
-                what = f"policy {builtin[0]!r}" if builtin else "--mode timeline"
+            if builtin or mode == "timeline" or fabric_opts["fabric"]:
+                what = f"policy {builtin[0]!r}" if builtin else "--mode timeline or --fabric"
                 raise InputError(
                     f"dra runs KubeSchedulerConfiguration profiles (--policy FILE) in the inflation mode; {what} "
                     "runs on the device-plugin model only",
                     field="--devices",
                 )
         sweep = make_executor(executor, worker_count(jobs, len(chosen) * len(seed_list)))
-        if sweep.remote and mode == "timeline":
+        if sweep.remote and (mode == "timeline" or fabric_opts["fabric"]):
             raise InputError("runs the inflation mode's experiments; --mode timeline runs here", field="--executor")
         node_path, pod_path = trace_paths(trace, pod_list, data_dir)
         nodes, pods = load_nodes(node_path), load_pods(pod_path)  # errors name file:line before any work starts
@@ -265,6 +270,9 @@ def simulate(
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         con = console() if output == "table" else Console(stderr=True)
+        if fabric_opts["fabric"]:
+            _fabric(con, nodes, pods, chosen, seed_list, tie_break, compress, out, command, output, fabric_opts)
+            return
         if mode == "inflation":
             check_inflatable(pods)
         if mode == "timeline":
@@ -486,3 +494,30 @@ def _timeline(con, nodes, pods, chosen, seeds, tie_break, compress, out, command
             images,
             [f"{pods.n} pods of {Path(pods.source).name}, arrivals compressed x{compress:g}."],
         )
+
+
+def _fabric(con, nodes, pods, chosen, seeds, tie_break, compress, out, command, output, opts) -> None:
+    if any(p not in POLICIES for p in chosen):
+        raise InputError("--fabric runs the built-in policies only", field="--policy")
+    started = time.perf_counter()
+    runs = len(chosen) * len(seeds) * len(fabriccli.parse_topologies(opts["gang_topology"]))
+    with _progress(con) as progress:
+        task = progress.add_task("replaying gangs on the fabric", total=runs)
+        layout, figures = fabriccli.run(
+            nodes, pods, chosen, seeds, tie_break, compress, opts, lambda: progress.advance(task)
+        )
+    wall = time.perf_counter() - started
+    about = fabriccli.describe(layout, nodes, opts)
+    rows = fabriccli.table(figures)
+    notes = [fabriccli.note(about, pods, compress, seeds)]
+    if output == "json":
+        click.echo(json.dumps({"command": command, "fabric": about, "rows": figures, "wall_seconds": wall}, indent=2))
+    else:
+        _print_table(con, "Big gangs on blocks of NVLink domains", fabriccli.HEADER, rows)
+        for note in notes:
+            con.print(note)
+        con.print(f"{runs} replays in {wall:.1f} s")
+        con.print(f"[dim]{command}[/]")
+    if out is not None:
+        title = "accelsched simulate --fabric"
+        report.write_html(out / "index.html", title, command, fabriccli.HEADER, rows, [], notes)

@@ -12,6 +12,9 @@ One event loop over the trace's clock (SimPy-style, nothing else). The queue rul
 A pod that does not fit even the empty cluster (more CPU, memory or GPUs than any node it accepts has) is rejected
 at arrival and counted as unschedulable: no departure can ever make room for it, so it never waits. Recorded over
 time: GPU allocation, fragmentation, and how many pods wait; per pod that had to wait, its queueing delay.
+
+What arrives together is an ``Arrivals``: by default each pod alone, placed by the policy; ``simulate --fabric``
+(sim/fabric.py) makes some of them gangs that start all or nothing. The rule above holds for either.
 """
 
 from __future__ import annotations
@@ -26,8 +29,31 @@ import numpy as np
 from accelsched.errors import InputError
 from accelsched.sim.cluster import SimCluster
 from accelsched.sim.fragmentation import TypicalPods, trace_typical_pods
+from accelsched.sim.policies import PodShape
 from accelsched.sim.replay import FastEngine, shapes_of
 from accelsched.sim.trace import Nodes, Pods
+
+Placed = list[tuple[int, tuple[int, ...]]]  # per pod of a group: (node, GPU indices taken)
+
+
+class Arrivals:
+    """What arrives and starts together, and how it is placed: here each pod alone, by the policy."""
+
+    def groups(self, pods: Pods) -> list[list[int]]:
+        return [[i] for i in range(pods.n)]
+
+    def fits_empty(self, engine: FastEngine, shapes: list[PodShape], specs: list[int], group: list[int]) -> bool:
+        return engine.cluster.fits_empty(shapes[group[0]], specs[group[0]])
+
+    def start(
+        self, engine: FastEngine, shapes: list[PodShape], specs: list[int], group: list[int], now: int
+    ) -> Placed | None:
+        """Where each pod of ``group`` went, or None (nothing placed) when they do not all fit now."""
+        placed = engine.schedule(shapes[group[0]], specs[group[0]])
+        return None if placed is None else [placed]
+
+    def instant(self, now: int, engine: FastEngine, waiting: list[list[int]]) -> None:
+        """Called once per instant, after its arrivals and departures (measures over time)."""
 
 
 @dataclass
@@ -76,10 +102,12 @@ def replay(
     tie_break: str = "paper",
     compress: float = 1.0,
     observe: Callable[[int, SimCluster], None] | None = None,
+    arrivals: Arrivals | None = None,
 ) -> Timeline:
     """Replay ``pods`` on their own clock. ``compress`` > 1 brings arrivals closer (creation times divided by it)
     while each pod keeps its run time: the openb trace's own clock never has more than ~1% of the GPUs asked for at
-    once, so contention only appears compressed. ``observe`` (tests, tools) sees the cluster after every instant."""
+    once, so contention only appears compressed. ``observe`` (tests, tools) sees the cluster after every instant.
+    ``arrivals`` groups pods that start together (default: each pod alone)."""
     if pods.creation is None or pods.deletion is None:
         raise InputError(
             "has no creation_time/deletion_time columns; the time-based replay needs them (use the inflation mode)",
@@ -95,39 +123,42 @@ def replay(
     specs = pods.spec.tolist()
     created = (pods.creation / compress).astype(np.int64).tolist()
     duration = np.where(pods.deletion >= 0, pods.deletion - pods.creation, -1).tolist()
-    order = sorted(range(pods.n), key=lambda i: (created[i], i))
+    arrivals = arrivals or Arrivals()
+    groups = arrivals.groups(pods)
+    order = sorted(range(len(groups)), key=lambda g: (created[groups[g][0]], groups[g][0]))
     window = (int(np.percentile(created, 1)), int(np.percentile(created, 99)))
     leaving: list[tuple[int, int, int, tuple[int, ...]]] = []  # (time, pod, node, GPUs)
-    waiting: list[int] = []
+    waiting: list[int] = []  # groups
     delays: list[int] = []
     samples: list[tuple[int, int, float, int]] = []
 
-    def start_pod(i: int, now: int) -> bool:
-        placed = engine.schedule(shapes[i], specs[i])
+    def start_group(g: int, now: int) -> bool:
+        placed = arrivals.start(engine, shapes, specs, groups[g], now)
         if placed is None:
             return False
-        node, gpus = placed
-        if duration[i] >= 0:
-            heapq.heappush(leaving, (now + duration[i], i, node, gpus))
-        if now > created[i]:
-            delays.append(now - created[i])
+        for i, (node, gpus) in zip(groups[g], placed, strict=True):
+            if duration[i] >= 0:
+                heapq.heappush(leaving, (now + duration[i], i, node, gpus))
+            if now > created[i]:
+                delays.append(now - created[i])
         return True
 
     def retry(now: int) -> None:
         failed: set[tuple] = set()
         still = []
-        for i in waiting:
-            key = (shapes[i], specs[i])
-            if key in failed or not start_pod(i, now):
+        for g in waiting:
+            first = groups[g][0]
+            key = (len(groups[g]), shapes[first], specs[first])
+            if key in failed or not start_group(g, now):
                 failed.add(key)
-                still.append(i)
+                still.append(g)
         waiting[:] = still
 
     unschedulable = 0
     k = 0
     while k < len(order) or leaving:
         now = min(
-            created[order[k]] if k < len(order) else np.iinfo(np.int64).max,
+            created[groups[order[k]][0]] if k < len(order) else np.iinfo(np.int64).max,
             leaving[0][0] if leaving else np.iinfo(np.int64).max,
         )
         left = False
@@ -137,14 +168,15 @@ def replay(
             left = True
         if left and waiting:
             retry(now)
-        while k < len(order) and created[order[k]] == now:
-            i = order[k]
+        while k < len(order) and created[groups[order[k]][0]] == now:
+            g = order[k]
             k += 1
-            if not cluster.fits_empty(shapes[i], specs[i]):
-                unschedulable += 1
-            elif not start_pod(i, now):
-                waiting.append(i)
-        samples.append((now, cluster.allocated, cluster.fragmentation_milli, len(waiting)))
+            if not arrivals.fits_empty(engine, shapes, specs, groups[g]):
+                unschedulable += len(groups[g])
+            elif not start_group(g, now):
+                waiting.append(g)
+        arrivals.instant(now, engine, [groups[g] for g in waiting])
+        samples.append((now, cluster.allocated, cluster.fragmentation_milli, sum(len(groups[g]) for g in waiting)))
         if observe is not None:
             observe(now, cluster)
     t, alloc, frag, wait = (np.array(c) for c in zip(*samples, strict=True)) if samples else [np.zeros(0)] * 4
@@ -157,7 +189,7 @@ def replay(
         frag,
         wait,
         np.array(delays, dtype=np.int64),
-        len(waiting),
+        sum(len(groups[g]) for g in waiting),
         pods.n,
         time.perf_counter() - start,
         window,
