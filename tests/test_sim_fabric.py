@@ -111,7 +111,7 @@ def test_figures_on_a_hand_checkable_case(tmp_path):
     assert row["big_gangs"] == 2 and row["big_gang_wait_p50_s"] == 80 and row["big_gang_wait_p95_s"] == 80
     assert row["domains_used"] == 2 and row["domains_minimum"] == 2 and row["domains_over_minimum_max"] == 0
     # From 20 to 100 the one free node (n3) sits in B, too broken for gang 2: all of the free node-time.
-    assert run.stranded == 1.0 and run.stranded_nodes == 1.0
+    assert run.stranded == 1.0 and run.stranded_nodes == 1.0 and run.free_nodes == 1.0
     assert row["required_level_violations"] == 0
 
 

@@ -324,6 +324,11 @@ class FabricArrivals(Arrivals):
         """Stranded free nodes on average while gangs waited."""
         return self.stranded_time / self.queued_time if self.queued_time else 0.0
 
+    @property
+    def free_nodes(self) -> float:
+        """Free nodes (in domains a queued gang could use) on average while gangs waited."""
+        return self.free_time / self.queued_time if self.queued_time else 0.0
+
 
 @dataclass
 class FabricRun:
@@ -335,6 +340,7 @@ class FabricRun:
     gangs: list[GangRecord]
     stranded: float  # share of free node-time stranded while gangs waited
     stranded_nodes: float  # mean stranded free nodes while gangs waited
+    free_nodes: float  # mean free nodes (in domains a queued gang could use) while gangs waited
     timeline: Timeline
     big: int
 
@@ -363,6 +369,7 @@ def figures(runs: list[FabricRun]) -> dict:
         "domains_over_minimum_max": max(over, default=0),
         "stranded_free_node_share": float(np.mean([r.stranded for r in runs])),
         "stranded_free_nodes_mean": float(np.mean([r.stranded_nodes for r in runs])),
+        "free_nodes_mean": float(np.mean([r.free_nodes for r in runs])),
         "required_level_violations": sum(g.violated for g in gangs),
         "mean_allocation": float(np.mean([r.timeline.mean_allocation() for r in runs])),
         "unschedulable_pods": sum(r.timeline.unschedulable for r in runs),
@@ -388,4 +395,6 @@ def replay_fabric(
     arrivals = FabricArrivals(nodes, fabric, groups, shapes_of(replayed), replayed.spec.tolist(), topology)
     run = timeline.replay(nodes, replayed, policy, seed, typical, tie_break, compress, arrivals=arrivals)
     gangs = list(arrivals.records.values())
-    return FabricRun(policy, topology, seed, gangs, arrivals.stranded, arrivals.stranded_nodes, run, rule.big)
+    return FabricRun(
+        policy, topology, seed, gangs, arrivals.stranded, arrivals.stranded_nodes, arrivals.free_nodes, run, rule.big
+    )
