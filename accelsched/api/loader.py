@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from accelsched.dra import claims as dra_claims
 from accelsched.dra import objects as dra_objects
 from accelsched.dra.model import DRAInputs
 from accelsched.errors import InputError, Where
+from accelsched.fabric import hypernode as fabric_hypernode
 from accelsched.fabric import levels as fabric_levels
 from accelsched.fabric import request as fabric_request
 from accelsched.framework import gang
@@ -60,7 +61,7 @@ _READ_FIRST = (
     "Node", "Namespace", "PriorityClass", "NodeResourceTopology", "PodGroup", "Workload",
     *storage_objects.KINDS, *dra_objects.KINDS, *queue_api.KINDS,
 )  # fmt: skip
-_READ_FIRST += (fabric_levels.KIND,)  # Kueue's Topology (fabric/): read with the nodes
+_READ_FIRST += (fabric_levels.KIND, fabric_hypernode.KIND)  # Kueue's Topology, Volcano's HyperNode (fabric/)
 
 
 @dataclass
@@ -78,6 +79,7 @@ class Inputs:
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     pod_groups: dict[str, Any] = field(default_factory=dict)  # framework.gang.PodGroup by namespace/name
     topologies: list[fabric_levels.Topology] = field(default_factory=list)  # Kueue's Topology objects (fabric/)
+    hypernodes: dict[str, Any] = field(default_factory=dict)  # Volcano's HyperNodes by name (fabric/hypernode.py)
     storage: storage_objects.Storage = field(default_factory=storage_objects.Storage)  # PVs, claims, CSI
     dra: DRAInputs = field(default_factory=DRAInputs)  # DeviceClasses, ResourceSlices, ResourceClaims, templates
     ignored: Counter[str] = field(default_factory=Counter)
@@ -224,6 +226,10 @@ def _build_inputs(
             topology = fabric_levels.parse_topology(d.doc, d.source)
             claim(fabric_levels.KIND, "", topology.name, d.source, fabric_levels.GROUP)
             inputs.topologies = [t for t in inputs.topologies if t.name != topology.name] + [topology]
+        elif fabric_hypernode.is_hypernode(d.doc):
+            hypernode = fabric_hypernode.parse_hypernode(d.doc, d.source)
+            claim(fabric_hypernode.KIND, "", hypernode.name, d.source, fabric_hypernode.GROUP)
+            inputs.hypernodes[hypernode.name] = hypernode
         elif d.kind in storage_objects.KINDS:
             obj = storage_objects.parse(d.kind, d.doc, d.source)
             claim(d.kind, getattr(obj, "namespace", ""), obj.name, d.source)
@@ -232,6 +238,7 @@ def _build_inputs(
             _add_dra(inputs.dra, dra_objects.parse(d.kind, d.doc, d.source), d.kind, claim)
     inputs.nodes = list(nodes.values())
     _apply_topology(docs, nodes)
+    _apply_hypernodes(inputs)
     inputs.namespaces = list(namespaces.values())
     defaults = [pc for pc in inputs.priority_classes.values() if pc.global_default]
     if len(defaults) > 1:
@@ -328,6 +335,22 @@ def _new_claim(dra: DRAInputs, pod: Pod, pod_claim: Any, template: Any) -> Any:
     made = dra_claims.claim_from_template(pod, pod_claim, template, name)
     dra.claims[made.key] = made
     return made
+
+
+def _apply_hypernodes(inputs: Inputs) -> None:
+    """Volcano's HyperNode tree as node labels and one Topology (fabric/hypernode.py); the PodGroups whose
+    ``networkTopology`` named the lowest or highest tier get the tree's own."""
+    if not inputs.hypernodes:
+        return
+    tree = fabric_hypernode.build_tree(inputs.hypernodes.values(), inputs.nodes)
+    fabric_hypernode.label_nodes(tree, inputs.nodes)
+    topology = tree.topology()
+    inputs.topologies = [t for t in inputs.topologies if t.name != topology.name] + [topology]
+    for key, group in inputs.pod_groups.items():
+        required = fabric_hypernode.resolve(group.required_topology, tree)
+        preferred = fabric_hypernode.resolve(group.preferred_topology, tree)
+        if (required, preferred) != (group.required_topology, group.preferred_topology):
+            inputs.pod_groups[key] = replace(group, required_topology=required, preferred_topology=preferred)
 
 
 def _apply_topology(docs: list[Document], nodes: Mapping[str, Node]) -> None:

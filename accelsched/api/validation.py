@@ -208,6 +208,7 @@ _CLUSTER_SCOPED = {
     "StorageClass", "CSIDriver", "CSINode", "RuntimeClass", "ClusterRole", "ClusterRoleBinding",
     "CustomResourceDefinition", "DeviceClass",
     "ResourceFlavor", "ClusterQueue", "Cohort", "WorkloadPriorityClass",  # Kueue's (accelsched/queues)
+    "HyperNode",  # Volcano's (accelsched/fabric/hypernode.py)
 }  # fmt: skip
 
 

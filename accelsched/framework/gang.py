@@ -39,6 +39,7 @@ from accelsched.api import quantity
 from accelsched.api.objects import Pod, metadata
 from accelsched.api.validation import dns1123_label_problem, dns1123_subdomain_problem, label_key_problem
 from accelsched.errors import Where
+from accelsched.fabric import hypernode
 from accelsched.fabric import request as fabric_request
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -130,6 +131,9 @@ def parse_pod_group(doc: Mapping[str, Any], source: str = "") -> PodGroup:
             _checked(where, f"metadata.annotations[{annotation}]", key, label_key_problem)
     required = str(annotations.get(REQUIRED_TOPOLOGY, "")) or kueue.required
     preferred = str(annotations.get(PREFERRED_TOPOLOGY, "")) or kueue.preferred
+    if str(doc.get("apiVersion", "")).split("/", 1)[0] == hypernode.PODGROUP_GROUP:  # Volcano's PodGroup
+        volcano = hypernode.network_topology(where, spec)
+        required, preferred = required or volcano[0], preferred or volcano[1]
     if required and preferred:
         raise where.error(f"metadata.annotations[{PREFERRED_TOPOLOGY}]", f"cannot be set with {REQUIRED_TOPOLOGY}")
     return PodGroup(
