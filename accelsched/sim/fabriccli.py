@@ -151,7 +151,7 @@ def table(rows: list[dict]) -> list[list[str]]:
             f"{r['domains_used']} / {r['domains_minimum']}",
             f"{r['domains_over_minimum_mean']:.2f}",
             str(r["domains_over_minimum_max"]),
-            f"{r['stranded_free_nodes_mean']:.1f} of {r['free_nodes_mean']:.1f}",
+            f"{r['stranded_free_nodes_mean']:.1f}",
             f"{r['mean_allocation']:.1%}",
             str(r["pods_never_ran"]),
             f"{r['seconds']:.1f}",
@@ -180,6 +180,6 @@ def note(about: dict, pods: Pods, compress: float, seeds: list[int]) -> str:
         f"{about['nvlink_domains']} NVLink domains of up to {about['domain_size']} nodes and {about['blocks']} blocks. "
         f"Gangs: pods asking for >= {rule['gang_gpus']} GPUs, of one shape, within {rule['window']} s of the first, "
         f"each standing for {rule['scale']} pods; big: >= {rule['big']} pods. Waits pooled over seeds "
-        f"{seeds[0]}..{seeds[-1]}; stranded free nodes: mean, while a gang waits, of the free nodes in NVLink "
-        "domains too broken for any queued gang, of the free nodes in domains one could use."
+        f"{seeds[0]}..{seeds[-1]}. Stranded free nodes: on average while a gang waits, the free nodes in NVLink "
+        "domains too broken for any queued gang."
     )
