@@ -198,3 +198,14 @@ def test_bad_network_topology_and_cli_exit_2(tmp_path):
     result = CliRunner().invoke(main, ["schedule", "-f", str(path)])
     assert result.exit_code == 2
     assert f'{path}: HyperNode s0: spec.tier: Invalid value: "one"' in result.output
+
+
+def test_hard_mode_without_a_tier_keeps_the_gang_in_one_top_hypernode():
+    # A second spine over a one-node leaf: 5 pods fit only the first spine (8 nodes), not spine2 (1 node).
+    docs = [*fabric(), node("m0"), hypernode_doc("s9", 1, member("Node", exactMatch={"name": "m0"}))]
+    docs.append(hypernode_doc("spine2", 2, member("HyperNode", exactMatch={"name": "s9"})))
+    group = volcano_group("train", 5, mode="hard")
+    placed = [r.node for r in by_rank(start(*docs, group, job("train", 5)).schedule())]
+    assert all(placed) and set(placed) <= {f"n{i}" for i in range(8)}
+    inputs = read(*docs, group)
+    assert inputs.pod_groups["default/train"].required_topology == TIER2
