@@ -64,13 +64,18 @@ def topology_doc(name: str = TOPOLOGY) -> dict:
 
 @dataclass
 class Fabric:
-    """Each node's block and NVLink domain (indices into ``blocks`` and ``domains``)."""
+    """Each node's NVLink domain and each domain's block (indices into ``domains`` and ``blocks``)."""
 
-    block: np.ndarray
     domain: np.ndarray
+    domain_block: np.ndarray
     blocks: tuple[str, ...]
     domains: tuple[str, ...]
     domain_size: int
+
+    @property
+    def block(self) -> np.ndarray:
+        """Each node's block."""
+        return self.domain_block[self.domain]
 
     def tree(self, node_names: list[str]) -> placement.Tree:
         return placement.build_tree(
@@ -107,7 +112,7 @@ def group_nodes(nodes: Nodes, domain_size: int = 18, block_domains: int = 4) -> 
     block_of_domain = np.arange(n_domains) // block_domains
     names = tuple(f"openb.nvl{d:03}" for d in range(n_domains))  # GFD's "<cluster UUID>.<clique id>"
     blocks = tuple(f"block-{b:02}" for b in range(int(block_of_domain.max()) + 1 if n_domains else 0))
-    return Fabric(block_of_domain[domain], domain, blocks, names, domain_size)
+    return Fabric(domain, block_of_domain, blocks, names, domain_size)
 
 
 def derive_gangs(pods: Pods, rule: GangRule) -> tuple[Pods, list[list[int]]]:
@@ -143,27 +148,26 @@ def derive_gangs(pods: Pods, rule: GangRule) -> tuple[Pods, list[list[int]]]:
     return out, groups
 
 
+def _pods_per_node(cpu: np.ndarray, memory: np.ndarray, gpus: np.ndarray, shape: PodShape, mask) -> np.ndarray:
+    counts = np.full(len(cpu), np.iinfo(np.int32).max, dtype=np.int64)
+    for free, amount in ((cpu, shape.cpu), (memory, shape.memory), (gpus, shape.whole)):
+        if amount > 0:
+            counts = np.minimum(counts, free // amount)
+    if mask is not None:
+        counts[~mask] = 0
+    return counts
+
+
 def room(engine: FastEngine, shape: PodShape, spec: int) -> np.ndarray:
     """How many pods of ``shape`` each node takes now (Kueue's fillInCounts on the simulator's columns)."""
     cluster = engine.cluster
-    counts = np.full(cluster.nodes.n, np.iinfo(np.int32).max, dtype=np.int64)
-    for free, amount in ((cluster.cpu_free, shape.cpu), (cluster.mem_free, shape.memory), (cluster.full, shape.whole)):
-        if amount > 0:
-            counts = np.minimum(counts, free // amount)
-    if spec:
-        counts[~cluster.spec_mask[spec]] = 0
-    return counts
+    mask = cluster.spec_mask[spec] if spec else None
+    return _pods_per_node(cluster.cpu_free, cluster.mem_free, cluster.full, shape, mask)
 
 
 def empty_room(nodes: Nodes, shape: PodShape, spec_mask: np.ndarray | None) -> np.ndarray:
     """The same on the empty cluster."""
-    counts = np.full(nodes.n, np.iinfo(np.int32).max, dtype=np.int64)
-    for total, amount in ((nodes.cpu, shape.cpu), (nodes.memory, shape.memory), (nodes.gpus, shape.whole)):
-        if amount > 0:
-            counts = np.minimum(counts, total // amount)
-    if spec_mask is not None:
-        counts[~spec_mask] = 0
-    return counts
+    return _pods_per_node(nodes.cpu, nodes.memory, nodes.gpus, shape, spec_mask)
 
 
 def fewest_domains(domain_room: np.ndarray, pods: int) -> int:
@@ -247,14 +251,9 @@ class FabricArrivals(Arrivals):
             return super().fits_empty(engine, shapes, specs, group)
         per_domain = self._empty_domains(engine, shapes[first], specs[first])
         if self.topology == "required" and per_domain.max(initial=0) < len(group):
-            per_block = np.bincount(self._domain_block(), weights=per_domain)
+            per_block = np.bincount(self.fabric.domain_block, weights=per_domain)
             return bool(per_block.max(initial=0) >= len(group))
         return bool(per_domain.sum() >= len(group))
-
-    def _domain_block(self) -> np.ndarray:
-        out = np.zeros(len(self.fabric.domains), dtype=np.int64)
-        out[self.fabric.domain] = self.fabric.block
-        return out
 
     def start(
         self, engine: FastEngine, shapes: list[PodShape], specs: list[int], group: list[int], now: int
