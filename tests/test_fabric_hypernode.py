@@ -209,3 +209,12 @@ def test_hard_mode_without_a_tier_keeps_the_gang_in_one_top_hypernode():
     assert all(placed) and set(placed) <= {f"n{i}" for i in range(8)}
     inputs = read(*docs, group)
     assert inputs.pod_groups["default/train"].required_topology == TIER2
+
+
+def test_a_changed_hypernode_relabels_the_nodes_it_left():
+    # As a live stream does: the same inputs read again with s0 now holding n0 and n1 only.
+    inputs = read(*fabric())
+    smaller = hypernode_doc("s0", 1, member("Node", regexMatch={"pattern": "^n[01]$"}))
+    inputs = build_inputs([Document(smaller, "update.yaml", "HyperNode")], base=inputs)
+    labels = {n.name: n.labels for n in inputs.nodes}
+    assert labels["n1"][TIER1] == "s0" and TIER1 not in labels["n2"] and TIER2 not in labels["n2"]

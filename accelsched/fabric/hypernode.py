@@ -235,6 +235,8 @@ def _claim(owners: dict, key: Any, hypernode: HyperNode, where: Where, path: str
 def label_nodes(tree: Tree, nodes: Iterable[Node]) -> None:
     """Set each node's tier labels (module docstring: a missing tier takes the nearest HyperNode below it)."""
     for node in nodes:
+        for key in [k for k in node.labels if k.startswith(TIER_PREFIX)]:  # the tree's own: a stale tier goes
+            del node.labels[key]
         mine = tree.of_node.get(node.name)
         if not mine:
             continue
