@@ -168,5 +168,9 @@ def test_cli_fabric_json_and_bad_options(tmp_path):
     assert doc["rows"][0]["gangs"] > 0
     bad = CliRunner().invoke(main, [*args, "--gang-topology", "rack"])
     assert bad.exit_code == 2 and "--gang-topology: unknown request 'rack'" in bad.output
+    profile = tmp_path / "sched.yaml"
+    profile.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    bad = CliRunner().invoke(main, [*args[:-4], "--devices", "dra", "--policy", str(profile), "--seeds", "1"])
+    assert bad.exit_code == 2 and "inflation mode; --fabric runs on the device-plugin model only" in bad.output
     bad = CliRunner().invoke(main, [*args, "--domain-size", "0"])
     assert bad.exit_code == 2 and "--domain-size" in bad.output

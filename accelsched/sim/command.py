@@ -254,7 +254,8 @@ def simulate(
             # The built-in policies' scores and the fast path read the device-plugin model's GPU ledger.
             builtin = [p for p in chosen if p in POLICIES]
             if builtin or mode == "timeline" or fabric_opts["fabric"]:
-                what = f"policy {builtin[0]!r}" if builtin else "--mode timeline or --fabric"
+                mode_shown = "--fabric" if fabric_opts["fabric"] else "--mode timeline"
+                what = f"policy {builtin[0]!r}" if builtin else mode_shown
                 raise InputError(
                     f"dra runs KubeSchedulerConfiguration profiles (--policy FILE) in the inflation mode; {what} "
                     "runs on the device-plugin model only",
