@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsched.api import memory, objects
-from accelsched.api.loader import Document, Inputs, build_inputs, read_documents
+from accelsched.api.loader import Document, Inputs, admit_priority, build_inputs, read_documents
 from accelsched.engine import Session
 from accelsched.errors import InputError
 from accelsched.framework import gang
@@ -82,6 +82,18 @@ class RawState(ABC):
 
     @abstractmethod
     def start(self, config: SchedulerConfig | None = None, seed: int = 0) -> tuple[Session, list[str]]: ...
+
+    # The incremental what-if (ui/incremental.py): a state that can parse one Pod as its start would says so here.
+    new_source = "what-if"  # the source of an object a what-if made
+
+    def parse_new_pod(self, doc: dict[str, Any], inputs: Inputs, was: objects.Pod | None) -> objects.Pod:
+        """A Pod document a what-if made or changed (``was``: today's pod of that key), as ``start`` would parse and
+        admit it into ``inputs``. The default cannot (the what-if then runs in full)."""
+        raise NotImplementedError
+
+    def run_order(self, pods: list[objects.Pod]) -> list[objects.Pod]:
+        """The session's order of these pods (listed in the order of ``pods()``), as ``start`` lists them."""
+        return pods
 
     def pod_groups(self) -> list[dict[str, Any]]:
         """The raw PodGroups. The default serves a state over a live/convert Snapshot (``self.snapshot``, as
@@ -154,6 +166,12 @@ class DocumentState(RawState):
 
     def pod_groups(self) -> list[dict[str, Any]]:
         return [d.doc for d in self.docs if d.kind == "PodGroup"]  # type: ignore[misc]
+
+    def parse_new_pod(self, doc: dict[str, Any], inputs: Inputs, was: objects.Pod | None) -> objects.Pod:
+        """As build_inputs: parsed (from the document's source: a changed pod keeps its place), then its priority."""
+        pod = self.pod_cache.parse(doc, was.source if was is not None else self.new_source)
+        admit_priority(pod, inputs)
+        return pod
 
     def _like(self, docs: list[Document]) -> DocumentState:
         new = object.__new__(type(self))
