@@ -15,8 +15,8 @@ from typing import Any
 from accelsched.api import reader
 from accelsched.explain import Explainer, explain_pod
 from accelsched.framework.profile import SchedulerConfig
-from accelsched.ui import view as views
 from accelsched.ui import incremental, whatif
+from accelsched.ui import view as views
 from accelsched.ui.history import History
 from accelsched.ui.state import RawState, Run, checked, execute
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from accelsched.api import objects
 from accelsched.api.loader import Inputs
@@ -39,7 +38,7 @@ from accelsched.cluster.devices import NodeDevices
 from accelsched.cluster.state import ClusterState
 from accelsched.config import default_config
 from accelsched.engine import Session
-from accelsched.errors import Where
+from accelsched.errors import InputError, Where
 from accelsched.framework import gang
 from accelsched.framework.profile import SchedulerConfig
 from accelsched.framework.scheduler import Scheduler
@@ -172,8 +171,8 @@ def _pods(run: Run, state: RawState, base: Base) -> list[Pod] | None:
             continue
         try:
             pod = state.parse_new_pod(doc, base.inputs, known.get(key))
-        except Exception:  # noqa: BLE001 - whatever the full run makes of it (an error, a pod left out) it says
-            return None
+        except (InputError, ValueError, TypeError, KeyError, AttributeError, IndexError, ArithmeticError):
+            return None  # whatever the full run makes of it (an error, or live: the pod left out), it says
         if (pod.raw.get("spec") or {}).get("resourceClaims") or gang.group_key(pod) is not None:
             return None
         out.append(pod)
@@ -210,10 +209,7 @@ def _admit_again(
                 pod.devices = {}
             pods[k] = pod
         again.append(pod)
-    for pod in sorted(again, key=lambda p: not p.devices):
-        if scheduler.admit_bound(pod) is not None:
-            return False
-    return True
+    return all(scheduler.admit_bound(pod) is None for pod in sorted(again, key=lambda p: not p.devices))
 
 
 def _names_devices(pod: Pod) -> bool:

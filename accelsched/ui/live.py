@@ -165,7 +165,8 @@ class LiveState(RawState):
 
     def run_order(self, pods: list) -> list:
         """convert's order: the bound pods, then the pending ones; finished pods are left out."""
-        return [p for p in pods if p.node_name and not p.terminal] + [p for p in pods if not p.node_name and not p.terminal]
+        live = [p for p in pods if not p.terminal]
+        return [p for p in live if p.node_name] + [p for p in live if not p.node_name]
 
     def copy(self) -> LiveState:
         """A deep copy (what-if edits its nodes and pods), by ``clone``: several times faster than deepcopy."""

@@ -290,13 +290,17 @@ def _gang_notes(
     as a gang, the bound ones counting toward minMember (RawState.changed_gangs)."""
     gone = {e["pod"] for e in out if not e["recreated"]}
     back = {e["pod"] for e in out if e["recreated"]}
-    members: dict[str, list[dict[str, Any]]] = {}
-    for pod in was:
-        if (key := gang_of(pod)) is not None and not _finished(pod):
-            members.setdefault(key, []).append(pod)
-    touched = sorted(k for k, ps in members.items() if any(object_key(p) in gone or object_key(p) in back for p in ps))
+    # The gangs of the evicted pods first: most evictions touch none, and then no pod's gang is looked up.
+    evicted = gone | back
+    touched = sorted(
+        {k for p in was if object_key(p) in evicted and (k := gang_of(p)) is not None and not _finished(p)}
+    )
     if not touched:
         return {}
+    members: dict[str, list[dict[str, Any]]] = {}
+    for pod in was:
+        if (key := gang_of(pod)) in touched and not _finished(pod):
+            members.setdefault(key, []).append(pod)  # type: ignore[arg-type]
     declared = _min_members(state)
     kept = {object_key(p) for p in now}
     notes = {}
