@@ -4,6 +4,7 @@ accounting and the what-if panel's body equal those of a session built anew from
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from typing import Any
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from accelsched.api.loader import Document
 from accelsched.api.objects import DEVICES_ANNOTATION
 from accelsched.live.convert import Snapshot
-from accelsched.ui import incremental, whatif
+from accelsched.ui import incremental, view, whatif
 from accelsched.ui.hub import Hub
 from accelsched.ui.live import LiveState
 from accelsched.ui.state import DocumentState, RawState, Run, execute
@@ -130,11 +131,16 @@ def outcome(before: Run, after: Run, applied: whatif.Applied) -> dict[str, Any]:
 
 
 def check(state: RawState, actions: list[dict[str, Any]]) -> bool:
-    """Both runs of the what-if agree; True when the incremental one ran (not the full one instead)."""
+    """Both runs of the what-if agree; True when the incremental one ran (not the full one instead). The Hub's
+    answer (today's node views, label counts and order reused: ui/reuse.py) equals one built from scratch."""
     hub = Hub(state)
+    body = hub.whatif({"actions": actions})
     applied = whatif.apply(hub.state, whatif.parse({"actions": actions}))
     fast = incremental.rerun(hub.run, applied.state)
     full = execute(applied.state)
+    scratch = whatif.compare(hub.run, full, applied.actions, applied.notes, applied.evicted)
+    assert body == {**scratch, "nodes": body["nodes"]}
+    assert body["nodes"] == view.build_view(full, None)["nodes"]
     if fast is not None:
         assert outcome(hub.run, fast, applied) == outcome(hub.run, full, applied)
         # and again from the same Base: the first what-if changed none of today's objects
@@ -184,3 +190,37 @@ def test_a_cluster_the_incremental_path_cannot_follow_runs_in_full() -> None:
     assert incremental.CACHE_KEY not in hub.run.cache
     applied = whatif.apply(hub.state, whatif.parse({"actions": [{"op": "cordon", "nodes": ["node-a"]}]}))
     assert incremental.rerun(hub.run, applied.state) is None
+
+
+def test_a_node_whose_pods_changed_but_not_its_amounts_is_not_taken_as_unchanged() -> None:
+    """reuse.same_nodes: the same Node and the same requested amounts are not enough; the pods, their order and
+    their devices must be the same too (else the what-if would show today's view of a node it changed)."""
+    from accelsched.ui import reuse
+
+    rng = random.Random(7)
+    nodes = [node(f"n{i}", rng) for i in range(3)]
+    for n in nodes:
+        n["status"]["capacity"][ACCEL] = "8"
+        n["spec"] = {}
+    pods = [pod("a", rng, 2, "n0"), pod("b", rng, 2, "n1")]
+    pods[1]["spec"]["containers"] = pods[0]["spec"]["containers"]  # the same requests
+    run = execute(files_state(nodes, pods))
+    before = run.session.cluster
+    assert reuse.same_nodes(before, before.copy(), lambda p: None) == [True, True, True]
+
+    swapped = before.copy()  # n0 holds b instead of a, on the same devices: the same amounts
+    a, b = swapped.pods_on[0]["default/a"], swapped.pods_on[1]["default/b"]
+    swapped.forget(a)
+    swapped.forget(b)
+    b_here = copy.copy(b)
+    b_here.devices = a.devices
+    swapped.assume(b_here, 0)
+    assert (swapped.requested[:, 0] == before.requested[:, 0]).all()
+    assert reuse.same_nodes(before, swapped, lambda p: None)[0] is False
+
+    moved = before.copy()  # n0 holds a on other devices
+    a2 = copy.copy(moved.pods_on[0]["default/a"])
+    moved.forget(a2)
+    a2.devices = {ACCEL: ["ai-accelerator-6", "ai-accelerator-7"]}
+    moved.assume(a2, 0)
+    assert reuse.same_nodes(before, moved, lambda p: None) == [False, True, True]
