@@ -21,8 +21,8 @@ Pending pods are tried again, not copied: their attempts (one filter pass over t
 The answer equals the full run's: ``tests/test_ui_incremental.py`` compares both on random clusters and actions.
 Where this cannot follow the state, the full run is used (``rerun`` returns None): a CPU/NUMA topology, device
 partitions, DRA or storage objects (their per-node state lives outside the arrays), Kueue, gangs, workload objects
-the loader expands, a bound pod the admission refused, or a Pending pod that could preempt a bound one (a victim is
-changed in place, and the bound pods are shared with today's run).
+the loader expands, or a bound pod the admission refused. The bound pods are today's objects, shared; those a
+Pending pod could preempt (preemption edits its victims) are copied first.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 from accelsched.api import objects
 from accelsched.api.loader import Inputs
@@ -91,8 +93,13 @@ def capture(state: RawState, session: Session, warnings: list[str]) -> Base | No
     for pod in inputs.pods:
         if pod.key not in documents or gang.group_key(pod) is not None or pod.scheduling_group:
             return None  # a pod the loader made (a workload's), or a gang's
+    copied = cluster.copy()
+    pods = list(inputs.pods)
+    _own_victims(copied, pods, inputs.pending)  # today's run may preempt them: it edits its own objects
+    kept = copy.copy(inputs)
+    kept.pods = pods
     pending = {p.key: fresh(p) for p in inputs.pending}
-    return Base(cluster.copy(), inputs, pending, list(warnings), scheduler.topologies)
+    return Base(copied, kept, pending, list(warnings), scheduler.topologies)
 
 
 def rerun(
@@ -116,14 +123,12 @@ def rerun(
         return None
     bound = [p for p in pods if p.node_name and not p.terminal]
     pending = [p for p in pods if not p.node_name and not p.terminal]
-    floor = int(cluster.min_priority.min()) if cluster.n else 0
-    if any(p.priority > floor and p.preemption_policy != "Never" for p in pending):
-        return None  # it may preempt a bound pod, which is today's run's own object
     scheduler = Scheduler(cluster, config or default_config(), seed)
     scheduler.topologies = base.topologies
     if not _admit_again(run, state, cluster, scheduler, pods, added):
         return None
     cluster.keep_bind_order(bound)
+    _own_victims(cluster, pods, pending)
     inputs = copy.copy(base.inputs)
     inputs.pods = pods
     inputs.nodes = list(cluster.nodes)
@@ -210,6 +215,22 @@ def _admit_again(
             pods[k] = pod
         again.append(pod)
     return all(scheduler.admit_bound(pod) is None for pod in sorted(again, key=lambda p: not p.devices))
+
+
+def _own_victims(cluster: ClusterState, pods: list[Pod], pending: list[Pod]) -> None:
+    """Preemption edits its victims (node_name), and the bound pods are today's objects: every bound pod a Pending
+    one could preempt (of a lower priority) is a copy of its own here. Most clusters have none (one priority)."""
+    top = max((p.priority for p in pending if p.preemption_policy != "Never"), default=None)
+    if top is None:
+        return
+    at = None
+    for i in np.flatnonzero(cluster.min_priority < top).tolist():
+        on = cluster.pods_on[i]
+        for key, pod in list(on.items()):
+            if pod.priority < top:
+                if at is None:
+                    at = {p.key: k for k, p in enumerate(pods)}
+                on[key] = pods[at[key]] = fresh(pod)
 
 
 def _names_devices(pod: Pod) -> bool:
