@@ -61,6 +61,11 @@ class RawState(ABC):
       nothing refuses that), and its bound members count toward minMember, as in a cluster (live mode's
       convert.gang_view does this for every gang; a subclass built on it needs nothing more).
 
+    - optional, for the incremental what-if (ui/incremental.py; the full run serves a state without them):
+      ``parse_new_pod(doc, inputs, was)`` (a Pod document a what-if made, parsed and admitted as ``start`` would),
+      ``run_order(pods)`` (the session's order of its pods) and ``new_source`` (the source of what a what-if made),
+      and a ``pod_cache`` (PodCache) that today's run filled.
+
     Nothing else is used by Run, Hub or whatif.
     """
 
