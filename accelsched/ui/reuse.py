@@ -77,9 +77,7 @@ def label_counts(nodes: list[Any], today: Any = None) -> dict[str, Counter[str]]
     return values
 
 
-def same_order(
-    nodes: list[Any], group_by: str, today: Any, order: Callable[[list[Any], str], list[str]]
-) -> list[str]:
+def same_order(nodes: list[Any], group_by: str, today: Any, order: Callable[[list[Any], str], list[str]]) -> list[str]:
     """``order(nodes, group_by)``, or today's (``today``: its run, where it is kept) when ``nodes`` are today's by
     name and group value at every index: the order depends on nothing else."""
     if today is None:
