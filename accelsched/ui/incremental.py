@@ -44,7 +44,7 @@ from accelsched.errors import InputError, Where
 from accelsched.framework import gang
 from accelsched.framework.profile import SchedulerConfig
 from accelsched.framework.scheduler import Scheduler
-from accelsched.ui.state import RawState, Run, checked, fresh, object_key
+from accelsched.ui.state import RawState, Run, checked, fresh, object_key, scheduled
 
 CACHE_KEY = "incremental.base"  # where a run keeps its Base (Run.cache)
 
@@ -65,11 +65,8 @@ def execute(
 ) -> Run:
     """``state.execute`` that also keeps the run's Base (when ``capture`` can): what the Hub publishes."""
     session, warnings = state.start(config, seed)
-    base = capture(state, session, warnings)
-    if check is not None:
-        check()
-        checked(session, check)
-    run = Run(state, session, session.rejected + session.schedule(), list(warnings))
+    base = capture(state, session, warnings)  # before the run: it writes to the cluster and to the pending pods
+    run = scheduled(state, session, warnings, check)
     if base is not None:
         run.cache[CACHE_KEY] = base
     return run

@@ -417,6 +417,11 @@ def execute(
     """Start a session over (a deep copy of) ``state`` and schedule every pending pod, as ``schedule`` does.
     ``check``: called before each pod's attempt (and once the session is built); it may raise to stop the run."""
     session, warnings = state.start(config, seed)
+    return scheduled(state, session, warnings, check)
+
+
+def scheduled(state: RawState, session: Session, warnings: list[str], check: Callable[[], None] | None = None) -> Run:
+    """The Run of ``session`` (started from ``state``) once its pending pods are scheduled (``check``: see execute)."""
     if check is not None:
         check()
         checked(session, check)
