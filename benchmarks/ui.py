@@ -16,9 +16,11 @@ Chromium (headless, through Playwright). Figures, all measured in the browser ex
   topology, MIG and DRA objects a bare API server would not expand), the bind is a new state with the pod's
   nodeName set, published to the Hub (what the live source does after its watch): the table says which;
 - scroll: the map scrolled to 10/25/50/75/90 % -> the new rows drawn (median and max of the five);
-- explain and what-if: GET /api/explain for three Pending pods and POST /api/whatif cordoning one node (three
-  nodes), each timed from request to parsed answer over loopback (the server's engine, JSON and gzip included); the
-  median of the three, before the page is loaded;
+- explain and what-if: GET /api/explain for three Pending pods, and POST /api/whatif cordoning, draining and adding
+  a copy of one node (three nodes each, gzip asked for as the page does), each timed from request to parsed answer
+  over loopback (the server's engine, JSON and gzip included); the median of the three, and the what-ifs' max,
+  before the page is loaded; and the same nine what-ifs through Hub.whatif in the process (the page's delta answer,
+  JSON-encoded, no HTTP), wall and CPU;
 - server RSS: the resident memory of this process (the server's thread, its Hub and the generated cluster) once the
   size's state is served;
 - server: Hub.last_run_seconds of the first publish (the engine's run over the state + the view), and the size of
@@ -315,7 +317,8 @@ def timed(request: urllib.request.Request | str) -> float:
     """Milliseconds from sending ``request`` to its parsed JSON answer (which must be a 200)."""
     began = time.perf_counter()
     with urllib.request.urlopen(request, timeout=600) as response:
-        json.loads(response.read())
+        data = response.read()
+        json.loads(gzip.decompress(data) if response.headers.get("Content-Encoding") == "gzip" else data)
     return (time.perf_counter() - began) * 1000
 
 
@@ -326,15 +329,51 @@ def measure_engine(url: str, view: dict[str, Any]) -> dict[str, Any]:
         keys.append(entry["members"][0]["key"] if entry["kind"] == "gang" else entry["key"])
     picks = list(dict.fromkeys([keys[0], keys[len(keys) // 2], keys[-1]])) if keys else []
     explain = [timed(f"{url}api/explain?pod={urllib.parse.quote(k)}") for k in picks]
-    whatif = []
-    for name in view["order"][: min(3, len(view["order"]))]:
-        body = json.dumps({"actions": [{"op": "cordon", "nodes": [name]}]}).encode()
-        whatif.append(
-            timed(urllib.request.Request(f"{url}api/whatif", body, {"Content-Type": "application/json"}, method="POST"))
-        )
+    out: dict[str, Any] = {"explain_ms": round(statistics.median(explain), 1) if explain else None}
+    for op, bodies in whatif_bodies(view["order"]).items():
+        ms = [
+            timed(urllib.request.Request(f"{url}api/whatif", json.dumps(b).encode(), WHATIF_HEADERS, method="POST"))
+            for b in bodies
+        ]
+        out[f"whatif_{op}_ms"] = round(statistics.median(ms), 1)
+        out[f"whatif_{op}_ms_max"] = round(max(ms), 1)
+    out["whatif_ms"] = out.get("whatif_cordon_ms")
+    return out
+
+
+WHATIF_HEADERS = {"Content-Type": "application/json", "Accept-Encoding": "gzip"}  # as the page asks
+
+
+def whatif_bodies(order: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The one-node what-ifs measured: cordon, drain, and add a copy, each of three nodes (a third of the way
+    apart in the map's order, so no two share a rack)."""
+    picks = list(dict.fromkeys(order[(len(order) * k) // 3] for k in range(3))) if order else []
     return {
-        "explain_ms": round(statistics.median(explain), 1) if explain else None,
-        "whatif_ms": round(statistics.median(whatif), 1) if whatif else None,
+        "cordon": [{"actions": [{"op": "cordon", "nodes": [n]}]} for n in picks],
+        "drain": [{"actions": [{"op": "drain", "nodes": [n]}]} for n in picks],
+        "add": [{"actions": [{"op": "add", "node": n, "count": 1}]} for n in picks],
+    }
+
+
+def measure_whatif_server(hub: Hub, order: list[str]) -> dict[str, Any]:
+    """The same what-ifs in the server's process (Hub.whatif with the page's delta answer, its JSON encoded, no
+    HTTP): wall and CPU ms (median and max over the nine). The CPU time is the process's: the server is idle."""
+    from accelsched.ui.server import json_response
+
+    wall, cpu = [], []
+    for bodies in whatif_bodies(order).values():
+        for body in bodies:
+            began, began_cpu = time.perf_counter(), time.process_time()
+            json_response(hub.whatif(body, delta=True))
+            wall.append((time.perf_counter() - began) * 1000)
+            cpu.append((time.process_time() - began_cpu) * 1000)
+    if not wall:
+        return {}
+    return {
+        "whatif_server_ms": round(statistics.median(wall), 1),
+        "whatif_server_ms_max": round(max(wall), 1),
+        "whatif_server_cpu_ms": round(statistics.median(cpu), 1),
+        "whatif_server_cpu_ms_max": round(max(cpu), 1),
     }
 
 
@@ -433,6 +472,7 @@ def measure_size(browser: Any, size: str, args: argparse.Namespace, workdir: Pat
             gzip_kib=round(wire / 1024, 1),
         )
         row.update(measure_engine(url, view))
+        row.update(measure_whatif_server(hub, view["order"]))
         row["rss_mib"] = rss_mib()
         times, context, page = first_render(browser, url, args.repeat)
         row["first_render_ms"] = round(statistics.median(times), 1)
@@ -487,7 +527,8 @@ def render(rows: list[dict[str, Any]], notes: list[str]) -> None:
         "scroll ms (med/max)",
         "update after bind ms",
         "explain ms",
-        "what-if ms",
+        "what-if ms cordon/drain/add (max)",
+        "what-if in server ms (max) / CPU ms (max)",
         "server RSS MiB",
         "via",
         "DOM elements",
@@ -499,7 +540,7 @@ def render(rows: list[dict[str, Any]], notes: list[str]) -> None:
 
     for r in rows:
         if "error" in r:
-            table.add_row(r["size"], *["-"] * 14, f"[red]{r['error'][:60]}[/]")
+            table.add_row(r["size"], *["-"] * 15, f"[red]{r['error'][:60]}[/]")
             continue
         table.add_row(
             r["size"],
@@ -514,7 +555,10 @@ def render(rows: list[dict[str, Any]], notes: list[str]) -> None:
             f"{fmt(r['scroll_ms_median'], '.0f')}/{fmt(r['scroll_ms_max'], '.0f')}",
             fmt(r["update_ms"], ",.0f"),
             fmt(r.get("explain_ms"), ",.0f"),
-            fmt(r.get("whatif_ms"), ",.0f"),
+            "/".join(fmt(r.get(f"whatif_{op}_ms"), ",.0f") for op in ("cordon", "drain", "add"))
+            + f" ({fmt(max(r.get(f'whatif_{op}_ms_max') or 0 for op in ('cordon', 'drain', 'add')), ',.0f')})",
+            f"{fmt(r.get('whatif_server_ms'), ',.0f')} ({fmt(r.get('whatif_server_ms_max'), ',.0f')}) / "
+            f"{fmt(r.get('whatif_server_cpu_ms'), ',.0f')} ({fmt(r.get('whatif_server_cpu_ms_max'), ',.0f')})",
             fmt(r.get("rss_mib"), ",.0f"),
             r["update_mode"] + (f" (fill {r['fill_s']} s)" if "fill_s" in r else ""),
             fmt(r["dom_elements"], ","),
@@ -525,7 +569,9 @@ def render(rows: list[dict[str, Any]], notes: list[str]) -> None:
         "fresh loads). update: bind -> the node's cell names the pod, next frame; via live = a real POST "
         "pods/binding seen through the UI's watches, via publish = Hub.publish of the state with the pod bound. "
         "publish s: Hub.last_run_seconds (engine run + view) of the first state. explain / what-if: GET "
-        "/api/explain of a Pending pod, POST /api/whatif cordoning one node, request to parsed answer (median of 3).",
+        "/api/explain of a Pending pod (median of 3); POST /api/whatif cordoning, draining, adding a copy of one node, "
+        "request to parsed answer (median of 3 nodes each, and the max of the nine); in server: the same nine "
+        "through Hub.whatif and its JSON in the process, wall and CPU.",
         style="dim",
         markup=False,
     )

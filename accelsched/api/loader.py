@@ -396,8 +396,28 @@ class _NodeFacts:
         return self._verdicts[key]
 
 
+def admit_priority(pod: Pod, inputs: Inputs) -> None:
+    """The Priority admission plugin on one pod of ``inputs``' (its class's value, or the global default's): what
+    the web view's what-if does for a pod it makes (ui/incremental.py)."""
+    defaults = [pc for pc in inputs.priority_classes.values() if pc.global_default]
+    _priority(pod, inputs, defaults[0] if defaults else None)
+
+
 def _admit(pod: Pod, inputs: Inputs, facts: _NodeFacts, default: PriorityClass | None) -> None:
     """What admission does before a pod reaches the scheduler: priority from its class, and sanity checks."""
+    _priority(pod, inputs, default)
+    if pod.node_name and not pod.terminal and pod.node_name not in facts.nodes:
+        raise _where(pod).error("spec.nodeName", f"node {pod.node_name!r} does not exist in the input")
+    if facts.nodes:
+        for res, amount in pod.requests.items():
+            problem = facts.partition_problem(res, amount)
+            if problem:
+                raise _where(pod).error(request_path(pod, res), problem)
+        # A resource no node advertises is no error: kube-scheduler keeps the pod Pending with "Insufficient <res>"
+        # on every node, and `accelsched explain` names the advertised resources closest to it.
+
+
+def _priority(pod: Pod, inputs: Inputs, default: PriorityClass | None) -> None:
     name = pod.priority_class_name
     if name:
         pc = inputs.priority_classes.get(name) or objects.SYSTEM_PRIORITY_CLASSES.get(name)
@@ -409,15 +429,6 @@ def _admit(pod: Pod, inputs: Inputs, facts: _NodeFacts, default: PriorityClass |
         pod.priority = pc.value
         if "preemptionPolicy" not in (pod.raw.get("spec") or {}):
             pod.preemption_policy = pc.preemption_policy
-    if pod.node_name and not pod.terminal and pod.node_name not in facts.nodes:
-        raise _where(pod).error("spec.nodeName", f"node {pod.node_name!r} does not exist in the input")
-    if facts.nodes:
-        for res, amount in pod.requests.items():
-            problem = facts.partition_problem(res, amount)
-            if problem:
-                raise _where(pod).error(request_path(pod, res), problem)
-        # A resource no node advertises is no error: kube-scheduler keeps the pod Pending with "Insufficient <res>"
-        # on every node, and `accelsched explain` names the advertised resources closest to it.
 
 
 def _where(pod: Pod) -> Where:

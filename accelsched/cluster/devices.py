@@ -91,6 +91,15 @@ class NodeDevices:
                 pools[res] = DevicePool(res, list(ids[:count]))
         return cls(pools, partition)
 
+    def copy(self) -> NodeDevices:
+        """A ledger that changes apart from this one (the ids and their index are never changed: shared)."""
+        pools = {}
+        for res, pool in self.pools.items():
+            twin = object.__new__(DevicePool)
+            twin.resource, twin.ids, twin.index, twin.free = pool.resource, pool.ids, pool.index, pool.free.copy()
+            pools[res] = twin
+        return NodeDevices(pools, self.partition.copy() if self.partition is not None else None)
+
     def partitioned(self, requests: dict[str, int]) -> dict[str, int]:
         """The part of ``requests`` the partition ledger serves."""
         if self.partition is None:

@@ -8,6 +8,7 @@ the work per pod does not grow with the number of pods already bound (design pri
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -669,6 +670,49 @@ class ClusterState:
         self.generation += 1
         self.touch(i)
         return True
+
+    def copy(self) -> ClusterState:
+        """A state that changes apart from this one: the web view's incremental what-if (ui/incremental.py) copies
+        the state a run starts from (its bound pods admitted) instead of building it again from every object.
+
+        Only what follows_node_set() allows is copied (no CPU/NUMA topology, partitions, DRA or storage objects:
+        ValueError otherwise). The per-node arrays, the pods per node and the counts kept as pods come and go are
+        copied; what is derived from them per request shape (label columns, masks, selector counts, node_values
+        caches, memos) is left out and built again on first use, as trim_caches drops it (no decision changes).
+        The Pod objects are shared: a caller that may change one (a re-admission) puts a copy in its place."""
+        if not self.follows_node_set():
+            raise ValueError("this cluster state keeps per-node state outside its arrays: it cannot be copied")
+        new = copy.copy(self)
+        new.nodes = list(self.nodes)
+        new.index = dict(self.index)
+        new.namespaces = dict(self.namespaces)
+        new.res_index = dict(self.res_index)
+        new.resources = list(self.resources)
+        for name in ("names", "allocatable", "requested", "free", "nonzero_requested", "unschedulable",
+                     "min_priority", "node_version"):  # fmt: skip
+            setattr(new, name, getattr(self, name).copy())
+        new.devices = [d.copy() for d in self.devices]
+        new.pods_on = [dict(pods) for pods in self.pods_on]
+        new.pod_node = dict(self.pod_node)
+        new.bound_seq = dict(self.bound_seq)
+        new._pods_by_label = {triple: dict(pods) for triple, pods in self._pods_by_label.items()}
+        new.term_groups = {kind: {g: a.copy() for g, a in groups.items()} for kind, groups in self.term_groups.items()}
+        new._port_nodes = {port: a.copy() for port, a in self._port_nodes.items()}
+        new._port_ips = {port: a.copy() for port, a in self._port_ips.items()}
+        new._images = dict(self._images)
+        new._taint_nodes = dict(self._taint_nodes)
+        new._taints = list(self._taints)
+        new._label_columns, new._requirement_masks, new._toleration_masks = {}, {}, {}
+        new._selector_counts, new._conditions_by_label, new._conditions_unindexed = {}, {}, []
+        new._below, new.memo = {}, {}
+        new._node_caches = OrderedDict()
+        changes = ChangeLog(self.n)
+        changes.offset = len(self.changes)
+        new.changes = changes
+        if self.volumes is not None:  # no storage objects: its per-node indexes start over, as _node_set_changed
+            new.volumes = type(self.volumes)(self.volumes.storage, new)  # type: ignore[attr-defined]
+        new.epoch += 1
+        return new
 
     # ------------------------------------------------------------------------------------ the node set
 

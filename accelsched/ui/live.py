@@ -158,6 +158,16 @@ class LiveState(RawState):
         out.pod_cache = self.pod_cache
         return out
 
+    new_source = live_convert.SOURCE
+
+    def parse_new_pod(self, doc: dict, inputs: Any, was: Any) -> Any:
+        return self.pod_cache.parse(doc, self.new_source)  # the API server's admission set spec.priority
+
+    def run_order(self, pods: list) -> list:
+        """convert's order: the bound pods, then the pending ones; finished pods are left out."""
+        live = [p for p in pods if not p.terminal]
+        return [p for p in live if p.node_name] + [p for p in live if not p.node_name]
+
     def copy(self) -> LiveState:
         """A deep copy (what-if edits its nodes and pods), by ``clone``: several times faster than deepcopy."""
         snapshot = dataclasses.replace(self.snapshot, **clone(vars(self.snapshot)))

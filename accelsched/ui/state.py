@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsched.api import memory, objects
-from accelsched.api.loader import Document, Inputs, build_inputs, read_documents
+from accelsched.api.loader import Document, Inputs, admit_priority, build_inputs, read_documents
 from accelsched.engine import Session
 from accelsched.errors import InputError
 from accelsched.framework import gang
@@ -61,6 +61,11 @@ class RawState(ABC):
       nothing refuses that), and its bound members count toward minMember, as in a cluster (live mode's
       convert.gang_view does this for every gang; a subclass built on it needs nothing more).
 
+    - optional, for the incremental what-if (ui/incremental.py; the full run serves a state without them):
+      ``parse_new_pod(doc, inputs, was)`` (a Pod document a what-if made, parsed and admitted as ``start`` would),
+      ``run_order(pods)`` (the session's order of its pods) and ``new_source`` (the source of what a what-if made),
+      and a ``pod_cache`` (PodCache) that today's run filled.
+
     Nothing else is used by Run, Hub or whatif.
     """
 
@@ -82,6 +87,18 @@ class RawState(ABC):
 
     @abstractmethod
     def start(self, config: SchedulerConfig | None = None, seed: int = 0) -> tuple[Session, list[str]]: ...
+
+    # The incremental what-if (ui/incremental.py): a state that can parse one Pod as its start would says so here.
+    new_source = "what-if"  # the source of an object a what-if made
+
+    def parse_new_pod(self, doc: dict[str, Any], inputs: Inputs, was: objects.Pod | None) -> objects.Pod:
+        """A Pod document a what-if made or changed (``was``: today's pod of that key), as ``start`` would parse and
+        admit it into ``inputs``. The default cannot (the what-if then runs in full)."""
+        raise NotImplementedError
+
+    def run_order(self, pods: list[objects.Pod]) -> list[objects.Pod]:
+        """The session's order of these pods (listed in the order of ``pods()``), as ``start`` lists them."""
+        return pods
 
     def pod_groups(self) -> list[dict[str, Any]]:
         """The raw PodGroups. The default serves a state over a live/convert Snapshot (``self.snapshot``, as
@@ -154,6 +171,12 @@ class DocumentState(RawState):
 
     def pod_groups(self) -> list[dict[str, Any]]:
         return [d.doc for d in self.docs if d.kind == "PodGroup"]  # type: ignore[misc]
+
+    def parse_new_pod(self, doc: dict[str, Any], inputs: Inputs, was: objects.Pod | None) -> objects.Pod:
+        """As build_inputs: parsed (from the document's source: a changed pod keeps its place), then its priority."""
+        pod = self.pod_cache.parse(doc, was.source if was is not None else self.new_source)
+        admit_priority(pod, inputs)
+        return pod
 
     def _like(self, docs: list[Document]) -> DocumentState:
         new = object.__new__(type(self))
@@ -394,6 +417,11 @@ def execute(
     """Start a session over (a deep copy of) ``state`` and schedule every pending pod, as ``schedule`` does.
     ``check``: called before each pod's attempt (and once the session is built); it may raise to stop the run."""
     session, warnings = state.start(config, seed)
+    return scheduled(state, session, warnings, check)
+
+
+def scheduled(state: RawState, session: Session, warnings: list[str], check: Callable[[], None] | None = None) -> Run:
+    """The Run of ``session`` (started from ``state``) once its pending pods are scheduled (``check``: see execute)."""
     if check is not None:
         check()
         checked(session, check)

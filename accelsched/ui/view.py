@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,7 +28,7 @@ from accelsched.dra.model import ALLOCATION_MODE_EXACT_COUNT, DeviceID
 from accelsched.framework import gang
 from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
 from accelsched.topology.layout import ATTR_PCIE_ROOT
-from accelsched.ui import capacity
+from accelsched.ui import capacity, reuse
 from accelsched.ui.queues import queue_panel
 
 # Label keys a platform team groups nodes by, most useful first (groupKeys lists the present ones in this order).
@@ -64,14 +63,21 @@ def _build_view(run: Any, group_by: str | None, reuse: tuple[Any, dict[str, Any]
     dra_holders = _dra_holders(cluster)
     if reuse is not None and cluster.dra is None:
         nodes = _reused_views(run, reuse[0], reuse[1], dra_holders)
+        keys = group_keys(cluster.nodes, reuse[0])
     else:
         nodes = [_node_view(run, i, dra_holders) for i in range(cluster.n)]
-    keys = group_keys(cluster.nodes)
+        keys = group_keys(cluster.nodes)
     chosen = group_by if group_by is not None else (keys[0] if keys else None)
-    devices = sum(len(c) for n in nodes for c in _cells_of(n))
-    free = sum(
-        1 for n in nodes for cells in _cells_of(n) for c in cells if not c.get("holders") and not c.get("claims")
-    )
+    devices = free = 0
+    counted = reuse[0].cache.setdefault("cell_counts", {}) if reuse is not None else {}
+    for n in nodes:  # a node view reused from today's is counted once (by identity: the same dict)
+        hit = counted.get(id(n))
+        if hit is None or hit[0] is not n:
+            hit = (n, *_cell_counts(n))
+            if reuse is not None and reuse[1].get(n["name"]) is n:
+                counted[id(n)] = hit
+        devices += hit[1]
+        free += hit[2]
     pending = pending_list(run)
     state = getattr(run, "state", None)
     return {
@@ -79,7 +85,7 @@ def _build_view(run: Any, group_by: str | None, reuse: tuple[Any, dict[str, Any]
         "source": getattr(state, "description", ""),
         "groupKeys": keys,
         "groupBy": chosen,
-        "order": node_order(cluster.nodes, chosen),
+        "order": node_order(cluster.nodes, chosen, reuse[0] if reuse is not None else None),
         "nodes": nodes,
         "gangs": gang_map(run),
         "pending": pending,
@@ -106,11 +112,12 @@ def _reused_views(
     if signatures is None:
         signatures = before.cache["node_signatures"] = {n.name: node_signature(old, i) for i, n in enumerate(old.nodes)}
     cluster = run.session.cluster
+    same = reuse.same_nodes(old, cluster, _nic)
     out = []
     for i, node in enumerate(cluster.nodes):
         was = signatures.get(node.name)
         entry = before_nodes.get(node.name)
-        if was is not None and entry is not None and node_signature(cluster, i) == was:
+        if entry is not None and (same[i] or (was is not None and node_signature(cluster, i) == was)):
             out.append(entry)
         else:
             out.append(_node_view(run, i, dra_holders))
@@ -146,13 +153,21 @@ def node_signature(cluster: Any, i: int) -> tuple[Any, ...]:
     )
 
 
-def group_keys(nodes: Iterable[Any]) -> list[str]:
+def _cell_counts(node: dict[str, Any]) -> tuple[int, int]:
+    """(devices, free devices) of a node view."""
+    cells = [c for group in _cells_of(node) for c in group]
+    return len(cells), sum(1 for c in cells if not c.get("holders") and not c.get("claims"))
+
+
+def _nic(pod: Any) -> str | None:
+    return _annotations(pod).get(NIC_ANNOTATION)
+
+
+def group_keys(nodes: list[Any], today: Any = None) -> list[str]:
     """Label keys to group the map by: the known ones present, then any other key one value of which is shared by
-    more than one node (a key unique per node groups nothing)."""
-    values: dict[str, Counter[str]] = {}
-    for node in nodes:
-        for k, v in node.labels.items():
-            values.setdefault(k, Counter())[v] += 1
+    more than one node (a key unique per node groups nothing). ``today``: today's run, whose label counts a
+    what-if's nodes (the same objects but a few) start from (ui/reuse.py)."""
+    values = reuse.label_counts(nodes, today)
     known = [k for k in KNOWN_GROUP_KEYS if k in values]
     others = sorted(
         k
@@ -167,10 +182,15 @@ def _natural(text: str) -> tuple[Any, ...]:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
 
 
-def node_order(nodes: list[Any], group_by: str | None) -> list[str]:
-    """Node names in display order: by the group label's value (nodes without it last), cluster order within."""
+def node_order(nodes: list[Any], group_by: str | None, today: Any = None) -> list[str]:
+    """Node names in display order: by the group label's value (nodes without it last), cluster order within.
+    ``today``: today's run, whose order a what-if's nodes keep when they have the same names and group values."""
     if not group_by:
         return [n.name for n in nodes]
+    return reuse.same_order(nodes, group_by, today, _node_order)
+
+
+def _node_order(nodes: list[Any], group_by: str) -> list[str]:
     keyed = sorted(
         range(len(nodes)),
         key=lambda i: (group_by not in nodes[i].labels, _natural(nodes[i].labels.get(group_by, "")), i),

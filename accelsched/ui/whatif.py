@@ -290,13 +290,17 @@ def _gang_notes(
     as a gang, the bound ones counting toward minMember (RawState.changed_gangs)."""
     gone = {e["pod"] for e in out if not e["recreated"]}
     back = {e["pod"] for e in out if e["recreated"]}
-    members: dict[str, list[dict[str, Any]]] = {}
-    for pod in was:
-        if (key := gang_of(pod)) is not None and not _finished(pod):
-            members.setdefault(key, []).append(pod)
-    touched = sorted(k for k, ps in members.items() if any(object_key(p) in gone or object_key(p) in back for p in ps))
+    # The gangs of the evicted pods first: most evictions touch none, and then no pod's gang is looked up.
+    evicted = gone | back
+    touched = sorted(
+        {k for p in was if object_key(p) in evicted and (k := gang_of(p)) is not None and not _finished(p)}
+    )
     if not touched:
         return {}
+    members: dict[str, list[dict[str, Any]]] = {}
+    for pod in was:
+        if (key := gang_of(pod)) in touched and not _finished(pod):
+            members.setdefault(key, []).append(pod)  # type: ignore[arg-type]
     declared = _min_members(state)
     kept = {object_key(p) for p in now}
     notes = {}
@@ -606,11 +610,15 @@ def compare(
     panel and Pending list are not computed again for every what-if."""
     from accelsched.ui import capacity, view
 
-    was, now = before.placements(), after.placements()
+    # today's placements and bound pods are the same for every what-if: computed once (5,000 nodes: some 15 ms)
+    if "whatif.today" not in before.cache:
+        bound_in_input = {object_key(p) for p in before.state.pods() if (p.get("spec") or {}).get("nodeName")}
+        before.cache["whatif.today"] = (before.placements(), bound_in_input)
+    was, bound = before.cache["whatif.today"]
+    now = after.placements()
     # Pods bound in the input are the cluster's; the others were placed by today's run, a decision not yet made in
     # a cluster. Re-run with the action, such a pod may land elsewhere only because the queue went another way:
     # that is no move the action caused, so it is listed apart ("replaced") and counted nowhere else.
-    bound = {object_key(p) for p in before.state.pods() if (p.get("spec") or {}).get("nodeName")}
     gone = {e["pod"]: e.get("cause") or "drain" for e in evicted if not e["recreated"]}
     lost, moved, placed, replaced = [], [], [], []
     for key, node in was.items():

@@ -34,8 +34,9 @@ def test_ui_benchmark_at_the_lab_size(browser: Any, tmp_path: Path) -> None:
     assert row["size"] == "lab" and row["update_mode"] == "publish"
     assert row["nodes"] == len(DemoState.lab().nodes()) and row["devices"] > 0 and row["pending"] > 0
     figures = ("first_render_ms", "update_ms", "scroll_ms_median", "publish_s", "json_kib", "gzip_kib", "explain_ms")
-    for figure in (*figures, "whatif_ms"):
+    whatifs = ("whatif_ms", *(f"whatif_{op}_ms" for op in ("cordon", "drain", "add")), "whatif_server_ms")
+    for figure in (*figures, *whatifs, "whatif_server_cpu_ms"):
         assert row[figure] > 0, (figure, row)
     assert row["gzip_kib"] < row["json_kib"]
     assert "first render ms" in proc.stdout and "update after bind ms" in proc.stdout
-    assert "explain ms" in proc.stdout and "what-if ms" in proc.stdout
+    assert "explain ms" in proc.stdout and "what-if ms" in proc.stdout and "what-if in server ms" in proc.stdout
