@@ -2,7 +2,8 @@
 
 Shape (kube-scheduler's, in small):
 - informers (``live.informer``) keep nodes, pods (all non-terminal ones: pending pods of our schedulerName to
-  schedule, bound pods for accounting), namespaces, PodGroups and NodeResourceTopologies;
+  schedule, bound pods for accounting), namespaces, PodGroups, NodeResourceTopologies, storage, DRA and Kueue's
+  objects;
 - one scheduling loop owns the engine Session. It is rebuilt from the cache when the cluster changed in a way
   that is not our own doing (a node, a pod bound or deleted by others, a PodGroup, a topology); new pending pods
   alone are parsed and fed to the session as they are. Pods we decided but the cache does not show bound yet
@@ -42,6 +43,7 @@ from accelsched.engine import Session
 from accelsched.framework.profile import SchedulerConfig
 from accelsched.live import dra as live_dra
 from accelsched.live import kube as k
+from accelsched.live import kueue as live_kueue
 from accelsched.live import volumes as live_volumes
 from accelsched.live.backoff import PodBackoff
 from accelsched.live.devicemetrics import AcceleratorCollector
@@ -124,10 +126,19 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
             )
             for kind, resource in live_dra.RESOURCES.items()
         }  # fmt: skip
+        # Kueue's objects, Volcano's HyperNodes and the queued Jobs (live/kueue.py), where served: each change
+        # rebuilds the session (its queues are admitted again from the cache).
+        self.kueue = {
+            kind: Informer(
+                kube, resource, self._on_other, self.lock, optional=True, **live_kueue.QUERIES.get(kind, {}), **common
+            )
+            for kind, resource in live_kueue.RESOURCES.items()
+        }
         self.informers = [self.nodes, self.pods, self.namespaces, self.pod_groups, self.topologies]
         self.informers.append(self.workload_pod_groups)
         self.informers += self.storage.values()
         self.informers += self.dra.values()
+        self.informers += self.kueue.values()
         self._volume_plans: dict[str, tuple[Any, float]] = {}  # pod uid -> VolumeBinding's plan, until decided
         # DynamicResources' PreBind in live mode (each session's cluster.dra.writer, set at _rebuild): the writes
         # are recorded here and done by the bind worker before the Binding; until the cache shows them, the claims

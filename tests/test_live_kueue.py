@@ -1,0 +1,122 @@
+"""Kueue's objects in live mode, without an API server: what the informers hold goes through the file reader's
+path (live/kueue.py, live/convert.py), so a cluster's queues are admitted as `schedule -f` admits the same YAML.
+
+The readers against the real API server are in tests/live/test_live_kueue.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kubernetes import client as k8s
+
+from accelsched.api.loader import load, read_documents
+from accelsched.engine import Session
+from accelsched.live import convert as live_convert
+from accelsched.live import kueue as live_kueue
+from accelsched.live.kube import Kube
+from accelsched.live.scheduler import LiveScheduler
+from accelsched.queues import report as queue_report
+from accelsched.ui import live as ui_live
+
+ROOT = Path(__file__).resolve().parent.parent
+TWO_TEAMS = ROOT / "examples/queues/two-teams.yaml"
+
+
+def cluster_of(path: Path) -> live_convert.Snapshot:
+    """What a cluster holds after `kubectl apply -f path` with the Job controller running: the nodes, namespaces
+    and Kueue's objects as written, the Jobs, and the pods the Job controller made (the file reader's, with their
+    owner references)."""
+    snap = live_convert.Snapshot()
+    for d in read_documents(path):
+        doc = json.loads(json.dumps(d.doc))
+        if d.kind in live_kueue.RESOURCES:
+            snap.kueue.setdefault(d.kind, []).append(doc)
+        elif d.kind in ("Node", "Namespace"):
+            (snap.nodes if d.kind == "Node" else snap.namespaces).append(doc)
+    snap.pods = [json.loads(json.dumps(p.raw)) for p in load([path]).pods]
+    return snap
+
+
+def test_a_clusters_queues_are_admitted_as_the_file_reader_admits_the_same_objects() -> None:
+    offline = Session.start(load([TWO_TEAMS]))
+    converted = live_convert.convert(cluster_of(TWO_TEAMS))
+    assert not converted.errors
+    live = live_convert.start_session(converted)
+    assert live.queues is not None
+    assert queue_report.workloads_json(live.queues) == queue_report.workloads_json(offline.queues)
+    assert queue_report.cluster_queues_json(live.queues) == queue_report.cluster_queues_json(offline.queues)
+    admitted = {w["name"].split("-")[1]: w["admitted"] for w in queue_report.workloads_json(live.queues)}
+    assert admitted == {"pretrain": True, "finetune": True, "eval": True, "ablation": False}
+
+
+def test_without_the_queued_job_its_pods_are_not_one_workload() -> None:
+    # The Job carries the queue name, its pods do not: without the Job object there is no workload to admit.
+    snap = cluster_of(TWO_TEAMS)
+    del snap.kueue["Job"]
+    live = live_convert.start_session(live_convert.convert(snap))
+    assert live.queues is not None and queue_report.workloads_json(live.queues) == []
+
+
+def _object(kind: str, name: str, spec: dict, namespace: str | None = None) -> dict:
+    meta = {"name": name} | ({"namespace": namespace} if namespace else {})
+    return {"apiVersion": live_kueue.API_VERSIONS[kind], "kind": kind, "metadata": meta, "spec": spec}
+
+
+def test_a_bad_kueue_object_is_left_out_named_and_the_rest_is_read() -> None:
+    snap = cluster_of(TWO_TEAMS)
+    bad_queue = json.loads(json.dumps(snap.kueue["ClusterQueue"][1]))
+    bad_queue["metadata"]["name"] = "broken"
+    bad_queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "-9"
+    # A quantity the CRD's schema lets through, that admission cannot read (the file reader refuses it there).
+    container = {"name": "c", "resources": {"requests": {"memory": "1e999999"}}}
+    template = {"spec": {"containers": [container]}}
+    bad_workload = _object(
+        "Workload",
+        "bad",
+        {"queueName": "jobs", "podSets": [{"name": "main", "count": 1, "template": template}]},
+        "team-a",
+    )
+    snap.kueue["ClusterQueue"].append(bad_queue)
+    snap.kueue["Workload"] = [bad_workload]
+    converted = live_convert.convert(snap)
+    assert set(converted.errors) == {"ClusterQueue broken", "Workload team-a/bad"}
+    assert "nominalQuota" in converted.errors["ClusterQueue broken"]
+    assert "spec.podSets[main].template" in converted.errors["Workload team-a/bad"]
+    assert set(converted.inputs.queues.cluster_queues) == {"team-a", "team-b"}
+    assert live_convert.start_session(converted).queues is not None
+
+
+def test_topologies_are_read_and_hypernodes_are_passed_on_under_their_kind() -> None:
+    topology = _object(
+        "Topology", "fabric", {"levels": [{"nodeLabel": "rack"}, {"nodeLabel": "kubernetes.io/hostname"}]}
+    )
+    hypernode = {
+        "apiVersion": live_kueue.HYPERNODE_API_VERSION,
+        "metadata": {"name": "s0"},  # a list's item may lack its kind: it is filled in
+        "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": "gpu-node-1"}}}]},
+    }
+    snap = live_convert.Snapshot(kueue={"Topology": [topology], "HyperNode": [hypernode]})
+    docs = live_kueue.documents(snap.kueue, live_convert.SOURCE)
+    assert [(d.kind, d.doc["apiVersion"]) for d in docs] == [
+        ("Topology", "kueue.x-k8s.io/v1beta2"),
+        ("HyperNode", "topology.volcano.sh/v1alpha1"),
+    ]
+    converted = live_convert.convert(snap)
+    assert not converted.errors
+    assert [t.name for t in converted.inputs.topologies] == ["fabric"]
+
+
+def test_every_live_reader_lists_the_same_kueue_resources() -> None:
+    kube = Kube(k8s.ApiClient(k8s.Configuration(host="http://127.0.0.1:9")))
+    scheduler = LiveScheduler(kube)
+    try:
+        assert {kind: i.resource for kind, i in scheduler.kueue.items()} == live_kueue.RESOURCES
+        assert all(i.optional for i in scheduler.kueue.values())
+        assert scheduler.kueue["Job"].query == {"label_selector": "kueue.x-k8s.io/queue-name"}
+        assert set(scheduler.kueue.values()) <= set(scheduler.informers)
+    finally:
+        scheduler.stop()
+    ui = {name: (resource, optional, query) for name, resource, optional, query in ui_live._resources()}
+    for kind, resource in live_kueue.RESOURCES.items():
+        assert ui[kind] == (resource, True, live_kueue.QUERIES.get(kind, {}))
