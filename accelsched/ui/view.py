@@ -66,7 +66,7 @@ def _build_view(run: Any, group_by: str | None, reuse: tuple[Any, dict[str, Any]
         nodes = _reused_views(run, reuse[0], reuse[1], dra_holders)
     else:
         nodes = [_node_view(run, i, dra_holders) for i in range(cluster.n)]
-    keys = group_keys(cluster.nodes)
+    keys = group_keys(cluster.nodes, session.scheduler.topologies)
     chosen = group_by if group_by is not None else (keys[0] if keys else None)
     devices = sum(len(c) for n in nodes for c in _cells_of(n))
     free = sum(
@@ -146,18 +146,20 @@ def node_signature(cluster: Any, i: int) -> tuple[Any, ...]:
     )
 
 
-def group_keys(nodes: Iterable[Any]) -> list[str]:
-    """Label keys to group the map by: the known ones present, then any other key one value of which is shared by
-    more than one node (a key unique per node groups nothing)."""
+def group_keys(nodes: Iterable[Any], topologies: Iterable[Any] = ()) -> list[str]:
+    """Label keys to group the map by: the known ones present, then the levels of Kueue's Topology objects (their
+    domains, narrowest above the host first: where a gang is kept together), then any other key one value of which
+    is shared by more than one node (a key unique per node groups nothing)."""
     values: dict[str, Counter[str]] = {}
     for node in nodes:
         for k, v in node.labels.items():
             values.setdefault(k, Counter())[v] += 1
-    known = [k for k in KNOWN_GROUP_KEYS if k in values]
+    levels = [k for t in topologies for k in reversed(t.levels) if k in values and k not in _UNGROUPED_KEYS]
+    known = list(dict.fromkeys([k for k in KNOWN_GROUP_KEYS if k in values] + levels))
     others = sorted(
         k
         for k, counts in values.items()
-        if k not in KNOWN_GROUP_KEYS and k not in _UNGROUPED_KEYS and max(counts.values()) > 1
+        if k not in known and k not in _UNGROUPED_KEYS and max(counts.values()) > 1
     )
     return known + others
 
