@@ -120,3 +120,85 @@ def test_every_live_reader_lists_the_same_kueue_resources() -> None:
     ui = {name: (resource, optional, query) for name, resource, optional, query in ui_live._resources()}
     for kind, resource in live_kueue.RESOURCES.items():
         assert ui[kind] == (resource, True, live_kueue.QUERIES.get(kind, {}))
+
+
+# ---------------------------------------------------------------------------------------------- door 2: queued pods
+
+
+def _live_two_teams() -> tuple[LiveScheduler, live_convert.Snapshot]:
+    """A never-started scheduler whose caches hold the two-teams cluster, its pods asking for accelsched."""
+    live = LiveScheduler(Kube(k8s.ApiClient(k8s.Configuration(host="http://127.0.0.1:9"))))
+    snap = cluster_of(TWO_TEAMS)
+    for obj in snap.pods:
+        obj["spec"]["schedulerName"] = "accelsched"
+        live.pods.store[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] = obj
+        live._on_pod("ADDED", obj, None)
+    for kind, items in snap.kueue.items():
+        live.kueue[kind].store.update({f"{o['metadata'].get('namespace')}/{o['metadata']['name']}": o for o in items})
+    return live, snap
+
+
+def test_queued_pods_are_admitted_before_placement_and_the_held_ones_say_why_without_looking_unschedulable() -> None:
+    live, snap = _live_two_teams()
+    try:
+        live._rebuild(snap)
+        due = dict(live.new_pending)
+        pods = live._pods_for(due, rebuilt=True)
+        tried = sorted(p.owner_name for p in pods)
+        assert tried == ["eval", "finetune", "pretrain", "pretrain"]
+        assert all(p.node_selector.get("cloud.provider.com/accelerator") == "nvidia-a100" for p in pods)  # flavor's
+        (held,) = [key for key in due if key not in {p.key for p in pods}]
+        assert held.startswith("team-a/ablation-") and held in live.unschedulable
+        assert live.queue_held[held] == (
+            "waiting for quota in ClusterQueue team-a: couldn't assign flavors to pod set main: "
+            "insufficient unused quota for nvidia.com/gpu in flavor a100, 4 more needed"
+        )
+        live._pending_gauge()
+        assert live.metrics.registry.get_sample_value("scheduler_pending_pods", {"queue": "gated"}) == 1
+        assert live.metrics.registry.get_sample_value("scheduler_pending_pods", {"queue": "unschedulable"}) == 0
+    finally:
+        live.stopped.set()
+        live._pool.shutdown(wait=True)  # the condition write fails (no server): logged, not raised
+
+
+def test_a_queued_pod_not_in_the_session_waits_for_a_rebuild_that_admits_it() -> None:
+    live, snap = _live_two_teams()
+    try:
+        live._rebuild(snap)
+        late = json.loads(json.dumps(snap.pods[0]))
+        late["metadata"].update(name="late", uid="late-uid", labels={"kueue.x-k8s.io/queue-name": "jobs"})
+        late["metadata"].pop("ownerReferences", None)
+        live.dirty = False
+        assert live._pods_for({"team-a/late": late}, rebuilt=False) == []
+        assert live.dirty and live.rebuild_reason == "queued pod to admit" and "team-a/late" in live.new_pending
+        live.new_pending.clear()
+        assert live._pods_for({"team-a/late": late}, rebuilt=True) == []  # rebuilt without it: the same
+        assert "team-a/late" in live.new_pending
+        # Not queued (no label, no queued Job): placed as without Kueue.
+        plain = {**late, "metadata": {**late["metadata"], "name": "plain", "labels": {}}}
+        assert [p.name for p in live._pods_for({"team-a/plain": plain}, rebuilt=False)] == ["plain"]
+    finally:
+        live.stopped.set()
+        live._pool.shutdown(wait=True)
+
+
+def test_held_pods_message_names_the_cluster_queue_once() -> None:
+    message = "couldn't assign flavors to pod set main: insufficient quota"
+    assert live_kueue.waiting_message("team-a", message) == f"waiting for quota in ClusterQueue team-a: {message}"
+    behind = "waiting for quota in ClusterQueue team-a: queued behind workload ns/w"
+    assert live_kueue.waiting_message("team-a", behind) == behind
+    assert live_kueue.waiting_message("", "LocalQueue jobs doesn't exist") == "LocalQueue jobs doesn't exist"
+
+
+def test_the_view_offers_a_topologys_levels_as_groupings_narrowest_first() -> None:
+    from accelsched.fabric.levels import Topology
+    from accelsched.ui.view import group_keys
+
+    class Node:
+        def __init__(self, name: str, **labels: str) -> None:
+            self.labels = {"kubernetes.io/hostname": name, **labels}
+
+    nodes = [Node(f"n{i}", block="b0", rack=f"r{i}", zone_like="z") for i in range(2)]  # racks of one node each
+    fabric = Topology("fabric", ("block", "rack", "kubernetes.io/hostname"))
+    assert group_keys(nodes) == ["block", "zone_like"]  # a key unique per node groups nothing
+    assert group_keys(nodes, [fabric]) == ["rack", "block", "zone_like"]

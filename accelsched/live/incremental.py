@@ -303,6 +303,7 @@ class IncrementalState:
             gc.unfreeze()  # the old session's cycles (cluster <-> volume state) must be collectable
         converted = live_convert.convert(snapshot, self.scheduler_names)
         session = live_convert.start_session(converted, self.config, self.seed)
+        self._admit_queues(session)  # before the pending pods are taken: it puts stopped pods back on their nodes
         for obj, error in converted.errors.items():  # after the session: admission may leave the queues out
             log.warning("object left out", extra={"object": obj, "error": error})
         session.scheduler.score_all_nodes = self.score_all_nodes

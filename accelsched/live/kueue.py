@@ -14,16 +14,21 @@ one workload of a Job's pods, named after the Job (queues/workloads.py), and the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from accelsched.api.loader import Document
+from accelsched.api.objects import Pod
 from accelsched.fabric import levels as fabric_levels
 from accelsched.live.kube import JSON, ApiError, Kube, Resource
 from accelsched.queues import api as queue_api
+from accelsched.queues.admission import EVICTED, QueueResult
 
 API = f"/apis/{queue_api.API_VERSION}"
 HYPERNODE_API_VERSION = "topology.volcano.sh/v1alpha1"
 JOB = "Job"
+TERMINATION_TARGET = "TerminationTarget"  # pkg/controller/jobs/pod ConditionTypeTerminationTarget
+WAITING = "waiting for quota"  # how a held pod's message starts (the queue layer's own, for a StrictFIFO wait)
 # kind -> where it lives: the informers every live reader keeps (all optional).
 RESOURCES = {
     "ResourceFlavor": Resource(API, "resourceflavors", namespaced=False),
@@ -70,3 +75,76 @@ def list_objects(kube: Kube) -> dict[str, list[JSON]]:
                 raise
             out[kind] = []
     return out
+
+
+# ---------------------------------------------------------------------------------------------- door 2: queued pods
+
+
+def is_queued(obj: JSON, jobs: Mapping[str, JSON]) -> bool:
+    """Whether a pod belongs to a workload the queues admit (queues/workloads.py): it carries the queue-name label,
+    or its controller is a Job that does (``jobs``: the queued Jobs by namespace/name)."""
+    meta = obj.get("metadata") or {}
+    if queue_api.QUEUE_NAME_LABEL in (meta.get("labels") or {}):
+        return True
+    for ref in meta.get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == JOB:
+            return f"{meta.get('namespace')}/{ref.get('name')}" in jobs
+    return False
+
+
+def waiting_message(cluster_queue: str, message: str) -> str:
+    """A held pod's PodScheduled message: what its workload waits for, in Kueue's words, naming the ClusterQueue
+    (a pod does not say which ClusterQueue its LocalQueue points at)."""
+    if not cluster_queue or message.startswith(WAITING):
+        return message
+    return f"{WAITING} in ClusterQueue {cluster_queue}: {message}"
+
+
+def held_pods(result: QueueResult, preempting: int = 0) -> dict[str, str]:
+    """Pending pods (namespace/name) of workloads not admitted -> their PodScheduled message. ``preempting``: how
+    many workloads admission stopped that still run; while they do, the pods of the workloads it admitted wait
+    too (the room they were admitted to is still taken)."""
+    out = {}
+    for o in result.outcomes:
+        if o.admitted and not preempting:
+            continue
+        why = f"Pending the preemption of {preempting} workload(s)" if o.admitted else o.held_message
+        message = waiting_message(o.cluster_queue, why or "not admitted")
+        out.update({p.key: message for p in o.info.pods if not p.node_name})
+    return out
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A running pod of a workload admission stopped (preempted, or drained by a stopped queue): what Kueue's pod
+    integration does to it (pod_controller.go Stop): the TerminationTarget condition, then a delete."""
+
+    pod: Pod
+    node: str
+    workload: str  # namespace/name
+    reason: str  # jobframework's StopReason: WorkloadEvictedDueTo<the Evicted condition's reason>
+    message: str  # the Evicted condition's message
+
+
+def stops(result: QueueResult, bound: Callable[[str], str]) -> list[Stop]:
+    """The pods admission stopped that still run. ``bound``: a pod key -> its node in the cache ('' if none)."""
+    out = []
+    for o in result.outcomes:
+        condition = next((c for c in o.conditions if c["type"] == EVICTED and c["status"] == "True"), None)
+        if condition is None:
+            continue
+        reason = f"WorkloadEvictedDueTo{condition['reason']}"
+        out += [Stop(p, node, o.info.key, reason, condition["message"]) for p in o.info.pods if (node := bound(p.key))]
+    return out
+
+
+def termination_target(stop: Stop, now: str) -> JSON:
+    """The status patch Kueue's pod integration applies before deleting a stopped workload's pod."""
+    condition = {
+        "type": TERMINATION_TARGET,
+        "status": "True",
+        "reason": stop.reason,
+        "message": stop.message,
+        "lastTransitionTime": now,
+    }
+    return {"status": {"conditions": [condition]}}

@@ -22,8 +22,9 @@ Shape (kube-scheduler's, in small):
   regardless (podMaxInUnschedulablePodsDuration).
 
 Where each part lives (each file reads top to bottom): ``live.handlers`` (cache events into the queue pools),
-``live.incremental`` (the session kept current with the cache), ``live.loop`` (the rounds) and ``live.writes``
-(bindings, evictions and reports through the API). This module composes them and owns the lifecycle.
+``live.incremental`` (the session kept current with the cache), ``live.loop`` (the rounds), ``live.writes``
+(bindings, evictions and reports through the API) and ``live.queuedoor`` (Kueue's admission of queued pods). This
+module composes them and owns the lifecycle.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from accelsched.live.leaderelection import ElectionConfig, LeaderElector
 from accelsched.live.loop import SchedulingLoop
 from accelsched.live.metrics import Metrics
 from accelsched.live.nominator import Nominator
+from accelsched.live.queuedoor import QueueDoor
 from accelsched.live.writer import OrderedWriter
 from accelsched.live.writes import BindOutcome, Decision, WritePipeline
 
@@ -69,7 +71,7 @@ LOOP_STALLED = 120.0  # /healthz fails when the loop has not turned for this lon
 __all__ = ["NON_TERMINAL", "BindOutcome", "Decision", "LiveScheduler"]
 
 
-class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeline):
+class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeline, QueueDoor):
     """Schedules the pods of its profiles' schedulerNames on the cluster behind ``kube``."""
 
     def __init__(
@@ -191,6 +193,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
 
         self.session: Session | None = None
         self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why
+        self.queue_held: dict[str, str] = {}  # queued pods whose workload is not admitted -> why (live.queuedoor)
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
         self.pending_by_key: dict[str, Pod] = {}
         self._decided: list[Decision] = []

@@ -1,0 +1,93 @@
+"""The live scheduler's queue door: pods queued for Kueue's quota (no Kueue installed) admitted before placement.
+
+A pod of ours that belongs to a queued workload (the ``kueue.x-k8s.io/queue-name`` label, a Kueue pod group, or a
+Job carrying the label: live/kueue.is_queued) is tried only from a session rebuilt with it in: admission
+(accelsched/queues, run by ``Session.start`` over every pod of the cache) decides over the whole cluster at once,
+so a queued pod that arrived since, or one whose quota may have been freed, waits for the next rebuild. Then:
+
+- a pod of an admitted workload goes to the engine with its flavor's node labels and tolerations, as offline;
+- a pod of a workload not admitted is not tried: it gets ``PodScheduled=False`` with reason ``SchedulingGated``
+  (never ``Unschedulable``: the cluster autoscaler adds nodes for pods whose PodScheduled reason is
+  Unschedulable, and a quota wait is no reason to) and the message ``waiting for quota in ClusterQueue team-a:
+  <Kueue's QuotaReserved message>``, and waits in the unschedulable pool: any cluster event (a pod deleted or
+  finished frees quota; a queue edited) wakes it, and its next try comes from a rebuilt session;
+- a running workload admission preempts (or a HoldAndDrain queue drains) is stopped as Kueue's pod integration
+  stops it: ``TerminationTarget=True`` (reason ``WorkloadEvictedDueTo<reason>``, the Evicted message), then a
+  delete with the pod's uid as precondition. Until the pods are gone their room is still taken: the session
+  accounts them, and the pods of the workloads admitted in that session wait (``Pending the preemption of N
+  workload(s)``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from accelsched.api.objects import SCHEDULING_GATED_REASON
+from accelsched.live import kube as k
+from accelsched.live import kueue as live_kueue
+from accelsched.live.kube import JSON, ApiError
+from accelsched.live.podjson import write_key
+
+log = logging.getLogger("accelsched.live")
+
+
+class QueueDoor:
+    """LiveScheduler's admission of queued pods (see the module docstring)."""
+
+    queue_held: dict[str, str]  # pending pods of workloads not admitted in the current session -> their message
+
+    def _admit_queues(self, session: Any) -> None:
+        """After a rebuild: the pods admission holds back, and the running ones it stopped sent to be stopped
+        (and accounted until they are gone)."""
+        self.queue_held = {}
+        if session.queues is None:
+            return
+        with self.lock:
+            stops = live_kueue.stops(session.queues, self._bound_node)
+        for stop in stops:
+            stop.pod.node_name = stop.node  # admission took it off; it runs until the delete is through
+            session.scheduler.admit_bound(stop.pod)
+            self.writes.submit(write_key(stop.pod.raw), self._stop_pod, stop)
+        self.queue_held = live_kueue.held_pods(session.queues, len({s.workload for s in stops}))
+
+    def _bound_node(self, key: str) -> str:
+        obj = self.pods.store.get(key) or {}
+        node = str((obj.get("spec") or {}).get("nodeName") or "")
+        decision = self.assumed.get(key)
+        return node or (decision.node if decision is not None else "")
+
+    def _held_by_queue(self, key: str, obj: JSON, rebuilt: bool) -> bool:
+        """For a due pod: True when the queues keep it from the engine this round (held, with its condition
+        written, or sent to the next rebuild to be admitted)."""
+        if self.session is None or self.session.queues is None:
+            return False
+        if not live_kueue.is_queued(obj, self.kueue[live_kueue.JOB].store):
+            return False
+        if not rebuilt or key not in self.pending_by_key:
+            with self.lock:  # admission decides over the whole cluster: from a session rebuilt with this pod in
+                self._invalidate("queued pod to admit")
+                self.new_pending[key] = obj
+                self.wake.set()
+            return True
+        message = self.queue_held.get(key)
+        if message is None:
+            return False
+        self.writes.submit(write_key(obj), self.recorder.unschedulable, obj, message, SCHEDULING_GATED_REASON)
+        with self.lock:
+            self.unschedulable[key] = obj
+        return True
+
+    def _stop_pod(self, stop: live_kueue.Stop) -> None:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        pod = stop.pod
+        try:
+            self.kube.patch(k.PODS, pod.name, live_kueue.termination_target(stop, now), pod.namespace, "status")
+            body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": pod.uid}}
+            self.kube.request("DELETE", k.PODS.path(pod.namespace, pod.name), body=body)
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                log.warning("cannot stop a preempted workload's pod", extra={"pod": pod.key, "error": exc.message})
+            return
+        log.info("workload stopped by admission", extra={"pod": pod.key, "workload": stop.workload})
