@@ -113,13 +113,12 @@ def test_every_live_reader_lists_the_same_kueue_resources() -> None:
     try:
         assert {kind: i.resource for kind, i in scheduler.kueue.items()} == live_kueue.RESOURCES
         assert all(i.optional for i in scheduler.kueue.values())
-        assert scheduler.kueue["Job"].query == {"label_selector": "kueue.x-k8s.io/queue-name"}
         assert set(scheduler.kueue.values()) <= set(scheduler.informers)
     finally:
         scheduler.stop()
     ui = {name: (resource, optional, query) for name, resource, optional, query in ui_live._resources()}
     for kind, resource in live_kueue.RESOURCES.items():
-        assert ui[kind] == (resource, True, live_kueue.QUERIES.get(kind, {}))
+        assert ui[kind] == (resource, True, {})
 
 
 # ---------------------------------------------------------------------------------------------- door 2: queued pods
@@ -131,6 +130,7 @@ def _live_two_teams() -> tuple[LiveScheduler, live_convert.Snapshot]:
     snap = cluster_of(TWO_TEAMS)
     for obj in snap.pods:
         obj["spec"]["schedulerName"] = "accelsched"
+        obj["metadata"].setdefault("uid", f"uid-{obj['metadata']['name']}")  # the API server gives each one
         live.pods.store[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] = obj
         live._on_pod("ADDED", obj, None)
     for kind, items in snap.kueue.items():
@@ -202,3 +202,36 @@ def test_the_view_offers_a_topologys_levels_as_groupings_narrowest_first() -> No
     fabric = Topology("fabric", ("block", "rack", "kubernetes.io/hostname"))
     assert group_keys(nodes) == ["block", "zone_like"]  # a key unique per node groups nothing
     assert group_keys(nodes, [fabric]) == ["rack", "block", "zone_like"]
+
+
+def test_a_pod_whose_job_is_not_seen_yet_waits_for_it_a_while_then_is_taken_as_unqueued() -> None:
+    from accelsched.live import queuedoor
+
+    live, snap = _live_two_teams()
+    try:
+        live._rebuild(snap)
+        job_pod = next(o for o in snap.pods if o["metadata"]["name"].startswith("ablation"))
+        key = f"team-a/{job_pod['metadata']['name']}"
+        jobs = live.kueue["Job"].store
+        job = jobs.pop("team-a/ablation")  # its Job's event has not arrived
+        assert live._pods_for({key: job_pod}, rebuilt=True) == []
+        assert key in live.backing_off and live.backoff.ready_at(job_pod["metadata"]["uid"]) > 0
+        jobs["team-a/ablation"] = job  # seen: queued, and held as before
+        assert live._pods_for({key: job_pod}, rebuilt=True) == [] and key in live.queue_held
+        jobs.pop("team-a/ablation")
+        live._job_unknown[job_pod["metadata"]["uid"]] = -queuedoor.JOB_GRACE_SECONDS  # long gone: an orphan
+        assert [p.key for p in live._pods_for({key: job_pod}, rebuilt=True)] == [key]
+    finally:
+        live.stopped.set()
+        live._pool.shutdown(wait=True)
+
+
+def test_a_jobs_workload_counts_the_jobs_pods_not_only_those_made_yet() -> None:
+    snap = cluster_of(TWO_TEAMS)
+    (pretrain,) = [j for j in snap.kueue["Job"] if j["metadata"]["name"] == "pretrain"]
+    assert pretrain["spec"]["parallelism"] == 2
+    second = [p for p in snap.pods if p["metadata"]["name"].startswith("pretrain-")][1]
+    snap.pods.remove(second)  # the Job controller makes it later
+    session = live_convert.start_session(live_convert.convert(snap))
+    (workload,) = [o for o in session.queues.outcomes if o.info.name.startswith("job-pretrain-")]
+    assert [ps.count for ps in workload.info.pod_sets] == [2] and len(workload.info.pods) == 1

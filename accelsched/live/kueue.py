@@ -8,8 +8,10 @@ checks and the semantics are the file mode's; one the parsers reject is left out
 Every resource here is optional: a cluster without Kueue's CRDs (or Volcano's) answers 404 and is served as
 before. Kueue's kinds are read at ``kueue.x-k8s.io/v1beta2`` (the storage version of Kueue v0.19.2). Volcano's
 HyperNodes (``topology.volcano.sh/v1alpha1``) are passed on under their kind; where no parser knows the kind, the
-loader reads past it as any other unknown kind. Jobs are read only when they carry the queue-name label: Kueue makes
-one workload of a Job's pods, named after the Job (queues/workloads.py), and the pods do not carry the label.
+loader reads past it as any other unknown kind. Jobs are read because Kueue makes one workload of the pods of a Job
+carrying the queue-name label, named after the Job (queues/workloads.py), and the pods do not carry the label: a
+pod's Job must be known to tell whether the pod is queued (all Jobs are watched, so that one without the label is
+known not to be, rather than not seen yet).
 """
 
 from __future__ import annotations
@@ -41,8 +43,6 @@ RESOURCES = {
     "HyperNode": Resource(f"/apis/{HYPERNODE_API_VERSION}", "hypernodes", namespaced=False),
     JOB: Resource("/apis/batch/v1", "jobs"),
 }
-# The list and watch query of a kind (only the queued Jobs: a cluster's other Jobs are no business of the queues).
-QUERIES: dict[str, dict[str, str]] = {JOB: {"label_selector": queue_api.QUEUE_NAME_LABEL}}
 API_VERSIONS = {kind: queue_api.API_VERSION for kind in RESOURCES} | {
     "HyperNode": HYPERNODE_API_VERSION,
     JOB: "batch/v1",
@@ -69,7 +69,7 @@ def list_objects(kube: Kube) -> dict[str, list[JSON]]:
     out: dict[str, list[JSON]] = {}
     for kind, resource in RESOURCES.items():
         try:
-            out[kind] = kube.list(resource, **QUERIES.get(kind, {})).get("items") or []
+            out[kind] = kube.list(resource).get("items") or []
         except ApiError as exc:
             if exc.status != 404:
                 raise
@@ -80,15 +80,17 @@ def list_objects(kube: Kube) -> dict[str, list[JSON]]:
 # ---------------------------------------------------------------------------------------------- door 2: queued pods
 
 
-def is_queued(obj: JSON, jobs: Mapping[str, JSON]) -> bool:
+def is_queued(obj: JSON, jobs: Mapping[str, JSON]) -> bool | None:
     """Whether a pod belongs to a workload the queues admit (queues/workloads.py): it carries the queue-name label,
-    or its controller is a Job that does (``jobs``: the queued Jobs by namespace/name)."""
+    or its controller is a Job that does (``jobs``: the Jobs by namespace/name). None: its Job is not in ``jobs``
+    (not seen yet, or gone)."""
     meta = obj.get("metadata") or {}
     if queue_api.QUEUE_NAME_LABEL in (meta.get("labels") or {}):
         return True
     for ref in meta.get("ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == JOB:
-            return f"{meta.get('namespace')}/{ref.get('name')}" in jobs
+            job = jobs.get(f"{meta.get('namespace')}/{ref.get('name')}")
+            return None if job is None else bool(queue_api.queue_name(job))
     return False
 
 

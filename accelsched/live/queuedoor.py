@@ -28,15 +28,19 @@ from accelsched.api.objects import SCHEDULING_GATED_REASON
 from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
 from accelsched.live.kube import JSON, ApiError
-from accelsched.live.podjson import write_key
+from accelsched.live.podjson import labels, write_key
+from accelsched.queues import api as queue_api
 
 log = logging.getLogger("accelsched.live")
+
+JOB_GRACE_SECONDS = 10.0  # how long a pod waits for its Job to show in the cache before it is taken as unqueued
 
 
 class QueueDoor:
     """LiveScheduler's admission of queued pods (see the module docstring)."""
 
     queue_held: dict[str, str]  # pending pods of workloads not admitted in the current session -> their message
+    _job_unknown: dict[str, float]  # pod uid -> when it was first found owned by a Job not in the cache
 
     def _admit_queues(self, session: Any) -> None:
         """After a rebuild: the pods admission holds back, and the running ones it stopped sent to be stopped
@@ -63,7 +67,11 @@ class QueueDoor:
         written, or sent to the next rebuild to be admitted)."""
         if self.session is None or self.session.queues is None:
             return False
-        if not live_kueue.is_queued(obj, self.kueue[live_kueue.JOB].store):
+        queued = live_kueue.is_queued(obj, self.kueue[live_kueue.JOB].store)
+        if queued is None and self._job_not_seen_yet(obj):
+            return True
+        self._job_unknown.pop(str((obj.get("metadata") or {}).get("uid")), None)
+        if not queued:
             return False
         if not rebuilt or key not in self.pending_by_key:
             with self.lock:  # admission decides over the whole cluster: from a session rebuilt with this pod in
@@ -78,6 +86,32 @@ class QueueDoor:
         with self.lock:
             self.unschedulable[key] = obj
         return True
+
+    def _job_not_seen_yet(self, obj: JSON) -> bool:
+        """A pod owned by a Job the cache does not have: the Job's event may trail its pod's (two informers), and
+        whether the pod is queued is the Job's label. It backs off (retried after kube-scheduler's backoff) for
+        JOB_GRACE_SECONDS; after that it is taken as not queued (its Job is gone: an orphan)."""
+        uid = str((obj.get("metadata") or {}).get("uid"))
+        now = time.monotonic()
+        with self.lock:
+            since = self._job_unknown.setdefault(uid, now)
+            if now - since >= JOB_GRACE_SECONDS:
+                del self._job_unknown[uid]
+                return False
+            self.backoff.failed(uid, now)
+            key = f"{(obj.get('metadata') or {}).get('namespace')}/{(obj.get('metadata') or {}).get('name')}"
+            self.backing_off[key] = obj
+            self.wake.set()
+        return True
+
+    def _on_job(self, kind: str, obj: JSON, old: JSON | None) -> None:
+        """A Job changed: only a queued one (the label now or before) added, removed or relabelled changes what the
+        queues admit; its pods waiting for it to be seen are woken (its status updates change nothing)."""
+        if not queue_api.queue_name(obj) and not (old is not None and queue_api.queue_name(old)):
+            return
+        if kind == "MODIFIED" and old is not None and labels(old) == labels(obj):
+            return
+        self._on_other(kind, obj, old)
 
     def _stop_pod(self, stop: live_kueue.Stop) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -128,14 +128,15 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
             )
             for kind, resource in live_dra.RESOURCES.items()
         }  # fmt: skip
-        # Kueue's objects, Volcano's HyperNodes and the queued Jobs (live/kueue.py), where served: each change
-        # rebuilds the session (its queues are admitted again from the cache).
+        # Kueue's objects, Volcano's HyperNodes and Jobs (live/kueue.py), where served: each change rebuilds the
+        # session (its queues are admitted again from the cache), but for Jobs without the queue-name label.
         self.kueue = {
             kind: Informer(
-                kube, resource, self._on_other, self.lock, optional=True, **live_kueue.QUERIES.get(kind, {}), **common
+                kube, resource, self._on_job if kind == live_kueue.JOB else self._on_other, self.lock,
+                optional=True, **common,
             )
             for kind, resource in live_kueue.RESOURCES.items()
-        }
+        }  # fmt: skip
         self.informers = [self.nodes, self.pods, self.namespaces, self.pod_groups, self.topologies]
         self.informers.append(self.workload_pod_groups)
         self.informers += self.storage.values()
@@ -194,6 +195,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.session: Session | None = None
         self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why
         self.queue_held: dict[str, str] = {}  # queued pods whose workload is not admitted -> why (live.queuedoor)
+        self._job_unknown: dict[str, float] = {}  # pods whose Job is not in the cache yet -> since (live.queuedoor)
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
         self.pending_by_key: dict[str, Pod] = {}
         self._decided: list[Decision] = []

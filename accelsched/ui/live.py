@@ -222,7 +222,7 @@ def _resources() -> list[tuple[str, k.Resource, bool, dict[str, str]]]:
     ]
     out += [(kind, resource, False, {}) for kind, resource in live_volumes.RESOURCES.items()]
     out += [(kind, resource, True, {}) for kind, resource in live_dra.RESOURCES.items()]
-    out += [(kind, resource, True, live_kueue.QUERIES.get(kind, {})) for kind, resource in live_kueue.RESOURCES.items()]
+    out += [(kind, resource, True, {}) for kind, resource in live_kueue.RESOURCES.items()]
     return out
 
 

@@ -71,7 +71,7 @@ class Teams:
     def cluster_queue(self, team: str) -> str:
         return f"{self.prefix}-{team}"
 
-    def set_up(self, nodes: int = 2) -> None:
+    def set_up(self, nodes: int = 2, preemption: dict[str, Any] | None = None) -> None:
         for i in range(nodes):
             labels = {POOL: self.prefix, RACK: f"{self.prefix}-r{i}"}
             self.kube.make_node(f"{self.prefix}-n{i}", labels=labels, capacity={ACCELERATOR: self.quota})
@@ -91,6 +91,7 @@ class Teams:
             spec = {
                 "cohortName": self.prefix,
                 "namespaceSelector": {"matchLabels": {"team": namespace}},
+                **({"preemption": preemption} if preemption else {}),
                 "resourceGroups": [
                     {"coveredResources": ["cpu", ACCELERATOR], "flavors": [{"name": flavor, "resources": resources}]}
                 ],
@@ -235,3 +236,72 @@ def test_run_admits_queued_pods_borrowing_holding_and_readmitting_as_quota_is_fr
         teams.api.request("DELETE", k.PODS.path(ns_a, "a2"), body={"gracePeriodSeconds": 0})
         wait_for("b1 bound once quota is freed", lambda: node_of(teams.api, ns_b, "b1"), timeout=30)
         assert f"{ns_b}/b1" not in scheduler.queue_held
+
+
+def test_run_reclaims_borrowed_quota_stopping_the_borrower_as_kueue_does(teams: Teams) -> None:
+    teams.set_up(preemption={"reclaimWithinCohort": "Any"})
+    ns_a, ns_b = teams.namespaces["a"], teams.namespaces["b"]
+    with running_scheduler(teams.kube.kubeconfig):
+        teams.submit("a", "a1", 4)
+        wait_for("a1 bound", lambda: node_of(teams.api, ns_a, "a1"))
+        teams.submit("a", "a2", 4)  # borrows team b's idle 4
+        wait_for("a2 bound", lambda: node_of(teams.api, ns_a, "a2"))
+
+        teams.submit("b", "b1", 4)  # team b takes its quota back: a2, the borrower, is stopped
+        stopping = wait_for(
+            "a2 stopped", lambda: (p := pod_json(teams.api, ns_a, "a2"))["metadata"].get("deletionTimestamp") and p
+        )
+        (target,) = [c for c in stopping["status"]["conditions"] if c["type"] == "TerminationTarget"]
+        b1 = pod_json(teams.api, ns_b, "b1")
+        assert target["status"] == "True" and target["reason"] == "WorkloadEvictedDueToPreempted"
+        assert target["message"] == (
+            f"Preempted to accommodate a workload (UID: UNKNOWN, JobUID: {b1['metadata']['uid']}) due to "
+            f"reclamation within the cohort; preemptor path: /{teams.prefix}/{teams.cluster_queue('b')}; "
+            f"preemptee path: /{teams.prefix}/{teams.cluster_queue('a')}"
+        )
+        # Until a2 is gone its room is taken: b1 waits, saying so, and is not bound.
+        waiting = wait_for("b1's condition", lambda: _scheduled(pod_json(teams.api, ns_b, "b1")).get("message"))
+        assert waiting == (
+            f"waiting for quota in ClusterQueue {teams.cluster_queue('b')}: Pending the preemption of 1 workload(s)"
+        )
+        assert not node_of(teams.api, ns_b, "b1") and node_of(teams.api, ns_a, "a1")
+        # The kubelet's part (there is none here): the graceful deletion ends.
+        teams.api.request("DELETE", k.PODS.path(ns_a, "a2"), body={"gracePeriodSeconds": 0})
+        wait_for("b1 bound on a2's room", lambda: node_of(teams.api, ns_b, "b1") == stopping["spec"]["nodeName"])
+        assert node_of(teams.api, ns_a, "a1")  # within its own quota: never touched
+
+
+def test_run_admits_a_jobs_pods_as_one_workload(teams: Teams) -> None:
+    teams.set_up()
+    ns_a, ns_b = teams.namespaces["a"], teams.namespaces["b"]
+    jobs = live_kueue.RESOURCES["Job"]
+    with running_scheduler(teams.kube.kubeconfig):
+        teams.submit("b", "b1", 4)  # team b uses its own: nothing to borrow
+        wait_for("b1 bound", lambda: node_of(teams.api, ns_b, "b1"))
+        template = accel_pod("worker", ns_a, 3)
+        template["spec"]["restartPolicy"] = "Never"
+        job = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "train", "namespace": ns_a, "labels": {QUEUE_LABEL: "jobs"}},
+            "spec": {"parallelism": 2, "completions": 2, "template": {"spec": template["spec"]}},
+        }
+        job = teams.api.create(jobs, job, ns_a)
+        # The Job controller's part (no kube-controller-manager here): its pods, owned by it, without its labels.
+        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": job["metadata"]["uid"]}
+        for i in range(2):
+            pod = accel_pod(f"train-{i}", ns_a, 3)
+            pod["spec"]["restartPolicy"] = "Never"
+            pod["metadata"]["ownerReferences"] = [{**owner, "controller": True, "blockOwnerDeletion": True}]
+            teams.api.create(k.PODS, pod, ns_a)
+        # 2 x 3 = 6 is more than team a's 4 and b lends nothing: the Job waits whole (one pod alone would fit, and
+        # the pods arrive one by one: the workload is the Job's count, as Kueue makes it from the Job).
+        for i in range(2):
+            held = wait_for(f"train-{i} held", lambda i=i: _scheduled(pod_json(teams.api, ns_a, f"train-{i}")))
+            assert held.get("reason") == "SchedulingGated", held
+            assert held["message"].startswith(f"waiting for quota in ClusterQueue {teams.cluster_queue('a')}: ")
+            assert held["message"].endswith("2 more needed")
+        teams.api.request("DELETE", k.PODS.path(ns_b, "b1"), body={"gracePeriodSeconds": 0})
+        for i in range(2):
+            wait_for(f"train-{i} bound", lambda i=i: node_of(teams.api, ns_a, f"train-{i}"))
+        teams.api.delete(jobs, "train", ns_a)
