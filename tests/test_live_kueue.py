@@ -235,3 +235,87 @@ def test_a_jobs_workload_counts_the_jobs_pods_not_only_those_made_yet() -> None:
     session = live_convert.start_session(live_convert.convert(snap))
     (workload,) = [o for o in session.queues.outcomes if o.info.name.startswith("job-pretrain-")]
     assert [ps.count for ps in workload.info.pod_sets] == [2] and len(workload.info.pods) == 1
+
+
+# ---------------------------------------------------------------------------------------------- door 1: Workloads
+
+
+def _workload_doc(name: str, accelerators: int, scheduler: str = "accelsched", **status: object) -> dict:
+    container = {"name": "c", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": str(accelerators)}}}
+    template = {"spec": {"schedulerName": scheduler, "containers": [container]}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "team-a", "generation": 1, "resourceVersion": "7", "uid": f"u-{name}"},
+        "spec": {"queueName": "jobs", "podSets": [{"name": "main", "count": 2, "template": template}]},
+        **({"status": dict(status)} if status else {}),
+    }
+
+
+def test_workload_objects_get_the_status_kueues_scheduler_writes_once() -> None:
+    from accelsched.live import workloadstatus
+
+    snap = cluster_of(TWO_TEAMS)
+    del snap.kueue["Job"]  # team a's quota is the Workloads' alone
+    earlier = {
+        "type": "QuotaReserved",
+        "status": "False",
+        "reason": "Pending",
+        "message": "old",
+        "lastTransitionTime": "T0",
+    }
+    docs = {
+        "fits": _workload_doc("fits", 4),
+        "waits": _workload_doc("waits", 6, conditions=[earlier]),
+        "kueues": _workload_doc("kueues", 1, scheduler="default-scheduler"),
+    }
+    snap.kueue["Workload"] = list(docs.values())
+    session = live_convert.start_session(live_convert.convert(snap))
+    store = {f"team-a/{name}": doc for name, doc in docs.items()}
+    writes = {w.name: w for w in workloadstatus.status_writes(session.queues, store, {"accelsched"}, now="T1")}
+    assert set(writes) == {"fits", "waits"}  # the third asks for another scheduler: Kueue's to admit
+    fits = writes["fits"].patch
+    assert fits["metadata"] == {"resourceVersion": "7"}
+    assert fits["status"]["admission"] == {
+        "clusterQueue": "team-a",
+        "podSetAssignments": [
+            {
+                "name": "main",
+                "flavors": {"cpu": "a100", "nvidia.com/gpu": "a100"},
+                "resourceUsage": {"cpu": "2", "nvidia.com/gpu": "8"},
+                "count": 2,
+            }
+        ],
+    }
+    assert [(c["type"], c["status"], c["reason"], c["lastTransitionTime"]) for c in fits["status"]["conditions"]] == [
+        ("QuotaReserved", "True", "QuotaReserved", "T1"),
+        ("Admitted", "True", "Admitted", "T1"),
+    ]
+    (waits,) = writes["waits"].patch["status"]["conditions"]
+    assert "admission" not in writes["waits"].patch["status"]
+    assert (waits["status"], waits["reason"], waits["observedGeneration"]) == ("False", "Pending", 1)
+    assert waits["lastTransitionTime"] == "T0"  # the status did not change: SetStatusCondition keeps the time
+    assert waits["message"].startswith("couldn't assign flavors to pod set main: insufficient unused quota")
+
+    # Written: nothing more to write (the admitted one holds its reservation, the other says the same already).
+    store["team-a/fits"] = {**docs["fits"], "status": {"admission": fits["status"]["admission"]}}
+    store["team-a/waits"] = {**docs["waits"], "status": {"conditions": [waits]}}
+    assert workloadstatus.status_writes(session.queues, store, {"accelsched"}) == []
+
+
+def test_run_leaves_out_pending_workloads_of_other_schedulers_but_counts_them_once_admitted() -> None:
+    snap = cluster_of(TWO_TEAMS)
+    del snap.kueue["Job"]
+    admission = {
+        "clusterQueue": "team-a",
+        "podSetAssignments": [{"name": "main", "flavors": {"nvidia.com/gpu": "a100"}}],
+    }
+    snap.kueue["Workload"] = [
+        _workload_doc("mine", 4),
+        _workload_doc("pending", 1, scheduler="default-scheduler"),
+        _workload_doc("running", 1, scheduler="default-scheduler", admission=admission),
+    ]
+    run = live_convert.convert(snap, {"accelsched"}).inputs.queues.workloads
+    assert set(run) == {"team-a/mine", "team-a/running"}
+    what_if = live_convert.convert(snap).inputs.queues.workloads  # every pending workload, as every pending pod
+    assert set(what_if) == {"team-a/mine", "team-a/pending", "team-a/running"}

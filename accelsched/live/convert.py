@@ -29,6 +29,7 @@ from accelsched.errors import InputError
 from accelsched.framework import gang
 from accelsched.framework.types import Diagnosis, fit_error_message
 from accelsched.live import kueue as live_kueue
+from accelsched.live import workloadstatus
 from accelsched.live.kube import JSON
 from accelsched.queues import api as queue_api
 from accelsched.queues import workloads as queue_workloads
@@ -163,8 +164,10 @@ def convert(
     docs += live_kueue.documents(snapshot.kueue, SOURCE)
     inputs = _build_cluster(docs, errors)
     _read_queues(inputs, snapshot.kueue.get(live_kueue.JOB) or [], errors)
-    node_names = {n.name for n in inputs.nodes}
     names = None if scheduler_names is None else set(scheduler_names)
+    if names is not None:
+        _drop_others_pending(inputs, snapshot.kueue.get("Workload") or [], names)
+    node_names = {n.name for n in inputs.nodes}
 
     bound: list[Pod] = []
     pending: list[Pod] = []
@@ -218,6 +221,17 @@ def _read_queues(inputs: Inputs, jobs: list[JSON], errors: dict[str, str]) -> No
             queue_workloads.find(queue_api.QueueObjects(workloads={key: obj}), [])
         except UNUSABLE as exc:
             errors[objects.describe("Workload", obj.namespace, obj.name).strip()] = unusable_message(exc)
+            del inputs.queues.workloads[key]
+
+
+def _drop_others_pending(inputs: Inputs, workloads: list[JSON], names: set[str]) -> None:
+    """Pending Workload objects whose pods ask for another scheduler are Kueue's scheduler's to admit, not ours:
+    left out, as pending pods of other schedulers are (once admitted, whoever admitted them, they hold quota)."""
+    for doc in workloads:
+        meta = doc.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        obj = inputs.queues.workloads.get(key)
+        if obj is not None and not obj.admission and not workloadstatus.ours(doc, names):
             del inputs.queues.workloads[key]
 
 

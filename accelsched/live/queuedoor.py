@@ -1,4 +1,5 @@
-"""The live scheduler's queue door: pods queued for Kueue's quota (no Kueue installed) admitted before placement.
+"""The live scheduler's queue doors: pods queued for Kueue's quota (no Kueue installed) admitted before placement,
+and Workload objects given the status Kueue's scheduler writes (live/workloadstatus.py).
 
 A pod of ours that belongs to a queued workload (the ``kueue.x-k8s.io/queue-name`` label, a Kueue pod group, or a
 Job carrying the label: live/kueue.is_queued) is tried only from a session rebuilt with it in: admission
@@ -27,6 +28,8 @@ from typing import Any
 from accelsched.api.objects import SCHEDULING_GATED_REASON
 from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
+from accelsched.live import workloadstatus
+from accelsched.live.events import MERGE_PATCH
 from accelsched.live.kube import JSON, ApiError
 from accelsched.live.podjson import labels, write_key
 from accelsched.queues import api as queue_api
@@ -55,6 +58,10 @@ class QueueDoor:
             session.scheduler.admit_bound(stop.pod)
             self.writes.submit(write_key(stop.pod.raw), self._stop_pod, stop)
         self.queue_held = live_kueue.held_pods(session.queues, len({s.workload for s in stops}))
+        with self.lock:  # the first door: Workload objects' status, as Kueue's scheduler writes it
+            writes = workloadstatus.status_writes(session.queues, self.kueue["Workload"].store, self.scheduler_names)
+        for write in writes:
+            self.writes.submit(f"workload:{write.namespace}/{write.name}", self._write_workload_status, write)
 
     def _bound_node(self, key: str) -> str:
         obj = self.pods.store.get(key) or {}
@@ -112,6 +119,17 @@ class QueueDoor:
         if kind == "MODIFIED" and old is not None and labels(old) == labels(obj):
             return
         self._on_other(kind, obj, old)
+
+    def _write_workload_status(self, write: workloadstatus.StatusWrite) -> None:
+        resource = live_kueue.RESOURCES["Workload"]
+        try:
+            self.kube.patch(resource, write.name, write.patch, write.namespace, "status", content_type=MERGE_PATCH)
+        except ApiError as exc:  # 409: changed meanwhile; its event brings a rebuild that decides it again
+            if exc.status not in (404, 409):
+                log.warning(
+                    "cannot write workload status",
+                    extra={"workload": f"{write.namespace}/{write.name}", "error": exc.message},
+                )
 
     def _stop_pod(self, stop: live_kueue.Stop) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -305,3 +305,77 @@ def test_run_admits_a_jobs_pods_as_one_workload(teams: Teams) -> None:
         for i in range(2):
             wait_for(f"train-{i} bound", lambda i=i: node_of(teams.api, ns_a, f"train-{i}"))
         teams.api.delete(jobs, "train", ns_a)
+
+
+def _workload(
+    teams: Teams, team: str, name: str, accelerators: int, count: int = 1, scheduler: str = "accelsched"
+) -> dict[str, Any]:
+    container = {
+        "name": "main",
+        "image": "registry.example.com/train:1",
+        "resources": {"requests": {"cpu": "100m", ACCELERATOR: str(accelerators)}},
+    }
+    spec = {"schedulerName": scheduler, "containers": [container]}
+    pod_set = {"name": "main", "count": count, "template": {"spec": spec}}
+    namespace = teams.namespaces[team]
+    body = {"metadata": {"name": name, "namespace": namespace}, "spec": {"queueName": "jobs", "podSets": [pod_set]}}
+    teams.create("Workload", body, namespace)
+    return body
+
+
+def _workload_status(teams: Teams, team: str, name: str) -> dict[str, Any]:
+    return teams.api.get(live_kueue.RESOURCES["Workload"], name, teams.namespaces[team]).get("status") or {}
+
+
+def _condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in status.get("conditions") or [] if c["type"] == kind), {})
+
+
+def test_run_admits_workload_objects_writing_their_status_as_kueues_scheduler(teams: Teams) -> None:
+    teams.set_up()
+    cq_a = teams.cluster_queue("a")
+    with running_scheduler(teams.kube.kubeconfig):
+        _workload(teams, "a", "w1", 2, count=2)  # 4: team a's own
+        _workload(teams, "a", "w2", 4)  # 4 more: borrowed from team b
+        _workload(teams, "a", "w3", 1)  # nothing left in the cohort
+        # Kueue's scheduler's to admit, not ours: while it waits it takes no quota from ours (team b's 4 stay lent).
+        _workload(teams, "b", "kueues", 1, scheduler="default-scheduler")
+        wait_for(
+            "w1 and w2 admitted",
+            lambda: all(_workload_status(teams, "a", w).get("admission") for w in ("w1", "w2")),
+        )
+        w1 = _workload_status(teams, "a", "w1")
+        pool = f"{teams.prefix}-pool"
+        assert w1["admission"] == {
+            "clusterQueue": cq_a,
+            "podSetAssignments": [
+                {
+                    "name": "main",
+                    "flavors": {ACCELERATOR: pool, "cpu": pool},
+                    "resourceUsage": {ACCELERATOR: "4", "cpu": "200m"},
+                    "count": 2,
+                }
+            ],
+        }
+        reserved, ok = _condition(w1, "QuotaReserved"), _condition(w1, "Admitted")
+        assert (reserved["status"], reserved["reason"], reserved["message"]) == (
+            "True",
+            "QuotaReserved",
+            f"Quota reserved in ClusterQueue {cq_a}",
+        )
+        assert (ok["status"], ok["reason"], ok["message"]) == ("True", "Admitted", "The workload is admitted")
+        assert reserved["lastTransitionTime"] and "observedGeneration" in reserved
+        pending = wait_for("w3's condition", lambda: _condition(_workload_status(teams, "a", "w3"), "QuotaReserved"))
+        assert (pending["status"], pending["reason"], pending["message"]) == (
+            "False",
+            "Pending",
+            f"couldn't assign flavors to pod set main: insufficient unused quota for {ACCELERATOR} in flavor {pool}, "
+            "1 more needed",
+        )
+        assert "admission" not in _workload_status(teams, "a", "w3")
+        assert _workload_status(teams, "b", "kueues") == {}
+
+        # w2 is done (its Workload deleted, as Kueue's controllers finish it): w3 is admitted.
+        teams.api.delete(live_kueue.RESOURCES["Workload"], "w2", teams.namespaces["a"])
+        wait_for("w3 admitted", lambda: _workload_status(teams, "a", "w3").get("admission"))
+        assert _condition(_workload_status(teams, "a", "w3"), "Admitted")["status"] == "True"
