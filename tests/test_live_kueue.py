@@ -240,13 +240,15 @@ def test_a_jobs_workload_counts_the_jobs_pods_not_only_those_made_yet() -> None:
 # ---------------------------------------------------------------------------------------------- door 1: Workloads
 
 
-def _workload_doc(name: str, accelerators: int, scheduler: str = "accelsched", **status: object) -> dict:
+def _workload_doc(
+    name: str, accelerators: int, scheduler: str = "accelsched", namespace: str = "team-a", **status: object
+) -> dict:
     container = {"name": "c", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": str(accelerators)}}}
     template = {"spec": {"schedulerName": scheduler, "containers": [container]}}
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
-        "metadata": {"name": name, "namespace": "team-a", "generation": 1, "resourceVersion": "7", "uid": f"u-{name}"},
+        "metadata": {"name": name, "namespace": namespace, "generation": 1, "resourceVersion": "7", "uid": f"u-{name}"},
         "spec": {"queueName": "jobs", "podSets": [{"name": "main", "count": 2, "template": template}]},
         **({"status": dict(status)} if status else {}),
     }
@@ -319,3 +321,39 @@ def test_run_leaves_out_pending_workloads_of_other_schedulers_but_counts_them_on
     assert set(run) == {"team-a/mine", "team-a/running"}
     what_if = live_convert.convert(snap).inputs.queues.workloads  # every pending workload, as every pending pod
     assert set(what_if) == {"team-a/mine", "team-a/pending", "team-a/running"}
+
+
+def test_a_preempted_workload_object_is_told_so_and_nothing_is_admitted_on_its_room_until_it_lets_go() -> None:
+    from accelsched.live import workloadstatus
+
+    snap = cluster_of(TWO_TEAMS)
+    del snap.kueue["Job"]
+    (team_b,) = [q for q in snap.kueue["ClusterQueue"] if q["metadata"]["name"] == "team-b"]
+    team_b["spec"]["preemption"] = {"reclaimWithinCohort": "Any"}
+    flavors = {"cpu": "a100", "nvidia.com/gpu": "a100"}
+    admission = {"clusterQueue": "team-a", "podSetAssignments": [{"name": "main", "flavors": flavors, "count": 2}]}
+    reserved = {
+        "type": "QuotaReserved",
+        "status": "True",
+        "reason": "QuotaReserved",
+        "message": "m",
+        "lastTransitionTime": "T0",
+    }
+    borrower = _workload_doc("borrower", 6, admission=admission, conditions=[reserved])  # 12: 4 of team b's
+    owner = _workload_doc("owner", 4, namespace="team-b")  # 8: team b's own, 4 of them lent
+    snap.kueue["Workload"] = [borrower, owner]
+    session = live_convert.start_session(live_convert.convert(snap, {"accelsched"}))
+    store = {"team-a/borrower": borrower, "team-b/owner": owner}
+    writes, holding = workloadstatus.preemptions(session.queues, store, {"accelsched"}, now="T1")
+    assert holding == {"team-a/borrower"}
+    (write,) = writes
+    assert write.name == "borrower" and "admission" not in write.patch["status"]  # the reconciler releases it
+    by_type = {c["type"]: c for c in write.patch["status"]["conditions"]}
+    assert (by_type["Preempted"]["status"], by_type["Preempted"]["reason"]) == ("True", "InCohortReclamation")
+    assert (by_type["Evicted"]["status"], by_type["Evicted"]["reason"]) == ("True", "Preempted")
+    assert by_type["Evicted"]["message"].startswith("Preempted to accommodate a workload (UID: u-owner")
+    assert by_type["QuotaReserved"]["status"] == "True"  # untouched: still reserved until released
+    admitted = workloadstatus.status_writes(session.queues, store, {"accelsched"}, preempting=len(holding))
+    assert admitted == []  # the owner waits for the room
+    once_released = workloadstatus.status_writes(session.queues, store, {"accelsched"})
+    assert [w.name for w in once_released] == ["owner"] and "admission" in once_released[0].patch["status"]

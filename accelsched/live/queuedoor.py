@@ -57,9 +57,14 @@ class QueueDoor:
             stop.pod.node_name = stop.node  # admission took it off; it runs until the delete is through
             session.scheduler.admit_bound(stop.pod)
             self.writes.submit(write_key(stop.pod.raw), self._stop_pod, stop)
-        self.queue_held = live_kueue.held_pods(session.queues, len({s.workload for s in stops}))
         with self.lock:  # the first door: Workload objects' status, as Kueue's scheduler writes it
-            writes = workloadstatus.status_writes(session.queues, self.kueue["Workload"].store, self.scheduler_names)
+            store = self.kueue["Workload"].store
+            evictions, holding = workloadstatus.preemptions(session.queues, store, self.scheduler_names)
+            preempting = len({s.workload for s in stops} | holding)
+            writes = evictions + workloadstatus.status_writes(
+                session.queues, store, self.scheduler_names, preempting=preempting
+            )
+        self.queue_held = live_kueue.held_pods(session.queues, preempting)
         for write in writes:
             self.writes.submit(f"workload:{write.namespace}/{write.name}", self._write_workload_status, write)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsched.live.kube import JSON
-from accelsched.queues.admission import QUOTA_RESERVED, Outcome, QueueResult
+from accelsched.queues.admission import EVICTED, PREEMPTED, QUOTA_RESERVED, Outcome, QueueResult
 from accelsched.queues.resources import format_amount
 
 CONDITION_FIELDS = ("type", "status", "reason", "message")
@@ -86,14 +86,55 @@ def ours(doc: JSON, scheduler_names: Collection[str]) -> bool:
     )
 
 
-def status_writes(
+def _reserved(doc: JSON) -> bool:
+    status = doc.get("status") or {}
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
+    return bool(status.get("admission")) or any(
+        c.get("type") == QUOTA_RESERVED and c.get("status") == "True" for c in conditions
+    )
+
+
+def preemptions(
     result: QueueResult, workloads: Mapping[str, JSON], scheduler_names: Collection[str], now: str | None = None
+) -> tuple[list[StatusWrite], set[str]]:
+    """Workload objects admission preempted (or a HoldAndDrain queue drained) that still hold their reservation:
+    Kueue's scheduler's part written on ours (IssuePreemptions: ``Preempted=True`` with its reason, ``Evicted=True``,
+    reason ``Preempted``, each with Kueue's message; the admission stays until the job's reconciler releases it),
+    and which hold a reservation still (namespace/name: their quota is not free yet, whoever's they are)."""
+    now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    out: list[StatusWrite] = []
+    holding: set[str] = set()
+    for o in result.outcomes:
+        doc = workloads.get(o.info.key)
+        evicted = [c for c in o.conditions if c["type"] in (PREEMPTED, EVICTED) and c["status"] == "True"]
+        if doc is None or not evicted or not _reserved(doc):
+            continue
+        holding.add(o.info.key)
+        current = (doc.get("status") or {}).get("conditions") or []
+        if not ours(doc, scheduler_names) or _same(current, evicted):
+            continue
+        meta = doc.get("metadata") or {}
+        body = {"conditions": _conditions(current, evicted, meta.get("generation"), now)}
+        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": body}
+        out.append(StatusWrite(o.info.namespace, o.info.name, patch))
+    return out, holding
+
+
+def status_writes(
+    result: QueueResult,
+    workloads: Mapping[str, JSON],
+    scheduler_names: Collection[str],
+    now: str | None = None,
+    preempting: int = 0,
 ) -> list[StatusWrite]:
     """The status writes for our Workload objects (``workloads``: the cache's, by namespace/name) that hold no
-    quota reservation yet and whose status does not already say what admission decided."""
+    quota reservation yet and whose status does not already say what admission decided. ``preempting``: how many
+    preempted workloads still hold their reservation; until they let go, nothing is admitted (the room is taken)."""
     now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out = []
     for o in result.outcomes:
+        if o.admitted and preempting:
+            continue
         doc = workloads.get(o.info.key)
         if doc is None or o.info.key not in result.objects.workloads or not o.conditions:
             continue
@@ -101,9 +142,7 @@ def status_writes(
             continue
         meta, status = doc.get("metadata") or {}, doc.get("status") or {}
         current = status.get("conditions") or []
-        if status.get("admission") or any(
-            c.get("type") == QUOTA_RESERVED and c.get("status") == "True" for c in current if isinstance(c, Mapping)
-        ):
+        if _reserved(doc):
             continue  # it holds a reservation already (ours, or Kueue's): admission counts it as running
         if not o.admitted and _same(current, o.conditions):
             continue
