@@ -1,7 +1,8 @@
 """The live cluster's objects -> the engine's Inputs, through the same parsers as the offline modes.
 
-The API server's JSON is what ``kubectl get -o json`` prints, so nodes, namespaces and NodeResourceTopologies go
-through ``loader.build_inputs`` and pods and PodGroups through their own parsers: live and offline modes are one
+The API server's JSON is what ``kubectl get -o json`` prints, so nodes, namespaces, NodeResourceTopologies, storage,
+DRA and Kueue's objects (live/kueue.py) go through ``loader.build_inputs`` and pods and PodGroups through their own
+parsers: live and offline modes are one
 engine. Two things differ from reading files, because a cluster is never all-or-nothing input:
 
 - One bad object must not stop the scheduler. An object the parsers reject is left out and reported (its error
@@ -17,16 +18,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from accelsched.api import objects
 from accelsched.api.loader import Document, Inputs, build_inputs
 from accelsched.api.objects import Pod
 from accelsched.dra import claims as dra_claims
+from accelsched.engine import Session
 from accelsched.errors import InputError
 from accelsched.framework import gang
 from accelsched.framework.types import Diagnosis, fit_error_message
+from accelsched.live import kueue as live_kueue
+from accelsched.live import workloadstatus
 from accelsched.live.kube import JSON
+from accelsched.queues import api as queue_api
+from accelsched.queues import workloads as queue_workloads
 
 SOURCE = "cluster"
 T = TypeVar("T")
@@ -57,6 +63,7 @@ class Snapshot:
     topologies: list[JSON] = field(default_factory=list)
     storage: dict[str, list[JSON]] = field(default_factory=dict)  # kind -> PVs, claims, classes, CSI objects
     dra: dict[str, list[JSON]] = field(default_factory=dict)  # kind -> DeviceClasses, ResourceSlices, claims, templates
+    kueue: dict[str, list[JSON]] = field(default_factory=dict)  # kind -> Kueue's objects, HyperNodes, queued Jobs
 
 
 @dataclass
@@ -153,9 +160,14 @@ def convert(
     # DRA objects through the loader's parsers too (dra/objects.py); the claims of templates are the resourceclaim
     # controller's to make in a cluster, and the loader makes them only for the pods it is given (none here).
     docs += [Document(d, SOURCE, kind) for kind, items in snapshot.dra.items() for d in items]
+    # Kueue's objects (live/kueue.py) as the file reader reads them: accelsched/queues and accelsched/fabric.
+    docs += live_kueue.documents(snapshot.kueue, SOURCE)
     inputs = _build_cluster(docs, errors)
-    node_names = {n.name for n in inputs.nodes}
+    _read_queues(inputs, snapshot.kueue.get(live_kueue.JOB) or [], errors)
     names = None if scheduler_names is None else set(scheduler_names)
+    if names is not None:
+        _drop_others_pending(inputs, snapshot.kueue.get("Workload") or [], names)
+    node_names = {n.name for n in inputs.nodes}
 
     bound: list[Pod] = []
     pending: list[Pod] = []
@@ -176,6 +188,51 @@ def convert(
     inputs.pods = bound + pending
     inputs.pod_groups = declared
     return Converted(inputs, groups, waiting, errors, orphans)
+
+
+def start_session(converted: Converted, config: Any = None, seed: int = 0) -> Session:
+    """The engine's Session over converted inputs, with their gangs. Kueue's admission runs in it (when the cluster
+    has Kueue's objects); should it fail on what the cluster holds, the queues are left out and reported (the pods
+    are scheduled as without Kueue) rather than failing every rebuild."""
+    try:
+        session = Session.start(converted.inputs, config, seed)
+    except UNUSABLE as exc:
+        if not converted.inputs.queues:
+            raise
+        converted.errors["Kueue's objects"] = f"queue admission failed, queues left out: {unusable_message(exc)}"
+        converted.inputs.queues = queue_api.QueueObjects()
+        session = Session.start(converted.inputs, config, seed)
+    session.scheduler.groups = converted.groups
+    return session
+
+
+def _read_queues(inputs: Inputs, jobs: list[JSON], errors: dict[str, str]) -> None:
+    """The queued Jobs' labels where the queues read them (the loader's ``note_job``: their pods lack them), and
+    Workload objects whose pod templates the queues cannot read left out now: the file reader refuses them when
+    admission reads them, which here would fail every rebuild. Each bad one is left out with its error."""
+    for doc in jobs:
+        if queue_api.queue_name(doc):
+            try:
+                inputs.queues.note_job(doc, SOURCE)
+            except UNUSABLE as exc:
+                errors[_describe(doc, live_kueue.JOB)] = unusable_message(exc)
+    for key, obj in list(inputs.queues.workloads.items()):
+        try:
+            queue_workloads.find(queue_api.QueueObjects(workloads={key: obj}), [])
+        except UNUSABLE as exc:
+            errors[objects.describe("Workload", obj.namespace, obj.name).strip()] = unusable_message(exc)
+            del inputs.queues.workloads[key]
+
+
+def _drop_others_pending(inputs: Inputs, workloads: list[JSON], names: set[str]) -> None:
+    """Pending Workload objects whose pods ask for another scheduler are Kueue's scheduler's to admit, not ours:
+    left out, as pending pods of other schedulers are (once admitted, whoever admitted them, they hold quota)."""
+    for doc in workloads:
+        meta = doc.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        obj = inputs.queues.workloads.get(key)
+        if obj is not None and not obj.admission and not workloadstatus.ours(doc, names):
+            del inputs.queues.workloads[key]
 
 
 def _too_few(pod: Pod, count: int, min_member: int, num_nodes: int) -> str:

@@ -9,7 +9,6 @@ import time
 from accelsched.api.objects import Pod
 from accelsched.cluster.devices import first_free
 from accelsched.cluster.volumes import claim_volumes
-from accelsched.engine import Session
 from accelsched.framework import gang
 from accelsched.framework.scheduler import ScheduleResult
 from accelsched.live import convert as live_convert
@@ -295,6 +294,7 @@ class IncrementalState:
                 kind: [self.assumed_claims.overlay(key, obj) for key, obj in informer.store.items()]
                 for kind, informer in self.dra.items()
             },
+            kueue={kind: list(informer.store.values()) for kind, informer in self.kueue.items()},
         )
 
     def _rebuild(self, snapshot: live_convert.Snapshot, reason: str = "") -> None:
@@ -302,10 +302,10 @@ class IncrementalState:
         if self.tend_heap:
             gc.unfreeze()  # the old session's cycles (cluster <-> volume state) must be collectable
         converted = live_convert.convert(snapshot, self.scheduler_names)
-        for obj, error in converted.errors.items():
+        session = live_convert.start_session(converted, self.config, self.seed)
+        self._admit_queues(session)  # before the pending pods are taken: it puts stopped pods back on their nodes
+        for obj, error in converted.errors.items():  # after the session: admission may leave the queues out
             log.warning("object left out", extra={"object": obj, "error": error})
-        session = Session.start(converted.inputs, self.config, self.seed)
-        session.scheduler.groups = converted.groups
         session.scheduler.score_all_nodes = self.score_all_nodes
         if session.cluster.dra is not None:  # DynamicResources' PreBind writes the claims from the bind worker
             session.cluster.dra.writer = self.claim_writer

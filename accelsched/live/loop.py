@@ -124,6 +124,8 @@ class SchedulingLoop:
                 with self.lock:
                     self.unschedulable[key] = obj
                 continue
+            if self._held_by_queue(key, obj, rebuilt):
+                continue
             pod = self.pending_by_key.get(key) if rebuilt else None
             if pod is None:
                 try:
@@ -241,7 +243,8 @@ class SchedulingLoop:
         with self.lock:
             # Gang members waiting for their gang (Coscheduling's PreEnqueue) are gated, as scheduling-gated pods
             # are, and counted there only.
-            waiting = len(self.waiting.keys() & self.unschedulable.keys())
+            # Pods waiting for their workload's quota are gated too (Kueue holds them with a scheduling gate).
+            waiting = len((self.waiting.keys() | self.queue_held.keys()) & self.unschedulable.keys())
             self.metrics.pending_pods.labels("active").set(len(self.new_pending))
             self.metrics.pending_pods.labels("backoff").set(len(self.backing_off))
             self.metrics.pending_pods.labels("unschedulable").set(len(self.unschedulable) - waiting)

@@ -2,7 +2,8 @@
 
 Shape (kube-scheduler's, in small):
 - informers (``live.informer``) keep nodes, pods (all non-terminal ones: pending pods of our schedulerName to
-  schedule, bound pods for accounting), namespaces, PodGroups and NodeResourceTopologies;
+  schedule, bound pods for accounting), namespaces, PodGroups, NodeResourceTopologies, storage, DRA and Kueue's
+  objects;
 - one scheduling loop owns the engine Session. It is rebuilt from the cache when the cluster changed in a way
   that is not our own doing (a node, a pod bound or deleted by others, a PodGroup, a topology); new pending pods
   alone are parsed and fed to the session as they are. Pods we decided but the cache does not show bound yet
@@ -21,8 +22,9 @@ Shape (kube-scheduler's, in small):
   regardless (podMaxInUnschedulablePodsDuration).
 
 Where each part lives (each file reads top to bottom): ``live.handlers`` (cache events into the queue pools),
-``live.incremental`` (the session kept current with the cache), ``live.loop`` (the rounds) and ``live.writes``
-(bindings, evictions and reports through the API). This module composes them and owns the lifecycle.
+``live.incremental`` (the session kept current with the cache), ``live.loop`` (the rounds), ``live.writes``
+(bindings, evictions and reports through the API) and ``live.queuedoor`` (Kueue's admission of queued pods). This
+module composes them and owns the lifecycle.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from accelsched.engine import Session
 from accelsched.framework.profile import SchedulerConfig
 from accelsched.live import dra as live_dra
 from accelsched.live import kube as k
+from accelsched.live import kueue as live_kueue
 from accelsched.live import volumes as live_volumes
 from accelsched.live.backoff import PodBackoff
 from accelsched.live.devicemetrics import AcceleratorCollector
@@ -56,6 +59,7 @@ from accelsched.live.leaderelection import ElectionConfig, LeaderElector
 from accelsched.live.loop import SchedulingLoop
 from accelsched.live.metrics import Metrics
 from accelsched.live.nominator import Nominator
+from accelsched.live.queuedoor import QueueDoor
 from accelsched.live.writer import OrderedWriter
 from accelsched.live.writes import BindOutcome, Decision, WritePipeline
 
@@ -67,7 +71,7 @@ LOOP_STALLED = 120.0  # /healthz fails when the loop has not turned for this lon
 __all__ = ["NON_TERMINAL", "BindOutcome", "Decision", "LiveScheduler"]
 
 
-class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeline):
+class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeline, QueueDoor):
     """Schedules the pods of its profiles' schedulerNames on the cluster behind ``kube``."""
 
     def __init__(
@@ -124,10 +128,20 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
             )
             for kind, resource in live_dra.RESOURCES.items()
         }  # fmt: skip
+        # Kueue's objects, Volcano's HyperNodes and Jobs (live/kueue.py), where served: each change rebuilds the
+        # session (its queues are admitted again from the cache), but for Jobs without the queue-name label.
+        self.kueue = {
+            kind: Informer(
+                kube, resource, self._on_job if kind == live_kueue.JOB else self._on_other, self.lock,
+                optional=True, **common,
+            )
+            for kind, resource in live_kueue.RESOURCES.items()
+        }  # fmt: skip
         self.informers = [self.nodes, self.pods, self.namespaces, self.pod_groups, self.topologies]
         self.informers.append(self.workload_pod_groups)
         self.informers += self.storage.values()
         self.informers += self.dra.values()
+        self.informers += self.kueue.values()
         self._volume_plans: dict[str, tuple[Any, float]] = {}  # pod uid -> VolumeBinding's plan, until decided
         # DynamicResources' PreBind in live mode (each session's cluster.dra.writer, set at _rebuild): the writes
         # are recorded here and done by the bind worker before the Binding; until the cache shows them, the claims
@@ -180,6 +194,8 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
 
         self.session: Session | None = None
         self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why
+        self.queue_held: dict[str, str] = {}  # queued pods whose workload is not admitted -> why (live.queuedoor)
+        self._job_unknown: dict[str, float] = {}  # pods whose Job is not in the cache yet -> since (live.queuedoor)
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
         self.pending_by_key: dict[str, Pod] = {}
         self._decided: list[Decision] = []

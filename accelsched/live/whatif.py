@@ -6,13 +6,14 @@ from accelsched.engine import Session
 from accelsched.framework.profile import SchedulerConfig
 from accelsched.live import convert as live_convert
 from accelsched.live import kube as k
+from accelsched.live import kueue as live_kueue
 from accelsched.live import volumes as live_volumes
 from accelsched.live.kube import ApiError, Kube
 
 
 def read_cluster(kube: Kube) -> live_convert.Snapshot:
-    """Nodes, non-terminal pods, namespaces, the storage objects, and the PodGroups and NodeResourceTopologies
-    where served."""
+    """Nodes, non-terminal pods, namespaces, the storage objects, and the PodGroups, NodeResourceTopologies and
+    Kueue's objects (live/kueue.py) where served."""
 
     def items(resource: k.Resource, optional: bool = False, **query: str) -> list:
         try:
@@ -29,6 +30,7 @@ def read_cluster(kube: Kube) -> live_convert.Snapshot:
         pod_groups=items(k.POD_GROUPS, optional=True),
         topologies=items(k.NODE_RESOURCE_TOPOLOGIES, optional=True),
         storage={kind: items(resource, optional=True) for kind, resource in live_volumes.RESOURCES.items()},
+        kueue=live_kueue.list_objects(kube),
     )
 
 
@@ -37,6 +39,4 @@ def session_from_cluster(
 ) -> tuple[Session, live_convert.Converted]:
     """A Session over the live snapshot with every pending pod (of any schedulerName) to try."""
     converted = live_convert.convert(read_cluster(kube))
-    session = Session.start(converted.inputs, config, seed)
-    session.scheduler.groups = converted.groups
-    return session, converted
+    return live_convert.start_session(converted, config, seed), converted

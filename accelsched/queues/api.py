@@ -177,6 +177,9 @@ class QueueObjects:
     workloads: dict[str, WorkloadObject] = field(default_factory=dict)
     # Jobs carrying the queue-name label, by namespace/name: their labels (the pods they make do not carry them).
     jobs: dict[str, dict[str, str]] = field(default_factory=dict)
+    # ... and their pod count as Kueue's job integration counts it (podsCount: min(parallelism, completions)): in a
+    # cluster the Job controller makes the pods one by one, and the workload is the Job's whole count.
+    job_pods: dict[str, int] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         """Whether Kueue is in play: without any of its objects a queue-name label is inert (no Kueue to read it)."""
@@ -201,6 +204,11 @@ class QueueObjects:
         """A Job with the queue-name label: Kueue makes its Workload from the Job, whose labels the pods lack."""
         where, name, namespace, meta = objects.metadata(doc, source, "Job", namespaced=True)
         self.jobs[f"{namespace}/{name}"] = _string_map(where, meta.get("labels"), "metadata.labels")
+        spec = _mapping(where, doc.get("spec"), "spec")
+        count = _int(where, spec.get("parallelism"), "spec.parallelism", 1)
+        if spec.get("completions") is not None:
+            count = min(count, _int(where, spec.get("completions"), "spec.completions", 1))
+        self.job_pods[f"{namespace}/{name}"] = count
 
 
 def queue_name(doc: Mapping[str, Any]) -> str:

@@ -270,7 +270,10 @@ def _find(queues: api.QueueObjects, pods: list[Pod]) -> list[Info]:
         labels = queues.jobs[f"{namespace}/{job}"]
         uid = _owner_uid(members[0])
         sets = [(api.DEFAULT_POD_SET_NAME, members)]
-        infos.append(_from_pods(workload_name(job, uid, JOB_GVK), labels, sets, queues, len(infos), uid))
+        info = _from_pods(workload_name(job, uid, JOB_GVK), labels, sets, queues, len(infos), uid)
+        # The Job's whole count, made or not yet (a cluster's Job controller makes its pods one by one).
+        info.pod_sets[0].count = max(info.pod_sets[0].count, queues.job_pods.get(f"{namespace}/{job}", 0))
+        infos.append(info)
     for (_, group), members in groups.items():
         by_role: dict[str, list[Pod]] = {}
         for pod in members:

@@ -29,6 +29,7 @@ from accelsched.framework import gang
 from accelsched.live import convert as live_convert
 from accelsched.live import dra as live_dra
 from accelsched.live import kube as k
+from accelsched.live import kueue as live_kueue
 from accelsched.live import volumes as live_volumes
 from accelsched.live.informer import Informer
 from accelsched.live.kube import JSON, ApiError, Kube
@@ -185,8 +186,7 @@ class LiveState(RawState):
         with reader.paused_gc():  # as ``schedule --from-cluster`` (cli.py): only new objects, no garbage yet
             converted = live_convert.convert(self.snapshot, parse=self.pod_cache.parse)
             self.pod_cache.filling = False
-            session = Session.start(converted.inputs, config, seed)
-        session.scheduler.groups = converted.groups
+            session = live_convert.start_session(converted, config, seed)
         warnings = [f"left out {obj}: {error}" for obj, error in converted.errors.items()]
         warnings += [f"{key} not tried yet: {why}" for key, why in converted.waiting.items()]
         warnings += [f"left out Pod {key}: bound to a node that does not exist" for key in converted.orphans]
@@ -232,6 +232,7 @@ def _resources() -> list[tuple[str, k.Resource, bool, dict[str, str]]]:
     ]
     out += [(kind, resource, False, {}) for kind, resource in live_volumes.RESOURCES.items()]
     out += [(kind, resource, True, {}) for kind, resource in live_dra.RESOURCES.items()]
+    out += [(kind, resource, True, {}) for kind, resource in live_kueue.RESOURCES.items()]
     return out
 
 
@@ -397,6 +398,7 @@ def snapshot_of(stores: dict[str, list[JSON]]) -> live_convert.Snapshot:
         topologies=stores["noderesourcetopologies"],
         storage={kind: stores[kind] for kind in live_volumes.RESOURCES},
         dra={kind: stores[kind] for kind in live_dra.RESOURCES},
+        kueue={kind: stores[kind] for kind in live_kueue.RESOURCES},
     )
 
 

@@ -63,10 +63,10 @@ def _build_view(run: Any, group_by: str | None, reuse: tuple[Any, dict[str, Any]
     dra_holders = _dra_holders(cluster)
     if reuse is not None and cluster.dra is None:
         nodes = _reused_views(run, reuse[0], reuse[1], dra_holders)
-        keys = group_keys(cluster.nodes, reuse[0])
+        keys = group_keys(cluster.nodes, session.scheduler.topologies, reuse[0])
     else:
         nodes = [_node_view(run, i, dra_holders) for i in range(cluster.n)]
-        keys = group_keys(cluster.nodes)
+        keys = group_keys(cluster.nodes, session.scheduler.topologies)
     chosen = group_by if group_by is not None else (keys[0] if keys else None)
     devices = free = 0
     counted = reuse[0].cache.setdefault("cell_counts", {}) if reuse is not None else {}
@@ -163,16 +163,18 @@ def _nic(pod: Any) -> str | None:
     return _annotations(pod).get(NIC_ANNOTATION)
 
 
-def group_keys(nodes: list[Any], today: Any = None) -> list[str]:
-    """Label keys to group the map by: the known ones present, then any other key one value of which is shared by
-    more than one node (a key unique per node groups nothing). ``today``: today's run, whose label counts a
-    what-if's nodes (the same objects but a few) start from (ui/reuse.py)."""
+def group_keys(nodes: list[Any], topologies: Iterable[Any] = (), today: Any = None) -> list[str]:
+    """Label keys to group the map by: the known ones present, then the levels of Kueue's Topology objects (their
+    domains, narrowest above the host first: where a gang is kept together), then any other key one value of which
+    is shared by more than one node (a key unique per node groups nothing). ``today``: today's run, whose label
+    counts a what-if's nodes (the same objects but a few) start from (ui/reuse.py)."""
     values = reuse.label_counts(nodes, today)
-    known = [k for k in KNOWN_GROUP_KEYS if k in values]
+    levels = [k for t in topologies for k in reversed(t.levels) if k in values and k not in _UNGROUPED_KEYS]
+    known = list(dict.fromkeys([k for k in KNOWN_GROUP_KEYS if k in values] + levels))
     others = sorted(
         k
         for k, counts in values.items()
-        if k not in KNOWN_GROUP_KEYS and k not in _UNGROUPED_KEYS and max(counts.values()) > 1
+        if k not in known and k not in _UNGROUPED_KEYS and max(counts.values()) > 1
     )
     return known + others
 

@@ -1,0 +1,150 @@
+"""The live scheduler's queue doors: pods queued for Kueue's quota (no Kueue installed) admitted before placement,
+and Workload objects given the status Kueue's scheduler writes (live/workloadstatus.py).
+
+A pod of ours that belongs to a queued workload (the ``kueue.x-k8s.io/queue-name`` label, a Kueue pod group, or a
+Job carrying the label: live/kueue.is_queued) is tried only from a session rebuilt with it in: admission
+(accelsched/queues, run by ``Session.start`` over every pod of the cache) decides over the whole cluster at once,
+so a queued pod that arrived since, or one whose quota may have been freed, waits for the next rebuild. Then:
+
+- a pod of an admitted workload goes to the engine with its flavor's node labels and tolerations, as offline;
+- a pod of a workload not admitted is not tried: it gets ``PodScheduled=False`` with reason ``SchedulingGated``
+  (never ``Unschedulable``: the cluster autoscaler adds nodes for pods whose PodScheduled reason is
+  Unschedulable, and a quota wait is no reason to) and the message ``waiting for quota in ClusterQueue team-a:
+  <Kueue's QuotaReserved message>``, and waits in the unschedulable pool: any cluster event (a pod deleted or
+  finished frees quota; a queue edited) wakes it, and its next try comes from a rebuilt session;
+- a running workload admission preempts (or a HoldAndDrain queue drains) is stopped as Kueue's pod integration
+  stops it: ``TerminationTarget=True`` (reason ``WorkloadEvictedDueTo<reason>``, the Evicted message), then a
+  delete with the pod's uid as precondition. Until the pods are gone their room is still taken: the session
+  accounts them, and the pods of the workloads admitted in that session wait (``Pending the preemption of N
+  workload(s)``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from accelsched.api.objects import SCHEDULING_GATED_REASON
+from accelsched.live import kube as k
+from accelsched.live import kueue as live_kueue
+from accelsched.live import workloadstatus
+from accelsched.live.events import MERGE_PATCH
+from accelsched.live.kube import JSON, ApiError
+from accelsched.live.podjson import labels, write_key
+from accelsched.queues import api as queue_api
+
+log = logging.getLogger("accelsched.live")
+
+JOB_GRACE_SECONDS = 10.0  # how long a pod waits for its Job to show in the cache before it is taken as unqueued
+
+
+class QueueDoor:
+    """LiveScheduler's admission of queued pods (see the module docstring)."""
+
+    queue_held: dict[str, str]  # pending pods of workloads not admitted in the current session -> their message
+    _job_unknown: dict[str, float]  # pod uid -> when it was first found owned by a Job not in the cache
+
+    def _admit_queues(self, session: Any) -> None:
+        """After a rebuild: the pods admission holds back, and the running ones it stopped sent to be stopped
+        (and accounted until they are gone)."""
+        self.queue_held = {}
+        if session.queues is None:
+            return
+        with self.lock:
+            stops = live_kueue.stops(session.queues, self._bound_node)
+        for stop in stops:
+            stop.pod.node_name = stop.node  # admission took it off; it runs until the delete is through
+            session.scheduler.admit_bound(stop.pod)
+            self.writes.submit(write_key(stop.pod.raw), self._stop_pod, stop)
+        with self.lock:  # the first door: Workload objects' status, as Kueue's scheduler writes it
+            store = self.kueue["Workload"].store
+            evictions, holding = workloadstatus.preemptions(session.queues, store, self.scheduler_names)
+            preempting = len({s.workload for s in stops} | holding)
+            writes = evictions + workloadstatus.status_writes(
+                session.queues, store, self.scheduler_names, preempting=preempting
+            )
+        self.queue_held = live_kueue.held_pods(session.queues, preempting)
+        for write in writes:
+            self.writes.submit(f"workload:{write.namespace}/{write.name}", self._write_workload_status, write)
+
+    def _bound_node(self, key: str) -> str:
+        obj = self.pods.store.get(key) or {}
+        node = str((obj.get("spec") or {}).get("nodeName") or "")
+        decision = self.assumed.get(key)
+        return node or (decision.node if decision is not None else "")
+
+    def _held_by_queue(self, key: str, obj: JSON, rebuilt: bool) -> bool:
+        """For a due pod: True when the queues keep it from the engine this round (held, with its condition
+        written, or sent to the next rebuild to be admitted)."""
+        if self.session is None or self.session.queues is None:
+            return False
+        queued = live_kueue.is_queued(obj, self.kueue[live_kueue.JOB].store)
+        if queued is None and self._job_not_seen_yet(obj):
+            return True
+        self._job_unknown.pop(str((obj.get("metadata") or {}).get("uid")), None)
+        if not queued:
+            return False
+        if not rebuilt or key not in self.pending_by_key:
+            with self.lock:  # admission decides over the whole cluster: from a session rebuilt with this pod in
+                self._invalidate("queued pod to admit")
+                self.new_pending[key] = obj
+                self.wake.set()
+            return True
+        message = self.queue_held.get(key)
+        if message is None:
+            return False
+        self.writes.submit(write_key(obj), self.recorder.unschedulable, obj, message, SCHEDULING_GATED_REASON)
+        with self.lock:
+            self.unschedulable[key] = obj
+        return True
+
+    def _job_not_seen_yet(self, obj: JSON) -> bool:
+        """A pod owned by a Job the cache does not have: the Job's event may trail its pod's (two informers), and
+        whether the pod is queued is the Job's label. It backs off (retried after kube-scheduler's backoff) for
+        JOB_GRACE_SECONDS; after that it is taken as not queued (its Job is gone: an orphan)."""
+        uid = str((obj.get("metadata") or {}).get("uid"))
+        now = time.monotonic()
+        with self.lock:
+            since = self._job_unknown.setdefault(uid, now)
+            if now - since >= JOB_GRACE_SECONDS:
+                del self._job_unknown[uid]
+                return False
+            self.backoff.failed(uid, now)
+            key = f"{(obj.get('metadata') or {}).get('namespace')}/{(obj.get('metadata') or {}).get('name')}"
+            self.backing_off[key] = obj
+            self.wake.set()
+        return True
+
+    def _on_job(self, kind: str, obj: JSON, old: JSON | None) -> None:
+        """A Job changed: only a queued one (the label now or before) added, removed or relabelled changes what the
+        queues admit; its pods waiting for it to be seen are woken (its status updates change nothing)."""
+        if not queue_api.queue_name(obj) and not (old is not None and queue_api.queue_name(old)):
+            return
+        if kind == "MODIFIED" and old is not None and labels(old) == labels(obj):
+            return
+        self._on_other(kind, obj, old)
+
+    def _write_workload_status(self, write: workloadstatus.StatusWrite) -> None:
+        resource = live_kueue.RESOURCES["Workload"]
+        try:
+            self.kube.patch(resource, write.name, write.patch, write.namespace, "status", content_type=MERGE_PATCH)
+        except ApiError as exc:  # 409: changed meanwhile; its event brings a rebuild that decides it again
+            if exc.status not in (404, 409):
+                log.warning(
+                    "cannot write workload status",
+                    extra={"workload": f"{write.namespace}/{write.name}", "error": exc.message},
+                )
+
+    def _stop_pod(self, stop: live_kueue.Stop) -> None:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        pod = stop.pod
+        try:
+            self.kube.patch(k.PODS, pod.name, live_kueue.termination_target(stop, now), pod.namespace, "status")
+            body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": pod.uid}}
+            self.kube.request("DELETE", k.PODS.path(pod.namespace, pod.name), body=body)
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                log.warning("cannot stop a preempted workload's pod", extra={"pod": pod.key, "error": exc.message})
+            return
+        log.info("workload stopped by admission", extra={"pod": pod.key, "workload": stop.workload})

@@ -1,0 +1,154 @@
+"""Live mode's first queue door: the status Kueue's scheduler writes on Workload objects, written by accelsched.
+
+Workload objects (made by Kueue's job controllers, or by hand) are admitted with everything else in the session
+(accelsched/queues); for each one whose pods ask for accelsched (``ours``) that the cache shows without a quota
+reservation, the outcome is written as Kueue's scheduler writes it (pkg/scheduler admit -> prepareWorkload:
+workload.SetQuotaReservation and SyncAdmittedCondition; requeueAndUpdate: UnsetQuotaReservationWithCondition):
+
+- admitted: ``status.admission`` (``clusterQueue``; per pod set ``name``, ``flavors`` per resource,
+  ``resourceUsage`` for the pod set's count, ``count``: flavorassigner's toAPI) with ``QuotaReserved=True``
+  (``QuotaReserved``, ``Quota reserved in ClusterQueue x``) and ``Admitted=True`` (``Admitted``, ``The workload is
+  admitted``); an Evicted or Preempted condition that was True turns False, ``Previously: ...``;
+- not admitted: ``QuotaReserved=False``, reason ``Pending`` (or ``Inadmissible`` for a missing or stopped queue),
+  Kueue's message.
+
+Conditions follow apimeta.SetStatusCondition: ``lastTransitionTime`` moves only when the status changes, and each
+carries the object's generation as ``observedGeneration``; conditions admission does not manage (PodsReady,
+Finished, ...) are kept. A status already saying the same is not written again. The write is a merge patch of the
+status subresource carrying the object's resourceVersion (Kueue's strict apply): a Workload changed meanwhile is
+answered 409 and decided again from the cache.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from accelsched.live.kube import JSON
+from accelsched.queues.admission import EVICTED, PREEMPTED, QUOTA_RESERVED, Outcome, QueueResult
+from accelsched.queues.resources import format_amount
+
+CONDITION_FIELDS = ("type", "status", "reason", "message")
+
+
+@dataclass(frozen=True)
+class StatusWrite:
+    namespace: str
+    name: str
+    patch: JSON
+
+
+def admission(outcome: Outcome) -> JSON:
+    """status.admission of an admitted workload (Assignment.ToAPI)."""
+    assignments = []
+    for ps in outcome.info.pod_sets:
+        flavors = dict(sorted((outcome.flavors.get(ps.name) or {}).items()))
+        usage = {r: format_amount(r, ps.requests.get(r, 0) * ps.count) for r in flavors}
+        assignments.append({"name": ps.name, "flavors": flavors, "resourceUsage": usage, "count": ps.count})
+    return {"clusterQueue": outcome.cluster_queue, "podSetAssignments": assignments}
+
+
+def _conditions(current: list[Mapping[str, Any]], wanted: list[dict[str, str]], generation: Any, now: str) -> list:
+    """``current`` with each of ``wanted`` set as apimeta.SetStatusCondition sets it."""
+    out = [dict(c) for c in current if isinstance(c, Mapping)]
+    for w in wanted:
+        new = {**w, "lastTransitionTime": now}
+        if isinstance(generation, int):
+            new["observedGeneration"] = generation
+        at = next((i for i, c in enumerate(out) if c.get("type") == w["type"]), None)
+        if at is None:
+            out.append(new)
+            continue
+        if out[at].get("status") == w["status"] and out[at].get("lastTransitionTime"):
+            new["lastTransitionTime"] = out[at]["lastTransitionTime"]
+        out[at] = new
+    return out
+
+
+def _same(current: list[Mapping[str, Any]], wanted: list[dict[str, str]]) -> bool:
+    by_type = {c.get("type"): c for c in current if isinstance(c, Mapping)}
+    return all(
+        w["type"] in by_type and all(by_type[w["type"]].get(f) == w[f] for f in CONDITION_FIELDS) for w in wanted
+    )
+
+
+def ours(doc: JSON, scheduler_names: Collection[str]) -> bool:
+    """A Workload whose pods ask for one of our schedulerNames (its pod set templates): queued for accelsched, as
+    a pod is scheduled by the scheduler it names. Kueue's own scheduler admits the others (each holds its quota
+    once admitted, whoever admitted it)."""
+    pod_sets = (doc.get("spec") or {}).get("podSets") or []
+    return any(
+        (((ps.get("template") or {}).get("spec") or {}).get("schedulerName") or "default-scheduler") in scheduler_names
+        for ps in pod_sets
+        if isinstance(ps, Mapping)
+    )
+
+
+def _reserved(doc: JSON) -> bool:
+    status = doc.get("status") or {}
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
+    return bool(status.get("admission")) or any(
+        c.get("type") == QUOTA_RESERVED and c.get("status") == "True" for c in conditions
+    )
+
+
+def preemptions(
+    result: QueueResult, workloads: Mapping[str, JSON], scheduler_names: Collection[str], now: str | None = None
+) -> tuple[list[StatusWrite], set[str]]:
+    """Workload objects admission preempted (or a HoldAndDrain queue drained) that still hold their reservation:
+    Kueue's scheduler's part written on ours (IssuePreemptions: ``Preempted=True`` with its reason, ``Evicted=True``,
+    reason ``Preempted``, each with Kueue's message; the admission stays until the job's reconciler releases it),
+    and which hold a reservation still (namespace/name: their quota is not free yet, whoever's they are)."""
+    now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    out: list[StatusWrite] = []
+    holding: set[str] = set()
+    for o in result.outcomes:
+        doc = workloads.get(o.info.key)
+        evicted = [c for c in o.conditions if c["type"] in (PREEMPTED, EVICTED) and c["status"] == "True"]
+        if doc is None or not evicted or not _reserved(doc):
+            continue
+        holding.add(o.info.key)
+        current = (doc.get("status") or {}).get("conditions") or []
+        if not ours(doc, scheduler_names) or _same(current, evicted):
+            continue
+        meta = doc.get("metadata") or {}
+        body = {"conditions": _conditions(current, evicted, meta.get("generation"), now)}
+        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": body}
+        out.append(StatusWrite(o.info.namespace, o.info.name, patch))
+    return out, holding
+
+
+def status_writes(
+    result: QueueResult,
+    workloads: Mapping[str, JSON],
+    scheduler_names: Collection[str],
+    now: str | None = None,
+    preempting: int = 0,
+) -> list[StatusWrite]:
+    """The status writes for our Workload objects (``workloads``: the cache's, by namespace/name) that hold no
+    quota reservation yet and whose status does not already say what admission decided. ``preempting``: how many
+    preempted workloads still hold their reservation; until they let go, nothing is admitted (the room is taken)."""
+    now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    out = []
+    for o in result.outcomes:
+        if o.admitted and preempting:
+            continue
+        doc = workloads.get(o.info.key)
+        if doc is None or o.info.key not in result.objects.workloads or not o.conditions:
+            continue
+        if not ours(doc, scheduler_names):
+            continue
+        meta, status = doc.get("metadata") or {}, doc.get("status") or {}
+        current = status.get("conditions") or []
+        if _reserved(doc):
+            continue  # it holds a reservation already (ours, or Kueue's): admission counts it as running
+        if not o.admitted and _same(current, o.conditions):
+            continue
+        body: JSON = {"conditions": _conditions(current, o.conditions, meta.get("generation"), now)}
+        if o.admitted:
+            body["admission"] = admission(o)
+        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": body}
+        out.append(StatusWrite(o.info.namespace, o.info.name, patch))
+    return out
