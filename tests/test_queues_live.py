@@ -104,7 +104,8 @@ def test_topologies_are_read_and_hypernodes_are_passed_on_under_their_kind() -> 
     ]
     converted = live_convert.convert(snap)
     assert not converted.errors
-    assert [t.name for t in converted.inputs.topologies] == ["fabric"]
+    # the file reader's HyperNode parser (fabric/hypernode) turns the tree into a Topology of its tiers
+    assert [t.name for t in converted.inputs.topologies] == ["fabric", "hypernodes"]
 
 
 def test_every_live_reader_lists_the_same_kueue_resources() -> None:
