@@ -181,6 +181,9 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.in_flight: set[str] = set()  # uids of the pods binding now
         # Unschedulable pods rejected by a plugin with a queueing hint: a bind of ours may make them fit.
         self.hinted: dict[str, tuple[Pod, frozenset[str]]] = {}
+        # Unschedulable pods tried and rejected by filters: uid and the rejecting plugins, for the queueing hint of
+        # a pod deletion (_wake_unschedulable). Every other way into the unschedulable pool drops the entry.
+        self.rejected_by: dict[str, tuple[str, frozenset[str]]] = {}
 
         self.session: Session | None = None
         self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why
