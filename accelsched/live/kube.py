@@ -160,13 +160,20 @@ class Kube:
 
         ``page_size``: fetched in pages of that many (``limit`` and ``continue``, one consistent snapshot), as
         client-go's reflector lists, so that the decoded JSON of one page, not of the whole list, is held at once
-        beside what ``transform`` keeps of each item. A continue token that expired answers 410 Gone (ApiError).
+        beside what ``transform`` keeps of each item. When a continue token has expired (410 Gone: etcd compacted
+        its version between two pages), the list starts over in one request, as client-go's pager does
+        (FullListIfExpired).
         """
         items: list[JSON] = []
         token = None
         while True:
             params = {"limit": page_size or None, "continue": token, **_camel(query)}
-            out = self.request("GET", resource.path(namespace), params)
+            try:
+                out = self.request("GET", resource.path(namespace), params)
+            except ApiError as exc:
+                if exc.status != 410 or not token:
+                    raise
+                return self.list(resource, namespace, 0, transform, **query)
             kind = str(out.get("kind", "")).removesuffix("List")
             api_version = out.get("apiVersion")
             page = out.get("items") or []
