@@ -157,10 +157,11 @@ class BindWatch:
         self._stop = True
 
 
-def start_scheduler(kubeconfig: str, log: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_scheduler(kubeconfig: str, log: Path, timeout: float = 60.0) -> tuple[subprocess.Popen[bytes], int]:
+    """``accelsched run`` in its own process, once /readyz answers (every informer listed) within ``timeout``."""
     args = [sys.executable, "-m", "accelsched.cli", "run", f"--kubeconfig={kubeconfig}", "--metrics-port=0"]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log.open("wb"), cwd=REPO)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for line in log.read_text().splitlines():
             entry = json.loads(line)
@@ -444,8 +445,10 @@ def _churn_phase(
     if scheduler == "kube-scheduler":
         proc = start_kube_scheduler(kubeconfig, workdir, "churn")
     else:
-        proc, _ = start_scheduler(kubeconfig, log)
-        _wait_for_line(log, "session rebuilt", 120)  # its first session built: ready to decide
+        # Listing 15,000 nodes and 30,000 pods on a busy 2-CPU machine takes more than a minute: as long as the
+        # first session may take.
+        proc, _ = start_scheduler(kubeconfig, log, timeout=300)
+        _wait_for_line(log, "session rebuilt", 300)  # its first session built: ready to decide
     name = KUBE_SCHEDULER if scheduler == "kube-scheduler" else "accelsched"
     created: dict[str, float] = {}
     count = int(rate * duration)

@@ -193,6 +193,9 @@ def run_cli(path: Path, timeout: float | None) -> dict[str, Any]:
         pods = json.load(out)["pods"]
     result["scheduled"] = sum(1 for p in pods if p["node"])
     result["pending_after"] = sum(1 for p in pods if not p["node"])
+    # Victims of preemption: each preemption's search (DefaultPreemption's dry runs over up to 100 candidate
+    # nodes) is most of a backlog's time, and their number, like the Pending pods', grows faster than the pods.
+    result["preempted"] = sum(1 for p in pods if str(p.get("message") or "").startswith("Preempted by"))
     return result
 
 
@@ -233,7 +236,7 @@ def exponent(xs: list[float], ys: list[float]) -> float | None:
 
 def render(rows: list[dict[str, Any]], title: str, console: Console) -> None:
     table = Table(title=title, title_justify="left")
-    for col in ("nodes", "pods", "Pending in", "Pending after", "file MiB", "wall s", "CPU s", "pods/s",
+    for col in ("nodes", "pods", "Pending in", "Pending after", "preempted", "file MiB", "wall s", "CPU s", "pods/s",
                 "peak RSS MiB"):  # fmt: skip
         table.add_column(col, justify="right")
     for r in rows:
@@ -243,6 +246,7 @@ def render(rows: list[dict[str, Any]], title: str, console: Console) -> None:
             f"{r['pods']:,}",
             f"{r['pending']:,} ({r['pending_pct']}%)",
             "-" if failed else f"{r['pending_after']:,}",
+            "-" if failed else f"{r['preempted']:,}",
             f"{r['file_mib']:.0f}",
             f"{r['wall_s']:.1f}",
             f"{r['cpu_s']:.1f}",
@@ -261,6 +265,12 @@ def exponents(sweep: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, flo
             "wall": exponent(xs, [r["wall_s"] for r in ok]),
             "cpu": exponent(xs, [r["cpu_s"] for r in ok]),  # steadier than the wall clock on a shared machine
             "peak_rss": exponent(xs, [r["peak_rss_mib"] for r in ok]),
+            # CPU against the pods left Pending (each one's cycle and PostFilter are the backlog's work): at a
+            # fixed node count those grow faster than the pods, so this says whether the cost per Pending pod does.
+            "cpu_in_pending_after": exponent(
+                [float(r["pending_after"]) for r in ok if r["pending_after"]],
+                [r["cpu_s"] for r in ok if r["pending_after"]],
+            ),
         }
     return out
 
@@ -311,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         e = growth[axis]
         console.print(
             f"growth exponent in {axis}: wall {_fmt(e['wall'])}, CPU {_fmt(e['cpu'])}, peak RSS {_fmt(e['peak_rss'])} "
-            "(1.0: linear; from a log-log fit)"
+            f"(1.0: linear; from a log-log fit); CPU in the pods left Pending: {_fmt(e['cpu_in_pending_after'])}"
         )
     console.print(
         f"[dim]{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; wall and peak RSS of "

@@ -126,10 +126,12 @@ def test_quick_scale_benchmark_runs_the_cli_on_openb_shapes(tmp_path: Path) -> N
         # Every Pending pod has a result, and so has each bound pod that preemption evicted.
         assert r["rc"] == 0 and r["scheduled"] + r["pending_after"] >= r["pending"], r
         assert r["peak_rss_mib"] > 0 and r["wall_s"] > 0
+        assert 0 <= r["preempted"] <= r["pending_after"]  # a victim is Pending again (bare pods)
     half = {r["nodes"]: r for r in doc["cases"] if r["pending_pct"] == 50}
     assert all(r["pending"] >= r["pods"] // 2 for r in half.values())  # at least half the file is Pending
     assert set(doc["exponents"]) == {"nodes", "pods"}
     assert all(isinstance(e["peak_rss"], float) for e in doc["exponents"].values())
+    assert all("cpu_in_pending_after" in e for e in doc["exponents"].values())
 
 
 # ---------------------------------------------------------------------------------------------- DRA workloads

@@ -656,3 +656,22 @@ def test_a_malformed_kubeconfig_is_bad_input_naming_the_file(tmp_path: Path, tex
         api_client(str(kubeconfig))
     line = str(refused.value)
     assert line.startswith(f"{kubeconfig}: cannot load cluster credentials: ") and "\n" not in line
+
+
+def test_a_bound_pods_deletion_wakes_only_the_unschedulable_pods_it_may_help(live: LiveScheduler) -> None:
+    """kube-scheduler's AssignedPodDelete hint: a pod that only node-object filters rejected stays; any other, or
+    one whose rejection is not known for this very pod (another uid), is woken. A node event wakes them all."""
+    inputs = live_convert.convert(live_convert.Snapshot(nodes=[node("n1")]), {"accelsched"}).inputs
+    live.session = Session.start(inputs, live.config)
+    keys = ("static", "fit", "unknown", "recreated")
+    live.unschedulable = {f"default/{name}": pod(name) for name in keys}
+    live.rejected_by = {
+        "default/static": ("uid-static", frozenset({"NodeAffinity", "TaintToleration"})),
+        "default/fit": ("uid-fit", frozenset({"NodeResourcesFit", "NodeAffinity"})),
+        "default/recreated": ("uid-an-earlier-pod", frozenset({"NodeAffinity"})),
+    }
+    live._on_pod("DELETED", pod("gone", node="n1"), None)
+    assert sorted(live.backing_off) == ["default/fit", "default/recreated", "default/unknown"]
+    assert list(live.unschedulable) == ["default/static"]
+    live._on_node("ADDED", node("n2"), None)
+    assert not live.unschedulable and "default/static" in live.backing_off

@@ -77,11 +77,13 @@ class SchedulingQueue:
             self.add(self._unschedulable.pop(key).pod)
         return len(moved)
 
-    def requeue_unschedulable(self) -> int:
-        """A pod was deleted: every waiting pod may fit now, so all go back to the active heap."""
-        moved = list(self._unschedulable.values())
-        self._unschedulable.clear()
-        self._hinted.clear()
-        for entry in moved:
-            self.add(entry.pod)
+    def requeue_unschedulable(self, may_help: Callable[[Pod, frozenset[str]], bool] | None = None) -> int:
+        """A pod was deleted: the waiting pods it may help go back to the active heap (all without ``may_help``,
+        the event's queueing hint over a waiting pod and the plugins that rejected it)."""
+        moved = [
+            key for key, entry in self._unschedulable.items() if may_help is None or may_help(entry.pod, entry.plugins)
+        ]
+        for key in moved:
+            self._hinted.pop(key, None)
+            self.add(self._unschedulable.pop(key).pod)
         return len(moved)

@@ -60,6 +60,16 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+def static_filters(profile: Profile) -> frozenset[str]:
+    """The profile's leading filters that register no Pod/Delete event (``queues_on_pod_delete = False``)."""
+    names = []
+    for plugin in profile.at("filter"):
+        if getattr(plugin, "queues_on_pod_delete", True):
+            break
+        names.append(plugin.name)
+    return frozenset(names)
+
+
 def zone_key(labels: dict[str, str]) -> str:
     """utilnode.GetZoneKey: region and zone (the beta labels first), empty for a node with neither."""
     zone = next((labels[k] for k in ZONE_LABELS if k in labels), "")
@@ -129,6 +139,10 @@ class Scheduler:
             if isinstance(plugin, QueueingHintPlugin)
         }
         self.queue = SchedulingQueue(first.at("queueSort")[0].sort_key, self.hints)
+        # Per profile, the filters a pod deletion cannot change the verdict of: the leading run of filters that
+        # register no Pod/Delete event (``queues_on_pod_delete = False``: they read node objects alone). A pod
+        # rejected by these alone fails the same way, node for node, after any deletion (pod_delete_may_help).
+        self.static_filters = {name: static_filters(profile) for name, profile in config.profiles.items()}
         for profile in config.profiles.values():  # plugins that read cluster state outside a cycle (PreEnqueue)
             for point in profile.points.values():
                 for plugin in point:
@@ -452,7 +466,14 @@ class Scheduler:
             victim.node_name = ""
             message = f"Preempted by {by.key} on node {where}"
             self.preempted.append(ScheduleResult(victim, message=message, preempted_by=by.key))
-        self.queue.requeue_unschedulable()
+        self.queue.requeue_unschedulable(lambda pod, plugins: self.pod_delete_may_help(pod.scheduler_name, plugins))
+
+    def pod_delete_may_help(self, scheduler_name: str, plugins: frozenset[str]) -> bool:
+        """The queueing hint of an assigned pod's deletion (kube-scheduler's AssignedPodDelete) for a waiting pod
+        of ``scheduler_name`` that ``plugins`` rejected: False when every one is among its profile's static
+        filters, whose verdicts no pod changes; tried again, it would only fail the same way, with the same message
+        (those filters' reasons are unresolvable, so its preemption attempt finds no node either)."""
+        return not plugins or not plugins <= self.static_filters.get(scheduler_name, frozenset())
 
     def histogram_message(self, counts: Counter[str]) -> str:
         """``0/N nodes are available: 2 Insufficient cpu, 3 <reason>.``: a FitError over per-node statuses."""

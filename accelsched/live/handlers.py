@@ -81,11 +81,29 @@ class EventHandlers:
             self.rebuild_reason = reason
         self.dirty = True
 
-    def _wake_unschedulable(self) -> None:
-        self._count_moves(self.unschedulable, getattr(self, "_event", queue_metrics.ASSIGNED_POD_DELETE))
-        self.backing_off.update(self.unschedulable)
-        self.unschedulable.clear()
+    def _wake_unschedulable(self, pod_deleted: bool = False) -> None:
+        """Move the unschedulable pods to backoff; after a pod's deletion (``pod_deleted``) only those it may help:
+        not a pod that every filter that rejected it rejects by the node object alone (the offline queue's
+        hint, Scheduler.pod_delete_may_help), which would fail again the same way."""
+        woken = self.unschedulable
+        if pod_deleted and self.rejected_by and self.session is not None:
+            may_help = self.session.scheduler.pod_delete_may_help
+            woken = {key: obj for key, obj in woken.items() if may_help(*self._rejection(key, obj))}
+        self._count_moves(woken, getattr(self, "_event", queue_metrics.ASSIGNED_POD_DELETE))
+        self.backing_off.update(woken)
+        if woken is self.unschedulable:
+            self.unschedulable.clear()
+        else:
+            for key in woken:
+                del self.unschedulable[key]
         self.wake.set()
+
+    def _rejection(self, key: str, obj: JSON) -> tuple[str, frozenset[str]]:
+        """(schedulerName, the plugins that rejected it) of an unschedulable pod; no plugins when unknown."""
+        uid, plugins = self.rejected_by.get(key, ("", frozenset()))
+        if uid != str((obj.get("metadata") or {}).get("uid")):
+            plugins = frozenset()
+        return str((obj.get("spec") or {}).get("schedulerName") or ""), plugins
 
     def _count_moves(self, pods: dict[str, JSON], event: str) -> None:
         """queue_incoming_pods_total for unschedulable pods moved by ``event``: to backoff, or active once their
@@ -106,14 +124,20 @@ class EventHandlers:
         if kind == "DELETED":
             for pool in (self.new_pending, self.unschedulable, self.backing_off, self.gated):
                 pool.pop(key, None)
+            self.rejected_by.pop(key, None)
             self.backoff.forget(uid)
             self.metrics.queue.forget(uid)
             decision = self.assumed.get(key)
+            freed = False
             if decision is not None and decision.pod.uid == uid:
                 del self.assumed[key]
-                self._pod_changed(key, obj)  # its reservation is free again
+                self._pod_changed(key, obj, wake=False)  # its reservation is free again
+                freed = True
             if node or uid in self.in_flight:
-                self._pod_changed(key, obj)  # its capacity is free again
+                self._pod_changed(key, obj, wake=False)  # its capacity is free again
+                freed = True
+            if freed:
+                self._wake_unschedulable(pod_deleted=True)  # kube-scheduler's AssignedPodDelete, with its hint
             elif nominated(obj):
                 self._wake_unschedulable()  # the room its nomination held
             elif gang_member(obj):

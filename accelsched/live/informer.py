@@ -19,6 +19,10 @@ from accelsched.live.kube import JSON, ApiError, Kube, Resource
 
 log = logging.getLogger("accelsched.live.informer")
 
+# Objects per list request: client-go's pager asks for 500 at a time; a bigger page costs fewer round trips to a
+# busy server and still bounds what is decoded at once.
+LIST_PAGE = 1000
+
 # (event type ADDED/MODIFIED/DELETED, the object, the previous version of the object or None)
 Handler = Callable[[str, JSON, "JSON | None"], None]
 
@@ -47,6 +51,7 @@ class Informer:
         absent_retry: float = 30.0,
         backoff: Backoff | None = None,
         on_relist: Callable[[], None] | None = None,
+        transform: Callable[[JSON], JSON] | None = None,
         **query: Any,
     ) -> None:
         self.kube = kube
@@ -67,6 +72,8 @@ class Informer:
         self.resource_version = ""
         self.relists = 0  # how many times the store was rebuilt from a list (410 Gone, errors)
         self.on_relist = on_relist  # called on each list after the first (a resync)
+        # client-go's SetTransform: what is kept of each object, applied before it is stored or handled.
+        self.transform = transform
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._response: Any = None  # the open watch's streaming response (stop() shuts it)
@@ -121,7 +128,7 @@ class Informer:
 
     def _list(self) -> None:
         try:
-            out = self.kube.list(self.resource, **self.query)
+            out = self.kube.list(self.resource, page_size=LIST_PAGE, transform=self.transform, **self.query)
         except ApiError as exc:
             if self.optional and exc.status == 404:
                 if not self.absent:
@@ -183,6 +190,8 @@ class Informer:
             if kind == "BOOKMARK":
                 continue
             obj.setdefault("kind", self._kind())
+            if self.transform is not None:
+                obj = self.transform(obj)
             key = object_key(obj)
             with self.lock:
                 old = self.store.get(key)

@@ -148,15 +148,45 @@ class Kube:
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
         return self.request("GET", resource.path(namespace, name))
 
-    def list(self, resource: Resource, namespace: str | None = None, **query: Any) -> JSON:
-        """The list (``items``, ``metadata.resourceVersion``), each item with its kind filled in."""
-        out = self.request("GET", resource.path(namespace), {"limit": None, **_camel(query)})
-        kind = str(out.get("kind", "")).removesuffix("List")
-        api_version = out.get("apiVersion")
-        for item in out.get("items") or []:
-            item.setdefault("kind", kind)
-            item.setdefault("apiVersion", api_version)
-        return out
+    def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        page_size: int = 0,
+        transform: Callable[[JSON], JSON] | None = None,
+        **query: Any,
+    ) -> JSON:
+        """The list (``items``, ``metadata.resourceVersion``), each item with its kind filled in.
+
+        ``page_size``: fetched in pages of that many (``limit`` and ``continue``, one consistent snapshot), as
+        client-go's reflector lists, so that the decoded JSON of one page, not of the whole list, is held at once
+        beside what ``transform`` keeps of each item. When a continue token has expired (410 Gone: etcd compacted
+        its version between two pages), the list starts over in one request, as client-go's pager does
+        (FullListIfExpired).
+        """
+        items: list[JSON] = []
+        token = None
+        while True:
+            params = {"limit": page_size or None, "continue": token, **_camel(query)}
+            try:
+                out = self.request("GET", resource.path(namespace), params)
+            except ApiError as exc:
+                if exc.status != 410 or not token:
+                    raise
+                return self.list(resource, namespace, 0, transform, **query)
+            kind = str(out.get("kind", "")).removesuffix("List")
+            api_version = out.get("apiVersion")
+            page = out.get("items") or []
+            for i, item in enumerate(page):
+                item.setdefault("kind", kind)
+                item.setdefault("apiVersion", api_version)
+                if transform is not None:
+                    page[i] = transform(item)  # the decoded item goes now, not with its page
+            items += page
+            token = (out.get("metadata") or {}).get("continue") if page_size else None
+            if not token:
+                out["items"] = items
+                return out
 
     def watch(
         self,

@@ -117,12 +117,14 @@ class SchedulingLoop:
                 # deletion (a cluster event) brings it back, and it must not pick more victims meanwhile.
                 with self.lock:
                     self.unschedulable[key] = obj
+                    self.rejected_by.pop(key, None)
                 continue
             if key in self.waiting:
                 if not (obj.get("spec") or {}).get("schedulingGroup"):  # upstream's PreEnqueue writes nothing
                     self.writes.submit(write_key(obj), self.recorder.unschedulable, obj, self.waiting[key])
                 with self.lock:
                     self.unschedulable[key] = obj
+                    self.rejected_by.pop(key, None)
                 continue
             if self._held_by_queue(key, obj, rebuilt):
                 continue

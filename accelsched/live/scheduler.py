@@ -60,6 +60,7 @@ from accelsched.live.loop import SchedulingLoop
 from accelsched.live.metrics import Metrics
 from accelsched.live.nominator import Nominator
 from accelsched.live.queuedoor import QueueDoor
+from accelsched.live.trim import trim
 from accelsched.live.writer import OrderedWriter
 from accelsched.live.writes import BindOutcome, Decision, WritePipeline
 
@@ -106,8 +107,11 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.before_bind: Callable[[Pod, str], None] | None = None  # called right before each bind POST
 
         common = {"watch_timeout": watch_timeout, "on_relist": self.metrics.relists.inc}
-        self.nodes = Informer(kube, k.NODES, self._on_node, self.lock, **common)
-        self.pods = Informer(kube, k.PODS, self._on_pod, self.lock, field_selector=NON_TERMINAL, **common)
+        # Nodes and pods, the bulk of the cache, are kept trimmed (live.trim: no managedFields, strings shared).
+        self.nodes = Informer(kube, k.NODES, self._on_node, self.lock, transform=trim, **common)
+        self.pods = Informer(
+            kube, k.PODS, self._on_pod, self.lock, field_selector=NON_TERMINAL, transform=trim, **common
+        )
         self.namespaces = Informer(kube, k.NAMESPACES, self._on_other, self.lock, **common)
         self.pod_groups = Informer(kube, k.POD_GROUPS, self._on_other, self.lock, optional=True, **common)
         # The upstream gang API (scheduling.k8s.io/v1alpha2): served only with GenericWorkload and --runtime-config.
@@ -191,6 +195,9 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.in_flight: set[str] = set()  # uids of the pods binding now
         # Unschedulable pods rejected by a plugin with a queueing hint: a bind of ours may make them fit.
         self.hinted: dict[str, tuple[Pod, frozenset[str]]] = {}
+        # Unschedulable pods tried and rejected by filters: uid and the rejecting plugins, for the queueing hint of
+        # a pod deletion (_wake_unschedulable). Every other way into the unschedulable pool drops the entry.
+        self.rejected_by: dict[str, tuple[str, frozenset[str]]] = {}
 
         self.session: Session | None = None
         self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why

@@ -91,6 +91,7 @@ class WritePipeline:
                 with self.lock:
                     if obj is not None and (obj.get("metadata") or {}).get("uid") == r.pod.uid:
                         pool[r.pod.key] = obj
+                        self.rejected_by.pop(r.pod.key, None)
                         self.wake.set()
                 continue
             started = self._attempt_started.get(r.pod.key, ended)
@@ -102,6 +103,7 @@ class WritePipeline:
                 self.backoff.failed(r.pod.uid, time.monotonic())
                 if obj is not None and (obj.get("metadata") or {}).get("uid") == r.pod.uid:
                     pool[r.pod.key] = obj
+                    self.rejected_by[r.pod.key] = (r.pod.uid, plugins)
                     queue = queue_metrics.BACKOFF if missed else queue_metrics.UNSCHEDULABLE
                     self.metrics.queue.failed(r.pod.uid, queue, r.message, plugins, name)
                     if plugins & set(self.session.scheduler.hints):
@@ -149,6 +151,7 @@ class WritePipeline:
                 if result is not None:
                     self.backoff.failed(d.pod.uid, now)
                     self.unschedulable[d.pod.key] = obj
+                    self.rejected_by.pop(d.pod.key, None)
                     self.metrics.queue.failed(d.pod.uid, queue_metrics.UNSCHEDULABLE, result.message)
                     self.writes.submit(write_key(obj), self._nominate, obj, d.node)
                 else:

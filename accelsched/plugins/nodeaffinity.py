@@ -53,6 +53,8 @@ def named_nodes(pod: Pod) -> set[str] | None:
 
 class NodeAffinity:
     name = NAME
+    # Registers no Pod/Delete event (kube-scheduler's EventsToRegister): its verdict reads the node object alone.
+    queues_on_pod_delete = False
 
     def pre_filter(self, state: CycleState, pod: Pod, cluster: ClusterState) -> Status:
         if not pod.node_selector and pod.required_node_affinity is None:

@@ -14,6 +14,8 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName:
     name = NAME
+    # Registers no Pod/Delete event (kube-scheduler's EventsToRegister): its verdict reads the node object alone.
+    queues_on_pod_delete = False
 
     def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
         """Evicting pods never changes this filter's verdict on a node (DefaultPreemption's shortcut)."""

@@ -14,6 +14,8 @@ UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", NO_SCHEDULE)
 
 class NodeUnschedulable:
     name = NAME
+    # Registers no Pod/Delete event (kube-scheduler's EventsToRegister): its verdict reads the node object alone.
+    queues_on_pod_delete = False
 
     def pod_independent(self, pod: Pod, cluster: ClusterState) -> bool:
         """Evicting pods never changes this filter's verdict on a node (DefaultPreemption's shortcut)."""
