@@ -30,6 +30,7 @@ from accelsched.explain import Explainer, NodeVerdict
 from accelsched.fabric import request as fabric_request
 from accelsched.framework import gang
 from accelsched.framework.scheduler import ScheduleResult
+from accelsched.queues import explain as queue_explain
 from accelsched.queues import report as queue_report
 from accelsched.topology.alignment import TopologyIndex, pod_admitted
 from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
@@ -155,8 +156,9 @@ LAB_STEPS = (
         "team-b submits eval (4 GPUs). Its ClusterQueue is under its guarantee and team-a is borrowing, so Kueue's "
         "reclaimWithinCohort preempts team-a's borrowing workload, finetune: Preempted (InCohortReclamation), "
         "Evicted and Requeued, its pods off their node. eval is admitted on the quota it got back. finetune waits, "
-        "its pods SchedulingGated (not Unschedulable: no autoscaler scales up for a quota wait), and accelsched "
-        "says why.",
+        "its pods SchedulingGated (not Unschedulable: no autoscaler scales up for a quota wait). accelsched says "
+        "which quota blocks it, how much the cohort still lends, whose workloads hold the GPUs, and the smallest "
+        "change that admits it.",
         ("examples/lab/15-queues-reclaim.yaml",),
         queues=True,
     ),
@@ -460,6 +462,7 @@ def workload_lines(outcome: StepOutcome) -> list[str]:
         return []
     lines = []
     held = queues.held()
+    inputs = outcome.session.inputs
     for o in queues.outcomes:
         state = "admitted" if o.admitted else ("preempted, requeued" if o.preempted else "not admitted")
         lines.append(f"workload {o.info.key} ({o.cluster_queue}): {state}")
@@ -468,7 +471,9 @@ def workload_lines(outcome: StepOutcome) -> list[str]:
             continue
         pods = sorted(p.key for p in o.info.pods if p.key in held)
         if pods:
-            lines.append(f"  accelsched: {held[pods[0]][1]}; its pods {', '.join(pods)} are SchedulingGated")
+            lines.append(f"  accelsched: its pods {', '.join(pods)} are SchedulingGated (never Unschedulable)")
+        why = queue_explain.explain(queues, o, inputs.pods, inputs.namespaces, inputs.nodes)
+        lines.extend(f"  accelsched: {line}" for line in why.lines()[1:])  # the first repeats the message
     return lines
 
 

@@ -291,3 +291,9 @@ def test_demo_command_prints_the_queue_conditions():
     assert "Preempted=True  InCohortReclamation  Preempted to accommodate a workload" in reclaim
     assert "workload team-a/finetune (team-a): preempted, requeued" in reclaim
     assert "nvidia.com/gpu 8/8" in reclaim and "nvidia.com/gpu 4/8" in reclaim
+    # accelsched's explanation (accelsched/queues/explain.py, checked in tests/test_queues_explain.py)
+    assert (
+        "accelsched: blocked by ClusterQueue team-a, flavor a100, nvidia.com/gpu: needs 8, used 8 of nominal 8"
+        in reclaim
+    )
+    assert "accelsched: smallest change that admits it: wait for workload team-b/eval (4 nvidia.com/gpu)" in reclaim
