@@ -278,22 +278,11 @@ def _with_cq(objects: QueueObjects, name: str, change: Callable[[ClusterQueue], 
 
 def _with_quota(cq: ClusterQueue, fr: FlavorResource, **changes: int | None) -> ClusterQueue:
     """The ClusterQueue with one flavor's quota for one resource changed (nominal, borrowing_limit)."""
-    groups = tuple(
-        dataclasses.replace(
-            rg,
-            flavors=tuple(
-                dataclasses.replace(
-                    fq,
-                    resources=tuple(
-                        dataclasses.replace(q, **changes) if (fq.name, q.name) == fr else q for q in fq.resources
-                    ),
-                )
-                for fq in rg.flavors
-            ),
-        )
-        for rg in cq.resource_groups
-    )
-    return dataclasses.replace(cq, resource_groups=groups)
+
+    def change(flavor: str, q: api.ResourceQuota) -> api.ResourceQuota:
+        return dataclasses.replace(q, **changes) if (flavor, q.name) == fr else q
+
+    return dataclasses.replace(cq, resource_groups=api.map_quotas(cq.resource_groups, change))
 
 
 def fixes(

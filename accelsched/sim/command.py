@@ -214,6 +214,22 @@ def _profile_experiment(
     default=None,
     help="Write curves.csv, summary.csv, PNG plots and index.html here.",
 )
+@click.option(
+    "--queues",
+    "queues_path",
+    default=None,
+    metavar="FILE",
+    help="Kueue ClusterQueues and LocalQueues: replay on the trace's clock with tenants admitted by them, against "
+    "the same policy without quotas (docs/queues.md).",
+)
+@click.option(
+    "--tenants",
+    type=click.Choice(["qos", "localqueues"]),
+    default="qos",
+    show_default=True,
+    help="--queues: qos: a pod goes to the LocalQueue named by its qos column, lowercased; localqueues: the file's "
+    "LocalQueues in turn.",
+)
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def simulate(
     trace: str,
@@ -229,6 +245,8 @@ def simulate(
     jobs: int | None,
     executor: str,
     out_dir: str | None,
+    queues_path: str | None,
+    tenants: str,
     output: str,
 ) -> None:
     """Compare placement policies on a GPU cluster trace (the FGD paper's experiment, in seconds)."""
@@ -265,6 +283,13 @@ def simulate(
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         con = console() if output == "table" else Console(stderr=True)
+        if queues_path is not None:  # sim/tenants.py: the timeline with Kueue's admission, inflated as the paper's
+            from accelsched.sim import tenants as tenant_run
+
+            tenant_run.check_path(queues_path)
+            args = (nodes, pods, chosen, seed_list, tie_break, compress, inflation, queues_path, tenants, output)
+            tenant_run.run(con, *args, command)
+            return
         if mode == "inflation":
             check_inflatable(pods)
         if mode == "timeline":

@@ -67,6 +67,14 @@ class Timeline:
         return float((self.frag / free * span).sum() / span.sum()) if inside.any() else 0.0
 
 
+def next_instant(created: list[int], order: list[int], k: int, leaving: list[tuple]) -> int:
+    """The next time something happens: the next arrival (``order[k]``) or the next departure (heap ``leaving``)."""
+    return min(
+        created[order[k]] if k < len(order) else np.iinfo(np.int64).max,
+        leaving[0][0] if leaving else np.iinfo(np.int64).max,
+    )
+
+
 def replay(
     nodes: Nodes,
     pods: Pods,
@@ -126,10 +134,7 @@ def replay(
     unschedulable = 0
     k = 0
     while k < len(order) or leaving:
-        now = min(
-            created[order[k]] if k < len(order) else np.iinfo(np.int64).max,
-            leaving[0][0] if leaving else np.iinfo(np.int64).max,
-        )
+        now = next_instant(created, order, k, leaving)
         left = False
         while leaving and leaving[0][0] == now:
             _, i, node, gpus = heapq.heappop(leaving)
