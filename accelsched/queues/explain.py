@@ -169,6 +169,7 @@ def requested(outcome: Outcome, cq: ClusterQueue) -> dict[FlavorResource, int]:
 
 
 def blockers(result: QueueResult, outcome: Outcome) -> list[Blocker]:
+    """Each flavor and resource of the workload's ClusterQueue whose available quota is less than it asks."""
     cq = result.objects.cluster_queues[outcome.cluster_queue]
     node = result.tree.cluster_queues[cq.name]
     out = []
@@ -292,6 +293,7 @@ def fixes(
     holding: list[Holder],
     trial: _Trial,
 ) -> tuple[list[Fix], str]:
+    """The changes after which admission admits the workload, smallest first, and a note when there is none."""
     if trial.run()[0]:
         return [], "admitted when admission runs again (it waited on the order of the queue): no change needed"
     cq = result.objects.cluster_queues[outcome.cluster_queue]
