@@ -30,6 +30,8 @@ from accelsched.explain import Explainer, NodeVerdict
 from accelsched.fabric import request as fabric_request
 from accelsched.framework import gang
 from accelsched.framework.scheduler import ScheduleResult
+from accelsched.queues import explain as queue_explain
+from accelsched.queues import report as queue_report
 from accelsched.topology.alignment import TopologyIndex, pod_admitted
 from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
 
@@ -48,6 +50,7 @@ class Step:
     compare_naive: bool = False  # also schedule each gang member on its own, as a per-pod scheduler would
     compare_preemption: bool = False  # also show whom a preemption blind to gangs would evict
     fabric_ranks: bool = False  # also show each gang's ranks with the fabric domains they landed in
+    queues: bool = False  # also show Kueue's workloads with their conditions, the ClusterQueues, and why not admitted
 
 
 LAB_STEPS = (
@@ -138,6 +141,26 @@ LAB_STEPS = (
         "hours (32). accelsched evicts exactly those two and places the gang in nvl-2.",
         ("examples/lab/13-fabric-preemption.yaml",),
         fabric_ranks=True,
+    ),
+    Step(
+        "Queues: team-a borrows team-b's idle GPUs",
+        "Two teams share two 8-GPU nodes through Kueue's objects (kueue.x-k8s.io/v1beta2): each ClusterQueue is "
+        "guaranteed 8 GPUs in the cohort research and may borrow what the other leaves idle. team-b is idle; team-a "
+        "submits two 8-GPU jobs. pretrain runs on team-a's own quota, finetune borrows team-b's 8 GPUs. The "
+        "conditions are the ones Kueue writes, word for word.",
+        ("examples/lab/14-queues.yaml",),
+        queues=True,
+    ),
+    Step(
+        "Queues: team-b comes back and reclaims its GPUs",
+        "team-b submits eval (4 GPUs). Its ClusterQueue is under its guarantee and team-a is borrowing, so Kueue's "
+        "reclaimWithinCohort preempts team-a's borrowing workload, finetune: Preempted (InCohortReclamation), "
+        "Evicted and Requeued, its pods off their node. eval is admitted on the quota it got back. finetune waits, "
+        "its pods SchedulingGated (not Unschedulable: no autoscaler scales up for a quota wait). accelsched says "
+        "which quota blocks it, how much the cohort still lends, whose workloads hold the GPUs, and the smallest "
+        "change that admits it.",
+        ("examples/lab/15-queues-reclaim.yaml",),
+        queues=True,
     ),
     Step(
         "Dynamic Resource Allocation: two accelerators beside a NIC on one PCIe root",
@@ -431,6 +454,29 @@ def compare_line(r: ScheduleResult, choice: DefaultChoice) -> str:
     return f"default kube-scheduler: {stock}; accelsched: {ours}"
 
 
+def workload_lines(outcome: StepOutcome) -> list[str]:
+    """Each Kueue workload with its conditions (type=status, reason, message) and, for one not admitted, what
+    holds its pods back."""
+    queues = outcome.session.queues
+    if queues is None:
+        return []
+    lines = []
+    held = queues.held()
+    inputs = outcome.session.inputs
+    for o in queues.outcomes:
+        state = "admitted" if o.admitted else ("preempted, requeued" if o.preempted else "not admitted")
+        lines.append(f"workload {o.info.key} ({o.cluster_queue}): {state}")
+        lines.extend(f"  {c['type']}={c['status']}  {c['reason']}  {c['message']}" for c in o.conditions)
+        if o.admitted:
+            continue
+        pods = sorted(p.key for p in o.info.pods if p.key in held)
+        if pods:
+            lines.append(f"  accelsched: its pods {', '.join(pods)} are SchedulingGated (never Unschedulable)")
+        why = queue_explain.explain(queues, o, inputs.pods, inputs.namespaces, inputs.nodes)
+        lines.extend(f"  accelsched: {line}" for line in why.lines()[1:])  # the first repeats the message
+    return lines
+
+
 def run_demo(console: Console, last_step: int | None = None, seed: int = 0) -> None:
     steps = LAB_STEPS if last_step is None else LAB_STEPS[:last_step]
     for n, outcome in enumerate(play(steps, seed=seed), start=1):
@@ -450,6 +496,10 @@ def run_demo(console: Console, last_step: int | None = None, seed: int = 0) -> N
             console.print(gang_table(outcome))
         if outcome.step.fabric_ranks:
             console.print(rank_table(outcome))
+        if outcome.step.queues and outcome.session.queues is not None:
+            for line in workload_lines(outcome):
+                console.print(escape(line), soft_wrap=True, highlight=False)
+            console.print(queue_report.cluster_queues_table(outcome.session.queues))
     summary = Table(title="Summary", title_justify="left")
     summary.add_column("scheduled", justify="right")
     summary.add_column("pending", justify="right")

@@ -21,6 +21,7 @@ from accelsched.dra import explain as dra_explain
 from accelsched.framework.interface import Code, CycleState, NodeExplanation, PluginError
 from accelsched.framework.profile import Profile
 from accelsched.framework.scheduler import Scheduler, ScheduleResult
+from accelsched.queues import explain as queue_explain
 from accelsched.topology.allocator import NIC_ANNOTATION, NUMA_ANNOTATION
 
 DYNAMIC_RESOURCES = "DynamicResources"
@@ -63,6 +64,7 @@ class Explanation:
     result: ScheduleResult | None = None
     nodes: list[NodeVerdict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # about the pod as a whole (unadvertised_notes)
+    queue: Any = None  # queues.explain.QueueExplanation: why its Kueue workload is not admitted, and what would
 
     def to_json(self) -> dict[str, Any]:
         r = self.result
@@ -75,6 +77,7 @@ class Explanation:
             "message": r.message if r else "",
             "notes": self.notes,
             "nodes": [v.to_json() for v in self.nodes],
+            **({"queue": self.queue.to_json()} if self.queue is not None else {}),
         }
 
     @property
@@ -178,7 +181,11 @@ def explain_pod(session: Any, name: str, prepare: Callable[[Any], None] | None =
         prepare(session)
     results = session.rejected + session.schedule()
     result = next((r for r in results if r.pod is target), None)
-    return explainer.explanation(target, result)
+    explanation = explainer.explanation(target, result)
+    if session.queues is not None and result is not None and result.gated is not None:  # held by Kueue
+        inputs = session.inputs
+        explanation.queue = queue_explain.for_pod(session.queues, target, inputs.pods, inputs.namespaces, inputs.nodes)
+    return explanation
 
 
 class Explainer:

@@ -268,6 +268,9 @@ def print_explanation(console: Console, explanation: Explanation) -> None:
         console.print(f"Warning  FailedScheduling  {r.message}", soft_wrap=True)
     for note in explanation.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
+    if explanation.queue is not None:
+        for line in explanation.queue.lines():
+            console.print(f"[cyan]queue:[/] {escape(line)}", soft_wrap=True, highlight=False)
     if r.gated is not None:
         return  # never tried: no node was looked at
     table = Table(title="Node by node", title_justify="left", show_lines=True)

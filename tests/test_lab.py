@@ -27,6 +27,11 @@ def outcomes():
     return list(play())
 
 
+def titled(outcomes, start: str):
+    (step,) = [o for o in outcomes if o.step.title.startswith(start)]
+    return step
+
+
 def by_name(outcome, name):
     (r,) = [r for r in outcome.results if r.pod.name == name]
     return r
@@ -143,7 +148,7 @@ def test_preemption_step_evicts_the_running_gang_whole(outcomes):
 
 
 def test_dra_step_puts_the_pair_beside_its_nic_and_explains_the_pending_pod_device_by_device(outcomes):
-    step = outcomes[12]
+    step = titled(outcomes, "Dynamic Resource Allocation")
     cluster = step.session.cluster
     first, second = by_name(step, "train-dra-a"), by_name(step, "train-dra-b")
     assert first.node == "node-p"
@@ -182,7 +187,9 @@ def test_dra_step_slices_are_what_the_driver_inventory_publishes_from_sysfs():
 def test_demo_command_prints_the_device_level_explanation():
     result = CliRunner().invoke(main, ["demo"], terminal_width=200)
     assert result.exit_code == 0, result.output
-    dra = result.output[result.output.index(f"Step {len(LAB_STEPS)}: Dynamic Resource Allocation") :]
+    (n,) = [n for n, step in enumerate(LAB_STEPS, start=1) if step.title.startswith("Dynamic Resource Allocation")]
+    dra = result.output[result.output.index(f"Step {n}: Dynamic Resource Allocation") :]
+    dra = dra[: dra.index(f"Step {n + 1}:")] if n < len(LAB_STEPS) else dra
     assert "claim net-accel (train-dra-a-net-accel-" in dra
     assert "all with resource.kubernetes.io/pcieRoot pci0000:00" in dra
     assert "→ 1 more accel device with pcieRoot pci0000:00 would make node-q feasible" in dra
@@ -219,3 +226,74 @@ def test_fabric_preemption_step_frees_exactly_one_nvlink_domain_at_the_least_gpu
     assert evicted == ["batch-20", "batch-21"]  # nvl-2's two 4-hour pods, not nvl-3's three that ran a day
     cluster = step.session.cluster
     assert {"default/batch-30", "default/batch-31", "default/batch-32"} <= set(cluster.pod_node)
+
+
+def workload(step, name):
+    (o,) = [o for o in step.session.queues.outcomes if o.info.name == name]
+    return o
+
+
+def conditions(outcome) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in outcome.conditions}
+
+
+def gpu_usage(step, cluster_queue: str) -> int:
+    return step.session.queues.tree.cluster_queues[cluster_queue].usage.get(("a100", "nvidia.com/gpu"), 0)
+
+
+def test_queue_step_lets_team_a_borrow_team_b_idle_gpus(outcomes):
+    step = titled(outcomes, "Queues: team-a borrows")
+    assert step.step.queues
+    for name in ("pretrain", "finetune"):
+        assert conditions(workload(step, name)) == {
+            "QuotaReserved": ("True", "QuotaReserved"),
+            "Admitted": ("True", "Admitted"),
+        }
+    assert (gpu_usage(step, "team-a"), gpu_usage(step, "team-b")) == (16, 0)  # 8 of them borrowed from team-b
+    placed = {r.pod.name.rsplit("-", 1)[0]: r.node for r in step.shown}
+    assert set(placed) == {"pretrain", "finetune"} and set(placed.values()) <= {"a100-1", "a100-2"}
+
+
+def test_queue_step_reclaims_the_borrowed_gpus_when_team_b_submits(outcomes):
+    step = titled(outcomes, "Queues: team-b comes back")
+    finetune, pretrain, evaluation = (workload(step, n) for n in ("finetune", "pretrain", "eval"))
+    assert evaluation.admitted and pretrain.admitted and not finetune.admitted and finetune.preempted
+    assert conditions(finetune) == {
+        "QuotaReserved": ("False", "Pending"),
+        "Admitted": ("False", "NoReservation"),
+        "Preempted": ("True", "InCohortReclamation"),
+        "Evicted": ("True", "Preempted"),
+        "Requeued": ("True", "Preempted"),
+    }
+    preempted = next(c["message"] for c in finetune.conditions if c["type"] == "Preempted")
+    assert preempted == (
+        "Preempted to accommodate a workload (UID: UNKNOWN, JobUID: 5b1f0a52-0000-4000-8000-00000000b001) due to "
+        "reclamation within the cohort; preemptor path: /research/team-b; preemptee path: /research/team-a"
+    )
+    (pod_set,) = finetune.info.pod_sets  # named by Kueue's role hash (pinned to Kueue's own function)
+    assert finetune.held_message == (
+        f"couldn't assign flavors to pod set {pod_set.name}: insufficient unused quota for nvidia.com/gpu in flavor "
+        "a100, 4 more needed"
+    )
+    assert (gpu_usage(step, "team-a"), gpu_usage(step, "team-b")) == (8, 4)
+    (ev,) = step.shown
+    assert ev.node in {"a100-1", "a100-2"}
+    held = [r for r in step.results if r.pod.name.startswith("finetune-")]
+    assert len(held) == 2 and all(r.node is None and r.reason == "SchedulingGated" for r in held)
+    cluster = step.session.cluster
+    assert not any(k.startswith("team-a/finetune-") for k in cluster.pod_node)  # off their node
+
+
+def test_demo_command_prints_the_queue_conditions():
+    result = CliRunner().invoke(main, ["demo"], terminal_width=250)
+    assert result.exit_code == 0, result.output
+    reclaim = result.output[result.output.index("Queues: team-b comes back") :]
+    assert "Preempted=True  InCohortReclamation  Preempted to accommodate a workload" in reclaim
+    assert "workload team-a/finetune (team-a): preempted, requeued" in reclaim
+    assert "nvidia.com/gpu 8/8" in reclaim and "nvidia.com/gpu 4/8" in reclaim
+    # accelsched's explanation (accelsched/queues/explain.py, checked in tests/test_queues_explain.py)
+    assert (
+        "accelsched: blocked by ClusterQueue team-a, flavor a100, nvidia.com/gpu: needs 8, used 8 of nominal 8"
+        in reclaim
+    )
+    assert "accelsched: smallest change that admits it: wait for workload team-b/eval (4 nvidia.com/gpu)" in reclaim

@@ -577,6 +577,8 @@ LAB_STEPS = (
     "12-fabric-nodes",
     "12-fabric-gang",
     "13-fabric-preemption",
+    "14-queues",
+    "15-queues-reclaim",
 )
 LAB_FILES = [
     *LAB,
@@ -592,18 +594,19 @@ def hubs():
 
 @pytest.mark.parametrize("op", ["cordon", "drain", "taint", "add"])
 def test_every_op_on_every_node_of_the_demo_and_the_lab_files(hubs, op):
-    """One what-if per node, on the whole demo and on the lab's files together (32 nodes each): each runs and
-    returns a body, whatever the node holds (gangs, DaemonSet pods, MIG, DRA slices, topology, fabric gangs)."""
+    """One what-if per node, on the whole demo and on the lab's files together (34 nodes each): each runs and
+    returns a body, whatever the node holds (gangs, DaemonSet pods, MIG, DRA slices, topology, fabric gangs, Kueue
+    workloads)."""
     for hub in hubs:
         state = hub.state
         names = [n["metadata"]["name"] for n in state.nodes()]
-        assert len(names) == 32
+        assert len(names) == 34
         for name in names:
             action = {"op": op, "node": name, "count": 1} if op == "add" else {"op": op, "nodes": [name]}
             if op == "taint":
                 action["taint"] = "whatif=yes:NoSchedule"
             out = hub.whatif({"actions": [action]})
-            assert out["readOnly"] == whatif.READ_ONLY and len(out["order"]) == 32 + (op == "add")
+            assert out["readOnly"] == whatif.READ_ONLY and len(out["order"]) == 34 + (op == "add")
             held = {p for n in out["nodes"] for p in n.get("pods", ())}
             assert not {e["pod"] for e in out["evicted"] if not e["recreated"]} & held  # deleted: nowhere after
         assert hub.version == 1

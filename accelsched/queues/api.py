@@ -8,8 +8,8 @@ fair-sharing weight of 1). Amounts are Kueue's int64 units (queues.resources).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -66,6 +66,19 @@ class FlavorQuotas:
 class ResourceGroup:
     covered: tuple[str, ...]
     flavors: tuple[FlavorQuotas, ...]
+
+
+def map_quotas(
+    groups: tuple[ResourceGroup, ...], change: Callable[[str, ResourceQuota], ResourceQuota]
+) -> tuple[ResourceGroup, ...]:
+    """The resource groups with each (flavor, quota) passed through ``change`` (what-ifs: explain, simulate)."""
+    return tuple(
+        replace(
+            rg,
+            flavors=tuple(replace(fq, resources=tuple(change(fq.name, q) for q in fq.resources)) for fq in rg.flavors),
+        )
+        for rg in groups
+    )
 
 
 @dataclass(frozen=True)

@@ -215,6 +215,22 @@ def _profile_experiment(
     default=None,
     help="Write curves.csv, summary.csv, PNG plots and index.html here.",
 )
+@click.option(
+    "--queues",
+    "queues_path",
+    default=None,
+    metavar="FILE",
+    help="Kueue ClusterQueues and LocalQueues: replay on the trace's clock with tenants admitted by them, against "
+    "the same policy without quotas (docs/queues.md).",
+)
+@click.option(
+    "--tenants",
+    type=click.Choice(["qos", "localqueues"]),
+    default="qos",
+    show_default=True,
+    help="--queues: qos: a pod goes to the LocalQueue named by its qos column, lowercased; localqueues: the file's "
+    "LocalQueues in turn.",
+)
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @fabriccli.options
 def simulate(
@@ -231,6 +247,8 @@ def simulate(
     jobs: int | None,
     executor: str,
     out_dir: str | None,
+    queues_path: str | None,
+    tenants: str,
     output: str,
     **fabric_opts: Any,
 ) -> None:
@@ -250,6 +268,8 @@ def simulate(
             raise InputError(f"must be at least 1, got {jobs}", field="--jobs")
         if fabric_opts["fabric"]:
             fabriccli.parse_topologies(fabric_opts["gang_topology"])
+            if queues_path is not None:
+                raise InputError("--fabric and --queues are separate experiments; give one", field="--queues")
         if devices == "dra":
             # The built-in policies' scores and the fast path read the device-plugin model's GPU ledger.
             builtin = [p for p in chosen if p in POLICIES]
@@ -273,6 +293,13 @@ def simulate(
         con = console() if output == "table" else Console(stderr=True)
         if fabric_opts["fabric"]:
             _fabric(con, nodes, pods, chosen, seed_list, tie_break, compress, out, command, output, fabric_opts)
+            return
+        if queues_path is not None:  # sim/tenants.py: the timeline with Kueue's admission, inflated as the paper's
+            from accelsched.sim import tenants as tenant_run
+
+            tenant_run.check_path(queues_path)
+            args = (nodes, pods, chosen, seed_list, tie_break, compress, inflation, queues_path, tenants, output)
+            tenant_run.run(con, *args, command)
             return
         if mode == "inflation":
             check_inflatable(pods)

@@ -93,6 +93,14 @@ class Timeline:
         return float((self.frag / free * span).sum() / span.sum()) if inside.any() else 0.0
 
 
+def next_instant(created: list[int], order: list[int], k: int, leaving: list[tuple]) -> int:
+    """The next time something happens: the next arrival (``order[k]``) or the next departure (heap ``leaving``)."""
+    return min(
+        created[order[k]] if k < len(order) else np.iinfo(np.int64).max,
+        leaving[0][0] if leaving else np.iinfo(np.int64).max,
+    )
+
+
 def replay(
     nodes: Nodes,
     pods: Pods,
@@ -125,7 +133,8 @@ def replay(
     duration = np.where(pods.deletion >= 0, pods.deletion - pods.creation, -1).tolist()
     arrivals = arrivals or Arrivals()
     groups = arrivals.groups(pods)
-    order = sorted(range(len(groups)), key=lambda g: (created[groups[g][0]], groups[g][0]))
+    group_created = [created[group[0]] for group in groups]  # a group arrives with its first pod
+    order = sorted(range(len(groups)), key=lambda g: (group_created[g], groups[g][0]))
     window = (int(np.percentile(created, 1)), int(np.percentile(created, 99)))
     leaving: list[tuple[int, int, int, tuple[int, ...]]] = []  # (time, pod, node, GPUs)
     waiting: list[int] = []  # groups
@@ -157,10 +166,7 @@ def replay(
     unschedulable = 0
     k = 0
     while k < len(order) or leaving:
-        now = min(
-            created[groups[order[k]][0]] if k < len(order) else np.iinfo(np.int64).max,
-            leaving[0][0] if leaving else np.iinfo(np.int64).max,
-        )
+        now = next_instant(group_created, order, k, leaving)
         left = False
         while leaving and leaving[0][0] == now:
             _, i, node, gpus = heapq.heappop(leaving)

@@ -1,0 +1,89 @@
+"""Kueue's admission kept open over time, for the simulator: workloads are submitted and finish, and each call runs
+the scheduling cycles (queues.admission) over what waits, on the same quota tree.
+
+``admission.admit`` answers for a still input; a replay submits workloads as they arrive, and their quota comes
+back when they finish: the inadmissible workloads of the cohort tree then go back into their queues (Kueue's
+QueueInadmissibleWorkloads on a workload's deletion), as they do after an eviction.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+
+from accelsched.api.objects import Namespace, Node
+from accelsched.queues.admission import Outcome, _Admission
+from accelsched.queues.api import ClusterQueue, QueueObjects
+from accelsched.queues.preemption import Admitted, Target
+from accelsched.queues.workloads import Info
+
+
+class OpenAdmission(_Admission):
+    """``submit`` workloads, ``finish`` them, ``run_cycles`` to admit: it returns what was admitted and evicted."""
+
+    def __init__(self, objects: QueueObjects, namespaces: Iterable[Namespace] = (), nodes: Iterable[Node] = ()) -> None:
+        super().__init__(objects, [], namespaces, nodes)
+        self.queues: dict[str, list[Outcome]] = {}
+        self.records: dict[int, Admitted] = {}  # by id of the Info: what holds quota
+        self._admitted_now: list[Outcome] = []
+        self._evicted_now: list[Outcome] = []
+
+    def submit(self, info: Info) -> Outcome:
+        """Queue a workload in its LocalQueue's ClusterQueue (refused with Kueue's words when there is none)."""
+        outcome = Outcome(info)
+        self.outcomes.append(outcome)
+        self.by_info[id(info)] = outcome
+        cq = self._cluster_queue(outcome)
+        if cq is not None:
+            outcome.cluster_queue = cq.name
+            self.requeue(outcome)
+        return outcome
+
+    def finish(self, outcome: Outcome) -> None:
+        """The workload ended: its quota is released and the cohort tree's inadmissible workloads are retried."""
+        record = self.records.pop(id(outcome.info))
+        self.preemptor.remove(record)
+        self.admitted[record.cluster_queue].remove(record)
+        self.generation[record.cluster_queue] = self.generation.get(record.cluster_queue, 0) + 1
+        outcome.admitted = False
+        self._requeue_inadmissible(record.cluster_queue, self.queues)
+
+    def release(self, outcome: Outcome) -> None:
+        """Admitted but not placeable after all: its quota goes back and it leaves the queues (the caller
+        resubmits it when capacity frees)."""
+        self.finish(outcome)
+
+    def requeue(self, outcome: Outcome) -> None:
+        """A released workload back into its queue."""
+        bisect.insort(self.queues.setdefault(outcome.cluster_queue, []), outcome, key=_queue_order)
+
+    def run_cycles(self) -> tuple[list[Outcome], list[Outcome]]:
+        """Kueue's cycles until nothing more moves: (admitted, evicted) by this call, each once, in order. A
+        workload can be in both: evicted, then admitted again in a later cycle of the same call."""
+        self._admitted_now, self._evicted_now = [], []
+        self._cycles(self.queues)
+        evicted = list({id(o): o for o in self._evicted_now}.values())
+        admitted = [o for o in {id(o): o for o in self._admitted_now}.values() if o.admitted]
+        return admitted, evicted
+
+    def waiting(self) -> Iterable[Outcome]:
+        for pending in self.queues.values():
+            yield from pending
+        for inadmissible in self.inadmissible.values():
+            yield from inadmissible
+
+    # the base class's hooks, recorded
+
+    def _hold(self, outcome: Outcome, cq: ClusterQueue, usage: dict[tuple[str, str], int]) -> None:
+        super()._hold(outcome, cq, usage)
+        self.records[id(outcome.info)] = self.admitted[cq.name][-1]
+        self._admitted_now.append(outcome)
+
+    def _evict(self, target: Target, preemptor_info: Info, queues: dict[str, list[Outcome]]) -> None:
+        super()._evict(target, preemptor_info, queues)
+        self.records.pop(id(target.workload.info), None)
+        self._evicted_now.append(self.by_info[id(target.workload.info)])
+
+
+def _queue_order(o: Outcome) -> tuple[int, str, int]:
+    return (-o.info.priority, o.info.created, o.info.order)
