@@ -149,3 +149,13 @@ def test_simulate_queues_cli_json_and_bad_input(tmp_path: Path) -> None:
     empty.write_text("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: gpu\n")
     bad = CliRunner().invoke(main, [*args, "--queues", str(empty)])
     assert bad.exit_code == 2 and "needs ClusterQueues and LocalQueues" in bad.output
+
+
+def test_fabric_and_queues_together_are_refused_before_any_work() -> None:
+    from click.testing import CliRunner
+
+    from accelsched.cli import main
+
+    result = CliRunner().invoke(main, ["simulate", "--fabric", "--queues", "examples/queues/openb-tenants.yaml"])
+    assert result.exit_code == 2
+    assert "--fabric and --queues are separate experiments" in result.output
