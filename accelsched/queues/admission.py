@@ -429,11 +429,12 @@ class _Admission:
 
     def _status_changed(self, cluster_queue: str) -> None:
         """A ClusterQueue's usage changed, so its controller rewrites its status. The cohort controller watches
-        ClusterQueues: it reconciles each Cohort object above the queue, and its reconcile (AddOrUpdateCohort)
-        asks the requeuer to retry the whole tree's inadmissible workloads. Cohorts named by ClusterQueues but
-        not defined as objects are not found and requeue nothing."""
+        ClusterQueues: it reconciles the queue's ancestor cohorts but the root (Cache.ClusterQueueAncestors leaves
+        the root out), and a Cohort object's reconcile (AddOrUpdateCohort) asks the requeuer to retry the whole
+        tree's inadmissible workloads. Cohorts named by ClusterQueues but not defined as objects are not found and
+        requeue nothing."""
         node = self.tree.cluster_queues[cluster_queue]
-        if any(a.name in self.objects.cohorts for a in node.ancestors()):
+        if any(a.name in self.objects.cohorts for a in list(node.ancestors())[:-1]):
             self.requeue_pending.add(id(node.root()))
 
     def _requeue_pending(self, queues: dict[str, list[Outcome]]) -> bool:
