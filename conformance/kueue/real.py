@@ -55,7 +55,7 @@ QUIET = REQUEUE_PERIOD + 5.0
 SETTLE_TIMEOUT = 240.0  # a phase's settling: the gate's requeue, a few retry rounds, the quiet period
 CHURN = 30  # a workload changed this often in one phase never settles (a StrictFIFO head's flavor scan wrapping)
 REFUSED_WAIT = 180.0  # at most, for Kueue to refuse every workload of a phase before the gate opens
-REFUSED_QUIET = 5.0  # or until no workload of the batch changed for this long: Kueue tries nothing more
+REFUSED_QUIET = 8.0  # or until no workload of the phase changed for this long: Kueue reaches no more of them
 CLOSED_WAIT = 0.6  # after the last workload is refused, before opening: the refusals' own events are done
 
 
@@ -215,16 +215,18 @@ class KueueCluster:
         the gate's message, or the workload controller's for a missing or stopped queue), then ``CLOSED_WAIT``.
         Under load Kueue can take longer than a fixed wait to take in the last wave: a workload it first meets
         after the gate opened is tried alone, ahead of the requeue that brings back the others. A workload queued
-        behind a StrictFIFO head that never fits is never tried: the wait also ends once the batch is quiet."""
+        behind a StrictFIFO head that never fits is never tried: the wait also ends once the phase's workloads are
+        quiet."""
         assert self.kube is not None
         deadline = time.monotonic() + min(timeout, REFUSED_WAIT)
         changes = _Changes()
+        phase_ns = f"-p{phase}"  # earlier phases' workloads may never go quiet (a churning StrictFIFO head)
         while True:
             items = self.kube.list(RESOURCES["Workload"], None, label_selector=f"{BATCH_LABEL}={batch}")["items"]
             now = changes.see(items)
             unseen = [_key(w) for w in items
-                      if w["metadata"]["namespace"].endswith(f"-p{phase}") and not _condition(w, "QuotaReserved")]
-            if not unseen or not changes.busy(now, REFUSED_QUIET):
+                      if w["metadata"]["namespace"].endswith(phase_ns) and not _condition(w, "QuotaReserved")]
+            if not unseen or not {k_ for k_ in changes.busy(now, REFUSED_QUIET) if k_.split("/")[0].endswith(phase_ns)}:
                 break
             if now > deadline:
                 print(f"kueue oracle: {len(unseen)} workloads of {batch} not refused after {REFUSED_WAIT:.0f}s, "
