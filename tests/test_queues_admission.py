@@ -686,3 +686,35 @@ def test_a_second_scan_resumes_after_the_flavor_the_first_stopped_at(tmp_path: P
     ]  # fmt: skip
     w = workloads(run(tmp_path, docs))["wl-1"]
     assert w["admitted"] and w["flavors"] == {"main": {GPU: "f1"}, "ps1": {GPU: "f0"}}
+
+
+def test_under_a_non_root_cohort_object_an_admission_retries_the_trees_inadmissible_workloads(tmp_path: Path) -> None:
+    """team-a and team-b (4 GPUs each) share cohort org. Cycle 1: b1 (3, no borrowing) goes first and a1 (6,
+    borrowing) no longer fits. Cycle 2: a1 alone sees 5 available, "1 more needed", and goes inadmissible
+    (BestEffortFIFO) while b2 (1) is admitted beside it. Kueue's cohort controller reconciles, on every status update
+    of a ClusterQueue, the queue's ancestor cohorts but the root (Cache.ClusterQueueAncestors), and a Cohort
+    object's reconcile (AddOrUpdateCohort) requeues the tree's inadmissible workloads. With org a Cohort object
+    under another (top), a1 is tried again after b2 and says "2 more needed". With org the root, or a cohort only
+    named by the ClusterQueues (no object to reconcile), nothing requeues a1: "1 more needed" stays."""
+
+    def cohort(name: str, parent: str = "") -> dict:
+        return {"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": name},
+                "spec": {"parentName": parent} if parent else {}}  # fmt: skip
+
+    def a1_message(cohorts: list[dict]) -> str:
+        docs = [
+            node("n1", gpus=16), flavor("gpu"), *cohorts,
+            cluster_queue("team-a", [("gpu", [quota(GPU, 4)])], cohort="org"),
+            cluster_queue("team-b", [("gpu", [quota(GPU, 4)])], cohort="org"),
+            local_queue("lq-a", "team-a"), local_queue("lq-b", "team-b"),
+            job("a1", "lq-a", 1, gpus=6, cpu="0"), job("b1", "lq-b", 1, gpus=3, cpu="0"),
+            job("b2", "lq-b", 1, gpus=1, cpu="0"),
+        ]  # fmt: skip
+        w = {n[:6]: x for n, x in workloads(run(tmp_path, docs)).items()}
+        assert w["job-b1"]["admitted"] and w["job-b2"]["admitted"] and not w["job-a1"]["admitted"]
+        return quota_reserved(w["job-a1"])[2]
+
+    needed = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor gpu, {}"
+    assert a1_message([cohort("org", parent="top"), cohort("top")]) == needed.format("2 more needed")
+    assert a1_message([cohort("org")]) == needed.format("1 more needed")
+    assert a1_message([]) == needed.format("1 more needed")

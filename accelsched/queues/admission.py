@@ -162,6 +162,10 @@ class _Admission:
         self.cycle = 0  # the scheduler's schedulingCycle
         self.generation: dict[str, int] = {}  # per ClusterQueue, AllocatableResourceGeneration
         self.inadmissible: dict[str, list[Outcome]] = {}  # per ClusterQueue: out of its heap until quota frees
+        # Cohort trees (by id of the root: a cohort, or a ClusterQueue without one) whose inadmissible workloads
+        # Kueue's requeuer puts back once the cycles in flight are over: it is a delaying workqueue (a second's
+        # batch period), so every cycle the event's own admissions start runs before the retry.
+        self.requeue_pending: set[int] = set()
         # per BestEffortFIFO ClusterQueue, the workload waiting for its preemptions: it stays the head (Kueue's
         # preemptorWorkload), so a requeued workload ahead of it in the order cannot take the room it freed
         self.preemptor_head: dict[str, Outcome] = {}
@@ -294,8 +298,8 @@ class _Admission:
                     continue
                 heads.append((head, cq, self._assign(head, cq)))
             if not heads:
-                if any(queues.values()):
-                    continue  # queues whose heads stepped aside have new heads
+                if any(queues.values()) or self._requeue_pending(queues):
+                    continue  # queues whose heads stepped aside have new heads, or the requeuer brought some back
                 break
             progress = False
             self.reserved, self.victims = [], {}
@@ -306,7 +310,7 @@ class _Admission:
                 node.remove_usage(fr, amount)
             for target, by in self.victims.values():
                 self._evict(target, by, queues)
-            if not progress:
+            if not progress and not self._requeue_pending(queues):
                 self._mark_blocked(queues)
                 break
 
@@ -353,6 +357,7 @@ class _Admission:
         self._hold(outcome, cq, dict(assignment.usage))
         outcome.admit(cq.name, assignment.flavors())
         pending.remove(outcome)
+        self._status_changed(cq.name)
         return True
 
     def _bulk_move(self, outcome: Outcome, name: str, pending: list[Outcome]) -> None:
@@ -417,19 +422,36 @@ class _Admission:
         pending = queues.setdefault(w.cluster_queue, [])
         pending.append(victim)
         pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
-        self._requeue_inadmissible(w.cluster_queue, queues)
+        # QueueAssociatedInadmissibleWorkloadsAfter: quota freed in a ClusterQueue retries the inadmissible
+        # workloads of its whole cohort tree (of itself, without a cohort), through the requeuer's delay
+        self.requeue_pending.add(id(self.tree.cluster_queues[w.cluster_queue].root()))
+        self._status_changed(w.cluster_queue)
 
-    def _requeue_inadmissible(self, cluster_queue: str, queues: dict[str, list[Outcome]]) -> None:
-        """QueueAssociatedInadmissibleWorkloadsAfter: quota freed in a ClusterQueue puts the inadmissible workloads
-        of its whole cohort tree (of itself, without a cohort) back into their queues."""
-        root = self.tree.cluster_queues[cluster_queue].root()
-        names = [name for name, node in self.tree.cluster_queues.items() if node.root() is root]
-        for name in names:
+    def _status_changed(self, cluster_queue: str) -> None:
+        """A ClusterQueue's usage changed, so its controller rewrites its status. The cohort controller watches
+        ClusterQueues: it reconciles the queue's ancestor cohorts but the root (Cache.ClusterQueueAncestors leaves
+        the root out), and a Cohort object's reconcile (AddOrUpdateCohort) asks the requeuer to retry the whole
+        tree's inadmissible workloads. Cohorts named by ClusterQueues but not defined as objects are not found and
+        requeue nothing."""
+        node = self.tree.cluster_queues[cluster_queue]
+        if any(a.name in self.objects.cohorts for a in list(node.ancestors())[:-1]):
+            self.requeue_pending.add(id(node.root()))
+
+    def _requeue_pending(self, queues: dict[str, list[Outcome]]) -> bool:
+        """The requeuer's batch comes due once the cycles in flight are over: every inadmissible workload of the
+        trees it was asked for goes back into its queue (queueInadmissibleWorkloads). True if any did."""
+        moved = False
+        for name, node in self.tree.cluster_queues.items():
+            if id(node.root()) not in self.requeue_pending:
+                continue
             back = self.inadmissible.pop(name, [])
             if back:
+                moved = True
                 pending = queues.setdefault(name, [])
                 pending.extend(back)
                 pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
+        self.requeue_pending.clear()
+        return moved
 
     def _mark_blocked(self, queues: dict[str, list[Outcome]]) -> None:
         """StrictFIFO queues that stopped: the workloads behind the head were never tried (no condition), their

@@ -10,6 +10,8 @@ Kueue is run as its own Deployment would run it, less what a single process on l
   loopback ports, only the ``batch/job`` integration (the oracle writes Workload objects), and
   ``manageJobsWithoutQueueName: false`` (the default);
 - the VisibilityOnDemand feature off (an aggregated API server needing in-cluster credentials; no scheduling);
+- SchedulerLongRequeueInterval on: the requeuer's batch period is 10 s instead of 1 s (only a timing: see
+  real.REQUEUE_PERIOD);
 - internal certificate management on (Kueue refuses to start without certificates: the webhook server's, and with
   management off the metrics ones from a fixed path under /etc). Its cert rotator fills the webhook Secret; a
   kubelet would mount that Secret into the pod, and ``_mount_secret`` does the same: it copies the Secret's keys
@@ -125,8 +127,10 @@ class KueueProcess:
         with self.log.open("ab") as log:
             # VisibilityOnDemand serves an aggregated API with in-cluster delegated authentication: off, as nothing
             # here runs in a pod (the scheduler does not use it).
+            # SchedulerLongRequeueInterval: inadmissible workloads are retried 10 s after the event that asks for
+            # it, not 1 s (real.REQUEUE_PERIOD says why); what is retried, and when in the order of events, is the same.
             args = [str(self.binary), f"--config={path}", "--zap-log-level=2",
-                    "--feature-gates=VisibilityOnDemand=false"]
+                    "--feature-gates=VisibilityOnDemand=false,SchedulerLongRequeueInterval=true"]
             self._proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         threading.Thread(target=self._mount_secret, name="kueue-secret-mount", daemon=True).start()
         deadline = time.monotonic() + timeout

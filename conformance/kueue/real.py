@@ -5,7 +5,7 @@ Kueue answers each as if alone, and the batch pays the waits once. Per phase:
 
 1. the phase's workloads are created in waves, the i-th of every scenario in the i-th wall-clock second, so that
    their creationTimestamps (whole seconds) order them as the scenario does; their namespace is still closed by the
-   gate, so Kueue only finds them inadmissible;
+   gate, so Kueue only finds them inadmissible (the harness waits until each carries Kueue's refusal);
 2. the namespaces are opened (labelled), and Kueue admits, preempts and requeues;
 3. what Kueue leaves to a Job's controller is done as that controller does it (jobframework's reconciler, step
    "handle eviction"): an evicted Workload's quota reservation is released, Requeued set, so the preemptor can go;
@@ -42,8 +42,21 @@ RESOURCES = {
 }
 CREATE_ORDER = ("ResourceFlavor", "WorkloadPriorityClass", "Cohort", "ClusterQueue", "LocalQueue")
 BATCH_LABEL = "oracle.accelsched.io/batch"
-QUIET = 1.5  # seconds without a change to any Workload of the batch: Kueue has settled
-CLOSED_WAIT = 0.6  # after the last wave, before opening: Kueue has seen (and refused) every workload
+# Kueue retries inadmissible workloads through a delaying workqueue (pkg/cache/queue/inadmissible_workloads.go): a
+# requeue asked for by an admission, an eviction or the gate comes due a batch period later. The oracle runs Kueue
+# with SchedulerLongRequeueInterval (process.py), so the period is 10 s instead of 1 s: on a loaded machine one of
+# Kueue's scheduling cycles over a batch's hundreds of heads (a status write each) takes seconds, and a 1 s requeue
+# would come due in the middle of the cycles the event itself started, a race a quick Kueue does not have.
+REQUEUE_PERIOD = 10.0
+# Seconds without a change to any Workload of the batch: no requeue is still due. The longest chain from a change
+# to the retry it causes: the ClusterQueue controller's status update (UpdatesBatchPeriod, 1 s after the workload
+# event), the cohort controller's requeue (REQUEUE_PERIOD), then a scheduling cycle and its status writes.
+QUIET = REQUEUE_PERIOD + 5.0
+SETTLE_TIMEOUT = 240.0  # a phase's settling: the gate's requeue, a few retry rounds, the quiet period
+CHURN = 30  # a workload changed this often in one phase never settles (a StrictFIFO head's flavor scan wrapping)
+REFUSED_WAIT = 180.0  # at most, for Kueue to refuse every workload of a phase before the gate opens
+REFUSED_QUIET = 8.0  # or until no workload of the phase changed for this long: Kueue reaches no more of them
+CLOSED_WAIT = 0.6  # after the last workload is refused, before opening: the refusals' own events are done
 
 
 class OracleError(RuntimeError):
@@ -124,9 +137,9 @@ class KueueCluster:
                 inputs = {i: self._workloads(slots[i]) for i in todo}
                 self._create_waves(batch, [(i, placed[i][1][phase]) for i in todo], results)
                 todo = [i for i in todo if not results[i].error]
-                time.sleep(CLOSED_WAIT)
+                self._wait_refused(batch, phase, timeout)
                 list(self.pool.map(lambda i: self._open(slots[i], phase), todo))  # noqa: B023
-                for slot, why in self._settle(batch, [slots[i] for i in todo], timeout).items():
+                for slot, why in self._settle(batch, [slots[i] for i in todo], max(timeout, SETTLE_TIMEOUT)).items():
                     results[slots.index(slot)].error = why
                 if not self.kueue.alive():
                     raise OracleError(f"kueue exited:\n{self.kueue.log_tail()}")
@@ -197,6 +210,31 @@ class KueueCluster:
 
             list(self.pool.map(create, items))
 
+    def _wait_refused(self, batch: str, phase: int, timeout: float) -> None:
+        """Until Kueue has tried, and refused, every workload of the phase (each carries a QuotaReserved condition:
+        the gate's message, or the workload controller's for a missing or stopped queue), then ``CLOSED_WAIT``.
+        Under load Kueue can take longer than a fixed wait to take in the last wave: a workload it first meets
+        after the gate opened is tried alone, ahead of the requeue that brings back the others. A workload queued
+        behind a StrictFIFO head that never fits is never tried: the wait also ends once the phase's workloads are
+        quiet."""
+        assert self.kube is not None
+        deadline = time.monotonic() + min(timeout, REFUSED_WAIT)
+        changes = _Changes()
+        phase_ns = f"-p{phase}"  # earlier phases' workloads may never go quiet (a churning StrictFIFO head)
+        while True:
+            items = self.kube.list(RESOURCES["Workload"], None, label_selector=f"{BATCH_LABEL}={batch}")["items"]
+            now = changes.see(items)
+            unseen = [_key(w) for w in items
+                      if w["metadata"]["namespace"].endswith(phase_ns) and not _condition(w, "QuotaReserved")]
+            if not unseen or not {k_ for k_ in changes.busy(now, REFUSED_QUIET) if k_.split("/")[0].endswith(phase_ns)}:
+                break
+            if now > deadline:
+                print(f"kueue oracle: {len(unseen)} workloads of {batch} not refused after {REFUSED_WAIT:.0f}s, "
+                      f"e.g. {unseen[:3]}", file=sys.stderr)
+                break
+            time.sleep(0.2)
+        time.sleep(CLOSED_WAIT)
+
     def _open(self, tag: str, phase: int) -> None:
         assert self.kube is not None
         self.kube.patch(k.NAMESPACES, namespace(tag, phase), {"metadata": {"labels": {GATE_LABEL: tag}}},
@@ -204,28 +242,24 @@ class KueueCluster:
 
     def _settle(self, batch: str, slots: list[str], timeout: float) -> dict[str, str]:
         """Wait until no Workload of the batch changes for ``QUIET`` seconds; the slots still changing at
-        ``timeout`` are returned, each with the workloads that kept changing (they are not judged)."""
+        ``timeout``, or churning, are returned, each with the workloads that kept changing (they are not judged)."""
         assert self.kube is not None
         deadline = time.monotonic() + timeout
-        seen: dict[str, str] = {}
-        changed_at: dict[str, float] = {}  # per workload
+        changes = _Changes()
         while True:
             items = self.kube.list(RESOURCES["Workload"], None, label_selector=f"{BATCH_LABEL}={batch}")["items"]
-            now = time.monotonic()
             for wl in items:
-                key = f"{wl['metadata']['namespace']}/{wl['metadata']['name']}"
                 if _evicted_with_reservation(wl):
                     self._finish_eviction(wl)
-                    changed_at[key] = now
-                if seen.get(key) != wl["metadata"]["resourceVersion"]:
-                    seen[key] = wl["metadata"]["resourceVersion"]
-                    changed_at[key] = now
-            busy = {key for key, at in changed_at.items() if now - at < QUIET}
+                    changes.touch(_key(wl))
+            now = changes.see(items)
+            churning = {s: why for s, why in changes.churning.items() if s in slots}
+            busy = changes.busy(now, QUIET)
             if not busy:
-                return {}
+                return churning
             if now > deadline:
                 return {s: f"Kueue did not settle in {timeout:.0f}s: {sorted(k_ for k_ in busy if k_.startswith(s))} "
-                        "kept changing" for s in slots if any(k_.startswith(f"{s}-p") for k_ in busy)}
+                        "kept changing" for s in slots if any(k_.startswith(f"{s}-p") for k_ in busy)} | churning
             time.sleep(0.2)
 
     def _finish_eviction(self, wl: JSON) -> None:
@@ -283,6 +317,43 @@ class KueueCluster:
             list(self.pool.map(lambda o, r=resource: drop(r, o), items))
         namespaces = [{"metadata": {"name": namespace(s, p)}} for s in slots for p in (0, 1)]
         list(self.pool.map(lambda o: drop(k.NAMESPACES, o), namespaces))
+
+
+class _Changes:
+    """When each Workload last changed (its resourceVersion, or a write of the harness), and the slots given up on:
+    a workload of theirs changed more than ``CHURN`` times (it never settles)."""
+
+    def __init__(self) -> None:
+        self.version: dict[str, str] = {}
+        self.at: dict[str, float] = {}
+        self.count: dict[str, int] = {}
+        self.churning: dict[str, str] = {}
+
+    def touch(self, key: str) -> None:
+        self.at[key] = time.monotonic()
+
+    def see(self, items: list[JSON]) -> float:
+        now = time.monotonic()
+        for wl in items:
+            key = _key(wl)
+            if self.version.get(key) != wl["metadata"]["resourceVersion"]:
+                self.version[key], self.at[key] = wl["metadata"]["resourceVersion"], now
+                self.count[key] = self.count.get(key, 0) + 1
+                if self.count[key] > CHURN:
+                    self.churning.setdefault(_slot(key), f"Kueue did not settle: {key} changed {CHURN} times")
+        return now
+
+    def busy(self, now: float, quiet: float) -> set[str]:
+        """The workloads (of slots not given up on) that changed less than ``quiet`` seconds ago."""
+        return {key for key, at in self.at.items() if now - at < quiet and _slot(key) not in self.churning}
+
+
+def _key(wl: JSON) -> str:
+    return f"{wl['metadata']['namespace']}/{wl['metadata']['name']}"
+
+
+def _slot(key: str) -> str:
+    return key.split("/", 1)[0].rsplit("-p", 1)[0]
 
 
 def _next_second() -> None:
