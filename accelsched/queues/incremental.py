@@ -46,7 +46,9 @@ class OpenAdmission(_Admission):
         self.admitted[record.cluster_queue].remove(record)
         self.generation[record.cluster_queue] = self.generation.get(record.cluster_queue, 0) + 1
         outcome.admitted = False
-        self._requeue_inadmissible(record.cluster_queue, self.queues)
+        # a workload leaving its quota asks the requeuer to retry its tree; served by the next run_cycles
+        self.requeue_pending.add(id(self.tree.cluster_queues[record.cluster_queue].root()))
+        self._status_changed(record.cluster_queue)
 
     def release(self, outcome: Outcome) -> None:
         """Admitted but not placeable after all: its quota goes back and it leaves the queues (the caller
