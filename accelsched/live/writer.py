@@ -24,6 +24,7 @@ from typing import Any
 
 log = logging.getLogger("accelsched.live")
 
+
 class _Write:
     """One write and the keys it is ordered by; ``blocked`` counts the keys where an earlier write still runs."""
 

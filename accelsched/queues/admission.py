@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from accelsched.api.objects import Namespace, Node, Pod
-from accelsched.queues import api, preemption, quota
+from accelsched.queues import api, fairsharing, preemption, quota
 from accelsched.queues.api import ClusterQueue, QueueObjects
 from accelsched.queues.flavorassigner import Assignment, AssignmentMode, FlavorAssigner, pending_flavors
 from accelsched.queues.preemption import Admitted, Oracle, Preemptor, Target
@@ -158,6 +158,11 @@ class _Admission:
         self.reserved: list[tuple[quota.Node, tuple[str, str], int]] = []  # this cycle's reserveCapacity...
         self.admitted: dict[str, list[Admitted]] = {}  # per ClusterQueue, what holds its quota
         self.preemptor = Preemptor(self.tree, objects.cluster_queues, self.admitted)
+        self.fair_sharing = objects.config.fair_sharing is not None
+        if objects.config.fair_sharing:
+            fair = fairsharing.FairPreemptor(self.preemptor, objects.config.fair_sharing, self._reservation)
+            self.preemptor.fair_targets = fair.targets
+        self.running = 0  # how many admitted records the input's running workloads made (the first ones)
         self.sequence = 0
         self.cycle = 0  # the scheduler's schedulingCycle
         self.generation: dict[str, int] = {}  # per ClusterQueue, AllocatableResourceGeneration
@@ -188,6 +193,7 @@ class _Admission:
                 queues.setdefault(cq.name, []).append(outcome)
         for pending in queues.values():
             pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
+        self.running = self.sequence
         self._cycles(queues)
         for outcome in self.outcomes:
             if outcome.admitted:
@@ -252,6 +258,19 @@ class _Admission:
         self.admitted.setdefault(cq.name, []).append(record)
         self.preemptor.add(record)
 
+    def _reservation(self, record: Admitted) -> fairsharing.Reservation:
+        """quotaReservationTime: a workload running in the input since its QuotaReserved condition's time, one
+        admitted here later, in the order admitted."""
+        if record.sequence > self.running:
+            return (1, "", record.sequence)
+        written = self.objects.workloads.get(record.info.key)
+        times = [
+            str(c.get("lastTransitionTime") or "")
+            for c in (written.conditions if written is not None else [])
+            if c.get("type") == QUOTA_RESERVED and c.get("status") == "True"
+        ]
+        return (0, times[0] if times else "", 0)
+
     def _flavors_of_node(self, pods: list[Pod], requests: Mapping[str, int], cq: ClusterQueue) -> dict[str, str]:
         labels = next((self.node_labels.get(p.node_name, {}) for p in pods if p.node_name), {})
         out = {}
@@ -299,8 +318,7 @@ class _Admission:
                 break
             progress = False
             self.reserved, self.victims = [], {}
-            heads.sort(key=lambda h: (h[2].borrowing, -h[0].info.priority, h[0].info.created, h[0].info.order))
-            for outcome, cq, assignment in heads:
+            for outcome, cq, assignment in self._order(heads):
                 progress |= self._process(outcome, cq, assignment, queues[cq.name])
             for node, fr, amount in self.reserved:  # a cycle's reservations end with it (a fresh snapshot next)
                 node.remove_usage(fr, amount)
@@ -310,6 +328,24 @@ class _Admission:
                 self._mark_blocked(queues)
                 break
 
+    def _order(
+        self, heads: list[tuple[Outcome, ClusterQueue, Assignment]]
+    ) -> Iterable[tuple[Outcome, ClusterQueue, Assignment]]:
+        """makeIterator: with fair sharing, the tournament by share (picked one at a time, on the usage the heads
+        processed before left); else no borrowing first, then priority, then creation time."""
+        if not self.fair_sharing:
+            return sorted(
+                heads, key=lambda h: (h[2].borrowing, -h[0].info.priority, h[0].info.created, h[0].info.order)
+            )
+        return fairsharing.tournament(
+            heads,
+            lambda h: fairsharing.Entry(
+                self.tree.cluster_queues[h[1].name],
+                h[2].usage,
+                (-h[0].info.priority, h[0].info.created, h[0].info.order),
+            ),
+        )
+
     def _assign(self, outcome: Outcome, cq: ClusterQueue) -> Assignment:
         """getAssignments: the scan resumes from the workload's LastAssignment unless that is outdated (older than
         the previous cycle, and a workload has left the ClusterQueue since: lastAssignmentOutdated)."""
@@ -318,7 +354,9 @@ class _Admission:
         generation = self.generation.get(cq.name, 0)
         if outcome.last is not None and self.cycle - outcome.last_cycle > 1 and generation > outcome.last_generation:
             outcome.last = None
-        assigner = FlavorAssigner(outcome.info, cq, node, self.tree, self.objects.flavors, oracle, outcome.last)
+        assigner = FlavorAssigner(
+            outcome.info, cq, node, self.tree, self.objects.flavors, oracle, outcome.last, self.fair_sharing
+        )
         assignment = assigner.assign()
         outcome.last, outcome.last_cycle, outcome.last_generation = assignment.last_state(), self.cycle, generation
         return assignment

@@ -19,6 +19,7 @@ from accelsched.api.selectors import LabelSelector, Taint, Toleration
 from accelsched.errors import Where
 from accelsched.queues import resources
 from accelsched.queues import validation as rules
+from accelsched.queues.config import KueueConfig
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta2"
@@ -177,6 +178,7 @@ class QueueObjects:
     workloads: dict[str, WorkloadObject] = field(default_factory=dict)
     # Jobs carrying the queue-name label, by namespace/name: their labels (the pods they make do not carry them).
     jobs: dict[str, dict[str, str]] = field(default_factory=dict)
+    config: KueueConfig = field(default_factory=KueueConfig)  # Kueue's Configuration (fair sharing), queues.config
 
     def __bool__(self) -> bool:
         """Whether Kueue is in play: without any of its objects a queue-name label is inert (no Kueue to read it)."""
