@@ -475,5 +475,60 @@ def test_admission_fair_sharing_settings_are_read_and_checked(tmp_path: Path) ->
         {"nvidia.com/gpu": 4.0},
     )
     doc["admissionFairSharing"]["resourceWeights"] = {"cpu": -1}
-    with pytest.raises(InputError, match="admissionFairSharing.resourceWeights.cpu"):
+    with pytest.raises(InputError, match=r"admissionFairSharing\.resourceWeights\.cpu"):
         _load_config(tmp_path, doc)
+
+
+def _queue(name: str, cohort: str, nominal: str, weight: str = "1", reclaim: str = "Never") -> dict:
+    doc = _base_cq(name, nominal, weight, threshold=False)
+    doc["spec"]["cohortName"] = cohort
+    doc["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority" if reclaim != "Never" else "Never",
+                                 "reclaimWithinCohort": reclaim}  # fmt: skip
+    return doc
+
+
+def _cohort(name: str, parent: str, nominal: str, weight: str = "1") -> dict:
+    spec: dict[str, Any] = {
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": nominal}]}],
+            }
+        ],
+        "fairSharing": {"weight": weight},
+    }
+    if parent:
+        spec["parentName"] = parent
+    return {"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+
+
+def test_fair_preemption_walks_the_cohort_tree_the_most_unfair_subtree_first(tmp_path: Path) -> None:
+    """ "hierarchical preemption": ROOT (5) over LEFT (5, weight 2: a weight 2, b) and RIGHT (5: d, e weight
+    0.99), c directly under ROOT; every queue has 1 cpu and b, c, d, e run five 1-cpu workloads of priorities 1
+    to 5. A 5-cpu workload for a takes b1, b2, c1, c2 and e1, Kueue's answer: the lowest priorities of the
+    subtrees with the highest shares, in turn, each pick changing the shares."""
+    queues = [
+        _queue("a", "left", "1", "2", reclaim="Any"),
+        _queue("b", "left", "1"),
+        _queue("c", "root", "1"),
+        _queue("d", "right", "1"),
+        _queue("e", "right", "1", "0.99"),
+    ]
+    docs = _scenario([(f"{q}{p}", q, "1", p) for q in "bcde" for p in range(1, 6)], ("unit", "a", "5"), queues)
+    docs += [_cohort("root", "", "5"), _cohort("left", "root", "5", "2"), _cohort("right", "root", "5")]
+    outcomes = _admit(tmp_path, docs)
+    assert _preempted(outcomes, "unit") == dict.fromkeys(("b1", "b2", "c1", "c2", "e1"), "InCohortFairSharing")
+    assert outcomes["unit"].admitted
+
+
+def test_everything_a_zero_weight_queue_borrows_can_be_taken(tmp_path: Path) -> None:
+    """ "can preempt anything borrowing from CQ with 0 weight": b (weight 0) borrows 3 and has an infinite
+    share; a 3-cpu workload for a takes b1, b2 and b3."""
+    queues = [
+        _queue("a", "all", "3", reclaim="Any"),
+        _queue("b", "all", "3", "0", reclaim="Any"),
+        _queue("c", "all", "3", reclaim="Any"),
+    ]
+    admitted = _units("a", "a1", "a2", "a3") + _units("b", *(f"b{i}" for i in range(1, 7)))
+    outcomes = _admit(tmp_path, _scenario(admitted, ("a-incoming", "a", "3"), queues))
+    assert _preempted(outcomes, "a-incoming") == dict.fromkeys(("b1", "b2", "b3"), "InCohortFairSharing")
