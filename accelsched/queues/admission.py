@@ -162,6 +162,9 @@ class _Admission:
         if objects.config.fair_sharing:
             fair = fairsharing.FairPreemptor(self.preemptor, objects.config.fair_sharing, self._reservation)
             self.preemptor.fair_targets = fair.targets
+        self.prioritize_preemptor = objects.config.prioritize_preemptor
+        # per ClusterQueue, the workload waiting for its preemptions until it is admitted (Kueue's pw, IsPreemptor)
+        self.preempting: dict[str, Outcome] = {}
         self.running = 0  # how many admitted records the input's running workloads made (the first ones)
         self.sequence = 0
         self.cycle = 0  # the scheduler's schedulingCycle
@@ -332,10 +335,17 @@ class _Admission:
         self, heads: list[tuple[Outcome, ClusterQueue, Assignment]]
     ) -> Iterable[tuple[Outcome, ClusterQueue, Assignment]]:
         """makeIterator: with fair sharing, the tournament by share (picked one at a time, on the usage the heads
-        processed before left); else no borrowing first, then priority, then creation time."""
+        processed before left); else no borrowing first, then priority, then creation time. With
+        PrioritizePreemptorWorkloads a head waiting for its victims goes first in either."""
+        first = self.prioritize_preemptor
+
+        def waiting(h: tuple[Outcome, ClusterQueue, Assignment]) -> bool:
+            return first and self.preempting.get(h[1].name) is h[0]
+
         if not self.fair_sharing:
             return sorted(
-                heads, key=lambda h: (h[2].borrowing, -h[0].info.priority, h[0].info.created, h[0].info.order)
+                heads,
+                key=lambda h: (not waiting(h), h[2].borrowing, -h[0].info.priority, h[0].info.created, h[0].info.order),
             )
         return fairsharing.tournament(
             heads,
@@ -343,7 +353,9 @@ class _Admission:
                 self.tree.cluster_queues[h[1].name],
                 h[2].usage,
                 (-h[0].info.priority, h[0].info.created, h[0].info.order),
+                waiting(h),
             ),
+            first,
         )
 
     def _assign(self, outcome: Outcome, cq: ClusterQueue) -> Assignment:
@@ -373,7 +385,8 @@ class _Admission:
                 return self._preempt(outcome, cq, assignment, targets)
         if mode != AssignmentMode.FIT:
             outcome.refuse(PENDING, assignment.message())
-            if mode == AssignmentMode.PREEMPT and cq.preemption.reclaim_within_cohort != api.ANY:
+            preemptor = self.prioritize_preemptor and self.preempting.get(cq.name) is outcome
+            if mode == AssignmentMode.PREEMPT and (cq.preemption.reclaim_within_cohort != api.ANY or preemptor):
                 for fr, amount in _reservable(assignment, node).items():
                     node.add_usage(fr, amount)  # reserveCapacityForUnreclaimablePreempt, for this cycle
                     self.reserved.append((node, fr, amount))
@@ -391,6 +404,8 @@ class _Admission:
         self._hold(outcome, cq, dict(assignment.usage))
         outcome.admit(cq.name, assignment.flavors())
         pending.remove(outcome)
+        if self.preempting.get(cq.name) is outcome:
+            del self.preempting[cq.name]
         return True
 
     def _bulk_move(self, outcome: Outcome, name: str, pending: list[Outcome]) -> None:
@@ -424,6 +439,7 @@ class _Admission:
         outcome.last = None  # markPreemptionOutcome: the next cycle reconsiders every flavor
         if cq.queueing_strategy == api.BEST_EFFORT_FIFO:
             self.preemptor_head[cq.name] = outcome
+        self.preempting[cq.name] = outcome
         return True
 
     def _fits(self, node: quota.Node, assignment: Assignment, targets: list[Target]) -> bool:

@@ -8,6 +8,7 @@ Its other fields (webhooks, integrations, metrics, ...) do not change admission 
   ``preemptionStrategies`` is required; in v1beta1 it is on with ``enable: true``, the strategies defaulting to
   both, in order (v1beta1 defaults.go). Either way the list must be one of Kueue's valid sets
   (pkg/config/validation.go validateFairSharing).
+- ``featureGates``: ``PrioritizePreemptorWorkloads`` is honoured (its default, off, otherwise);
 - ``admissionFairSharing``: usageHalfLifeTime, usageSamplingInterval (default 5m) and resourceWeights, checked as
   validateAdmissionFairSharing checks them.
 """
@@ -28,6 +29,7 @@ LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 DEFAULT_STRATEGIES = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
 VALID_STRATEGY_SETS = ((LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,), (LESS_THAN_INITIAL_SHARE,), DEFAULT_STRATEGIES)
+PRIORITIZE_PREEMPTOR = "PrioritizePreemptorWorkloads"
 DEFAULT_SAMPLING_INTERVAL = 300.0  # seconds (v1beta2 defaults.go: 5min)
 _NEGATIVE = "must be greater than or equal to 0"
 
@@ -45,6 +47,9 @@ class KueueConfig:
 
     fair_sharing: tuple[str, ...] | None = None  # the preemption strategies; None: fair sharing off
     admission_fair_sharing: AdmissionFairSharing | None = None
+    # featureGates.PrioritizePreemptorWorkloads (alpha, off by default): a workload waiting for its victims goes
+    # before the other heads of its cohort, so a victim requeued meanwhile cannot take back the room
+    prioritize_preemptor: bool = False
     source: str = ""
 
 
@@ -80,7 +85,13 @@ def parse(doc: Mapping[str, Any], source: str = "") -> KueueConfig:
         )
     strategies = _fair_sharing(doc.get("fairSharing"), version, source, obj)
     afs = _admission_fair_sharing(doc.get("admissionFairSharing"), source, obj)
-    return KueueConfig(strategies, afs, source)
+    gates = doc.get("featureGates") or {}
+    if not isinstance(gates, Mapping) or not all(isinstance(v, bool) for v in gates.values()):
+        raise InputError(
+            "must be a map of feature names to true or false", source=source, obj=obj, field="featureGates"
+        )
+    # Other gates are read past: those that change admission keep Kueue's defaults here (docs/queues.md).
+    return KueueConfig(strategies, afs, bool(gates.get(PRIORITIZE_PREEMPTOR, False)), source)
 
 
 def _fair_sharing(raw: Any, version: str, source: str, obj: str) -> tuple[str, ...] | None:

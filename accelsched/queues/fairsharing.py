@@ -154,9 +154,10 @@ class Entry:
     node: Node
     usage: Mapping[FlavorResource, int]
     order: tuple[int, str, int]
+    preemptor: bool = False  # waiting for its victims (counts with PrioritizePreemptorWorkloads only)
 
 
-def tournament(entries: Sequence[E], entry: Callable[[E], Entry]) -> Iterator[E]:
+def tournament(entries: Sequence[E], entry: Callable[[E], Entry], prioritize_preemptor: bool = False) -> Iterator[E]:
     """fairSharingIterator: the cycle's heads, one at a time; each pick is made on the tree's usage at that
     moment, so a head admitted earlier in the cycle counts against its cohort's next one."""
     remaining = list(entries)
@@ -168,7 +169,7 @@ def tournament(entries: Sequence[E], entry: Callable[[E], Entry]) -> Iterator[E]
             root = first.root()
             by_node = {id(entry(e).node): e for e in remaining}
             drs, requested = _tournament_shares(root, by_node, entry)
-            best = _run(root, by_node, drs, requested, entry)
+            best = _run(root, by_node, drs, requested, entry, prioritize_preemptor)
             assert best is not None  # the first entry's own tree holds at least it
             chosen = best
         remaining.remove(chosen)
@@ -210,12 +211,13 @@ def _run(
     drs: dict[tuple[int, int], DRS],
     requested: dict[int, Mapping[FlavorResource, int]],
     entry: Callable[[E], Entry],
+    prioritize_preemptor: bool,
 ) -> E | None:
     """runTournament: each child cohort's winner, then each ClusterQueue's head; the least of them wins."""
     candidates: list[E] = []
     for child in cohort.children:
         if child.is_cohort:
-            won = _run(child, by_node, drs, requested, entry)
+            won = _run(child, by_node, drs, requested, entry, prioritize_preemptor)
             if won is not None:
                 candidates.append(won)
     candidates += [by_node[id(c)] for c in cohort.children if not c.is_cohort and id(c) in by_node]
@@ -223,7 +225,7 @@ def _run(
         return None
     best = candidates[0]
     for current in candidates[1:]:
-        if _less(entry(current), entry(best), cohort, drs, requested):
+        if _less(entry(current), entry(best), cohort, drs, requested, prioritize_preemptor):
             best = current
     return best
 
@@ -234,8 +236,11 @@ def _less(
     parent: Node,
     drs: dict[tuple[int, int], DRS],
     requested: dict[int, Mapping[FlavorResource, int]],
+    prioritize_preemptor: bool,
 ) -> bool:
-    """entryComparer.less with Kueue's default gates (PrioritizePreemptorWorkloads off)."""
+    """entryComparer.less."""
+    if prioritize_preemptor and a.preemptor != b.preemptor:
+        return a.preemptor
     a_drs, b_drs = drs[(id(parent), id(a.node))], drs[(id(parent), id(b.node))]
     a_borrows = a_drs.borrowing_on(requested[id(a.node)])
     b_borrows = b_drs.borrowing_on(requested[id(b.node)])
