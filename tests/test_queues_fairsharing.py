@@ -532,3 +532,21 @@ def test_everything_a_zero_weight_queue_borrows_can_be_taken(tmp_path: Path) -> 
     admitted = _units("a", "a1", "a2", "a3") + _units("b", *(f"b{i}" for i in range(1, 7)))
     outcomes = _admit(tmp_path, _scenario(admitted, ("a-incoming", "a", "3"), queues))
     assert _preempted(outcomes, "a-incoming") == dict.fromkeys(("b1", "b2", "b3"), "InCohortFairSharing")
+
+
+def test_the_fair_sharing_example_reclaims_then_preempts_by_share(tmp_path: Path) -> None:
+    """examples/queues/fair-sharing.yaml, through ``schedule -o json``: team-c's finetune reclaims its nominal
+    quota from team-a's newest sweep, eval preempts the next by share (rule S2-b); the JSON reports Kueue's
+    weightedShare (team-c borrows 4 of 16 GPUs on weight 2: 125)."""
+    from click.testing import CliRunner
+
+    from accelsched.cli import main
+
+    result = CliRunner().invoke(main, ["schedule", "-f", "examples/queues/fair-sharing.yaml", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    out = yaml.safe_load(result.output)
+    reasons = {w["name"]: c["reason"] for w in out["workloads"] for c in w["conditions"] if c["type"] == "Preempted"}
+    assert reasons == {"sweep-2": "InCohortReclamation", "sweep-1": "InCohortFairSharing"}
+    assert all(w["admitted"] for w in out["workloads"] if w["namespace"] == "team-c")
+    shares = {c["name"]: c["fairSharing"]["weightedShare"] for c in out["clusterQueues"]}
+    assert shares == {"team-a": 0, "team-b": 0, "team-c": 125}

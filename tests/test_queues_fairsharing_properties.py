@@ -127,7 +127,7 @@ def _workload(name: str, cq: str, requests: dict[str, int], priority: int, i: in
     return doc
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_fair_sharing_never_overdraws_quota_and_never_preempts_in_a_loop(docs: list[dict[str, Any]]) -> None:
     inputs = loader.build_inputs([loader.Document(d, "x", d["kind"]) for d in docs])
