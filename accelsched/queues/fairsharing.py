@@ -163,16 +163,14 @@ def tournament(entries: Sequence[E], entry: Callable[[E], Entry], prioritize_pre
     remaining = list(entries)
     while remaining:
         first = entry(remaining[0]).node  # getCq: any ClusterQueue with a head (here the first in input order)
-        if first.parent is None:
-            chosen = remaining[0]
-        else:
+        index = 0
+        if first.parent is not None:
             root = first.root()
             by_node = {id(entry(e).node): e for e in remaining}
             drs, requested = _tournament_shares(root, by_node, entry)
             best = _run(root, by_node, drs, requested, entry, prioritize_preemptor)
-            assert best is not None  # the first entry's own tree holds at least it
-            chosen = best
-        remaining.remove(chosen)
+            index = next(i for i, e in enumerate(remaining) if e is best)
+        chosen = remaining.pop(index)
         yield chosen
 
 

@@ -47,7 +47,8 @@ def cluster_queues_json(result: QueueResult) -> list[dict[str, Any]]:
             usage.setdefault(flavor, {})[q.name] = format_amount(q.name, used)
             borrowed.setdefault(flavor, {})[q.name] = format_amount(q.name, max(0, used - q.nominal))
         entry: dict[str, Any] = {"name": name, "cohort": cq.cohort or None, "usage": usage, "borrowed": borrowed}
-        if result.objects.config.fair_sharing is not None:  # Kueue's status.fairSharing, with fair sharing on
+        # Kueue's status.fairSharing, with fair sharing on (a queue in a cohort loop is inactive: no share)
+        if result.objects.config.fair_sharing is not None and name not in result.tree.in_cycle:
             entry["fairSharing"] = {"weightedShare": fairsharing.share(result.tree.cluster_queues[name]).rounded()}
         out.append(entry)
     return out
