@@ -72,7 +72,8 @@ class _Fields(Fields):
 
 def parse(doc: Mapping[str, Any], source: str = "") -> KueueConfig:
     """The fair-sharing parts of a Configuration document; an InputError naming the field for a bad one."""
-    name = str((doc.get("metadata") or {}).get("name") or "")
+    meta = doc.get("metadata")
+    name = str(meta.get("name") or "") if isinstance(meta, Mapping) else ""  # Kueue's own file usually has none
     obj = f"{KIND} {name}".strip()
     version = str(doc.get("apiVersion")).split("/", 1)[-1]
     if version not in VERSIONS:
