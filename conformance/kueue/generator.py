@@ -66,7 +66,7 @@ def build(klass: str, seed: int) -> Scenario:
                         "spec": {"clusterQueue": "cq-missing"}})
     counter = iter(range(1000))
     phases = [[_workload(rng, next(counter), queues, klass, resources, priorities, flavors)
-               for _ in range(rng.randint(2, 6))]]
+               for _ in range(rng.randint(2, 6) if klass != FAIR_SHARING else rng.randint(4, 8))]]
     if klass in ("preemption", FAIR_SHARING) or rng.random() < 0.3:
         phases.append([_workload(rng, next(counter), queues, klass, resources, priorities, flavors)
                        for _ in range(rng.randint(1, 3))])
@@ -114,7 +114,8 @@ def _cluster_queue(rng: random.Random, name: str, cohort: str | None, klass: str
     if klass in ("preemption", "tree", "cohort", FAIR_SHARING) and rng.random() < 0.8:
         preemption: JSON = {"withinClusterQueue": rng.choice(("Never", "LowerPriority", "LowerOrNewerEqualPriority"))}
         if cohort:
-            preemption["reclaimWithinCohort"] = rng.choice(("Never", "LowerPriority", "Any"))
+            preemption["reclaimWithinCohort"] = rng.choice(
+                ("Never", "LowerPriority", "Any") if klass != FAIR_SHARING else ("LowerPriority", "Any", "Any"))
             if preemption["reclaimWithinCohort"] != "Never" and rng.random() < 0.4:
                 borrow: JSON = {"policy": "LowerPriority"}
                 if rng.random() < 0.5:
