@@ -165,6 +165,7 @@ class _Admission:
         self.prioritize_preemptor = objects.config.prioritize_preemptor
         # per ClusterQueue, the workload waiting for its preemptions until it is admitted (Kueue's pw, IsPreemptor)
         self.preempting: dict[str, Outcome] = {}
+        self.nominated: dict[int, list[Target]] = {}  # this cycle's preemption targets per head, found at nomination
         self.running = 0  # how many admitted records the input's running workloads made (the first ones)
         self.sequence = 0
         self.cycle = 0  # the scheduler's schedulingCycle
@@ -314,7 +315,15 @@ class _Admission:
                     head.refuse(PENDING, NAMESPACE_MISMATCH)
                     pending.pop(0)  # requeued as inadmissible in both strategies
                     continue
-                heads.append((head, cq, self._assign(head, cq)))
+                assignment = self._assign(head, cq)
+                heads.append((head, cq, assignment))
+                # getInitialAssignments: the targets are found at nomination, on the cycle's fresh snapshot, not
+                # after the capacity earlier heads of the cycle reserve
+                self.nominated[id(head)] = (
+                    self.preemptor.targets(head.info, cq, assignment.usage, assignment.needs_preemption())
+                    if assignment.mode == AssignmentMode.PREEMPT
+                    else []
+                )
             if not heads:
                 if any(queues.values()):
                     continue  # queues whose heads stepped aside have new heads
@@ -380,7 +389,7 @@ class _Admission:
         if self.preemptor_head.get(cq.name) is outcome:
             del self.preemptor_head[cq.name]  # set again below if it still waits for preemptions
         if mode == AssignmentMode.PREEMPT:
-            targets = self.preemptor.targets(outcome.info, cq, assignment.usage, assignment.needs_preemption())
+            targets = self.nominated.get(id(outcome), [])
             if targets:
                 return self._preempt(outcome, cq, assignment, targets)
         if mode != AssignmentMode.FIT:
