@@ -179,9 +179,8 @@ def placements(results: Mapping[str, ScheduleResult]) -> dict[str, str | None]:
 def filter_message(result: ScheduleResult) -> str:
     """The FitError message without its PostFilter part (DynamicResources' then DefaultPreemption's, joined by
     ``, `` as RunPostFilterPlugins does), which depends on the profile."""
-    return re.sub(
-        r"(?<=\.) (no new claims to deallocate|still not schedulable|not found|preemption: ).*$", "", result.message
-    )
+    return re.sub(r"(?<=\.) (no new claims to deallocate|still not schedulable|not found|preemption: ).*$", "",
+                  result.message)
 
 
 def reason_counts(result: ScheduleResult) -> dict[str, int]:

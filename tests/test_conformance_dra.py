@@ -79,14 +79,10 @@ def test_mig_and_slice_shapes_are_what_the_api_server_takes() -> None:
 
 def test_mask_generated_hides_only_the_random_suffix() -> None:
     msg = 'running "DynamicResources" filter plugin: claim ns-main/pod-0-gpu-zhblr, request gpu: asks'
-    assert (
-        mask_generated(msg) == 'running "DynamicResources" filter plugin: claim ns-main/pod-0-gpu-*****, request '
-        "gpu: asks"
-    )
-    assert (
-        mask_generated("0/2 nodes are available: 2 cannot allocate all claims.")
-        == "0/2 nodes are available: 2 cannot allocate all claims."
-    )
+    assert mask_generated(msg) == 'running "DynamicResources" filter plugin: claim ns-main/pod-0-gpu-*****, request ' \
+                                  "gpu: asks"
+    assert mask_generated("0/2 nodes are available: 2 cannot allocate all claims.") == \
+        "0/2 nodes are available: 2 cannot allocate all claims."
 
 
 # ------------------------------------------------------------------------------------------ the validity check
@@ -98,59 +94,34 @@ def _scenario() -> Scenario:
     from conformance.objects import container, node, pod
 
     n = node("node-0", {"cpu": "8", "memory": "16Gi", "pods": "110"})
-    gpus = [
-        dra.gpu("gpu-0", 0, "a100", root=dra.ROOTS[0]),
-        dra.gpu("gpu-1", 1, "h100", root=dra.ROOTS[0]),
-        dra.gpu("gpu-2", 2, "l4", root=dra.ROOTS[1]),
-    ]
-    objects = [
-        dra.device_class("gpu-class", [dra.GPU_SELECTOR]),
-        dra.resource_slice("node-0-gpu", dra.GPU_DRIVER, "node-0", gpus, node="node-0"),
-        n,
-    ]
-    spec = dra.claim_spec(
-        [
-            {"name": "any", "exactly": dra.exactly("gpu-class")},
-            {"name": "big", "exactly": dra.exactly("gpu-class", 1, [f'{dra.A}.model == "h100"'])},
-        ],
-        [{"matchAttribute": dra.PCIE_ROOT}],
-    )
+    gpus = [dra.gpu("gpu-0", 0, "a100", root=dra.ROOTS[0]), dra.gpu("gpu-1", 1, "h100", root=dra.ROOTS[0]),
+            dra.gpu("gpu-2", 2, "l4", root=dra.ROOTS[1])]
+    objects = [dra.device_class("gpu-class", [dra.GPU_SELECTOR]),
+               dra.resource_slice("node-0-gpu", dra.GPU_DRIVER, "node-0", gpus, node="node-0"), n]
+    spec = dra.claim_spec([{"name": "any", "exactly": dra.exactly("gpu-class")},
+                           {"name": "big", "exactly": dra.exactly("gpu-class", 1, [f'{dra.A}.model == "h100"'])}],
+                          [{"matchAttribute": dra.PCIE_ROOT}])
     objects.append(dra.claim("c", spec))
     body = dra.use_claims(pod("pod-0", [container("main", {"cpu": "1"})]), [("gpu", "claim", "c")])
     return Scenario("dra-test", objects=objects, pending=[body])
 
 
 def _bound(results: list[tuple[str, str]]) -> list[PodOutcome]:
-    return [
-        PodOutcome(
-            "ns-main/pod-0",
-            node="node-0",
-            claims=[
-                {
-                    "name": "gpu",
-                    "results": [
-                        {"request": r, "driver": dra.GPU_DRIVER, "pool": "node-0", "device": d} for r, d in results
-                    ],
-                }
-            ],
-        )
-    ]
+    return [PodOutcome("ns-main/pod-0", node="node-0", claims=[{"name": "gpu", "results": [
+        {"request": r, "driver": dra.GPU_DRIVER, "pool": "node-0", "device": d} for r, d in results]}])]
 
 
 def test_a_valid_allocation_passes() -> None:
     assert dra.check_allocations(_scenario(), _bound([("any", "gpu-0"), ("big", "gpu-1")]), "x") == []
 
 
-@pytest.mark.parametrize(
-    ("results", "why"),
-    [
-        ([("any", "gpu-1"), ("big", "gpu-1")], "also allocated"),  # the same device twice
-        ([("any", "gpu-0"), ("big", "gpu-2")], "selector"),  # an l4 for the h100 request
-        ([("any", "gpu-2"), ("big", "gpu-1")], "matchAttribute"),  # different PCIe roots
-        ([("any", "gpu-0"), ("big", "gpu-9")], "no such device"),
-        ([("nope", "gpu-0")], "no such request"),
-    ],
-)
+@pytest.mark.parametrize(("results", "why"), [
+    ([("any", "gpu-1"), ("big", "gpu-1")], "also allocated"),  # the same device twice
+    ([("any", "gpu-0"), ("big", "gpu-2")], "selector"),  # an l4 for the h100 request
+    ([("any", "gpu-2"), ("big", "gpu-1")], "matchAttribute"),  # different PCIe roots
+    ([("any", "gpu-0"), ("big", "gpu-9")], "no such device"),
+    ([("nope", "gpu-0")], "no such request"),
+])
 def test_an_invalid_allocation_is_named(results: list[tuple[str, str]], why: str) -> None:
     problems = dra.check_allocations(_scenario(), _bound(results), "x")
     assert problems and any(why in p for p in problems), problems
@@ -175,36 +146,16 @@ def test_overdrawn_counters_are_named() -> None:
     counters = {f"memory-slice-{i}": {"value": "1"} for i in range(8)}
     counters["multiprocessors"] = {"value": "98"}
     devices = dra._mig_devices(0, "gpu-0-counters", full=True)
-    objects = [
-        node("node-0", {"cpu": "8", "memory": "16Gi", "pods": "110"}),
-        dra.device_class("mig-class", [dra.GPU_SELECTOR]),
-        dra.resource_slice(
-            "c",
-            dra.GPU_DRIVER,
-            "node-0",
-            node="node-0",
-            count=2,
-            shared_counters=[{"name": "gpu-0-counters", "counters": counters}],
-        ),
-        dra.resource_slice("m", dra.GPU_DRIVER, "node-0", devices, node="node-0", count=2),
-        dra.claim("c", dra.claim_spec([{"name": "mig", "exactly": dra.exactly("mig-class", 2)}])),
-    ]
+    objects = [node("node-0", {"cpu": "8", "memory": "16Gi", "pods": "110"}),
+               dra.device_class("mig-class", [dra.GPU_SELECTOR]),
+               dra.resource_slice("c", dra.GPU_DRIVER, "node-0", node="node-0", count=2,
+                                  shared_counters=[{"name": "gpu-0-counters", "counters": counters}]),
+               dra.resource_slice("m", dra.GPU_DRIVER, "node-0", devices, node="node-0", count=2),
+               dra.claim("c", dra.claim_spec([{"name": "mig", "exactly": dra.exactly("mig-class", 2)}]))]
     body = dra.use_claims(pod("pod-0", [container("main", {"cpu": "1"})]), [("mig", "claim", "c")])
     s = Scenario("dra-test", objects=objects, pending=[body])
     full = next(d["name"] for d in devices if "7g" in d["name"])
     one = next(d["name"] for d in devices if "1g" in d["name"])
-    out = [
-        PodOutcome(
-            "ns-main/pod-0",
-            node="node-0",
-            claims=[
-                {
-                    "name": "mig",
-                    "results": [
-                        {"request": "mig", "driver": dra.GPU_DRIVER, "pool": "node-0", "device": d} for d in (full, one)
-                    ],
-                }
-            ],
-        )
-    ]
+    out = [PodOutcome("ns-main/pod-0", node="node-0", claims=[{"name": "mig", "results": [
+        {"request": "mig", "driver": dra.GPU_DRIVER, "pool": "node-0", "device": d} for d in (full, one)]}])]
     assert any("counter" in p and "drawn" in p for p in dra.check_allocations(s, out, "x"))

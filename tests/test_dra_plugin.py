@@ -52,17 +52,14 @@ spec:
 
 
 def pod(name: str, claim: str = "resourceClaimTemplateName: one-gpu", cpu: str = "1", extra: str = "") -> str:
-    return (
-        textwrap.dedent(f"""
+    return textwrap.dedent(f"""
         apiVersion: v1
         kind: Pod
         metadata: {{name: {name}, namespace: default}}
         spec:
           containers: [{{name: c, image: x, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
           resourceClaims: [{{name: gpu, {claim}}}]
-        """)
-        + extra
-    )
+        """) + extra
 
 
 def run(tmp_path, *docs: str):

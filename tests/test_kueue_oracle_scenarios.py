@@ -17,9 +17,8 @@ from conformance.kueue.scenario import GATE_LABEL, place  # noqa: E402
 def test_generated_scenarios_are_read_by_accelsched_with_one_outcome_per_workload() -> None:
     for s in generator.generate(10, seed=4):
         objects, phases = place(s, "slot")
-        namespaces = [
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"slot-p{i}"}} for i in range(len(phases))
-        ]
+        namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"slot-p{i}"}}
+                      for i in range(len(phases))]
         workloads = [w for phase in phases for w in phase]
         for i, w in enumerate(workloads):
             w["metadata"]["creationTimestamp"] = f"2026-01-01T00:00:{i:02d}Z"

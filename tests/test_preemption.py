@@ -477,7 +477,9 @@ def test_hard_default_spreading_makes_preemption_use_full_dry_runs() -> None:
     would not help (skew), so the dry run must say so and node b's pod is the victim."""
     spread = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule"}
     cfg = config(
-        pluginConfig=[{"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": [spread]}}]
+        pluginConfig=[
+            {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": [spread]}}
+        ]
     )
 
     def replica(doc: dict) -> dict:

@@ -78,7 +78,6 @@ def has_claims(pod: JSON) -> bool:
 def generated_claims_changed(old: JSON, new: JSON) -> bool:
     """The pod update DynamicResources queues a pod for (UpdatePodGeneratedResourceClaim): the resourceclaim
     controller wrote the names of the claims it made from the pod's templates."""
-
     def statuses(pod: JSON) -> Any:
         return (pod.get("status") or {}).get("resourceClaimStatuses")
 

@@ -24,7 +24,6 @@ from typing import Any
 
 log = logging.getLogger("accelsched.live")
 
-
 class _Write:
     """One write and the keys it is ordered by; ``blocked`` counts the keys where an earlier write still runs."""
 

@@ -273,6 +273,7 @@ class DefaultPreemption:
                     if v.key not in handle.cluster.pod_node:
                         handle.restore(v, home[v.key])
 
+
     @staticmethod
     def select_victims_by_fit(
         pod: Pod,
@@ -445,7 +446,6 @@ def new(args: dict[str, Any], handle: object) -> DefaultPreemption:
             bound = f"a whole number between 0 and {top}" if top is not None else "a whole number >= 0"
             raise InputError(f"must be {bound}, got {value!r}", obj=where, field=f"args.{name}")
     if pct == 0 and absolute == 0:
-        raise InputError(
-            "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0", obj=where, field="args"
-        )
+        raise InputError("minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0", obj=where,
+                         field="args")
     return DefaultPreemption(pct, absolute)

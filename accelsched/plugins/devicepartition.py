@@ -48,7 +48,6 @@ def used_units(cluster: ClusterState) -> np.ndarray:
 
 def milli_nodes(cluster: ClusterState) -> np.ndarray:
     """The nodes whose devices are shared in thousandths (the ``milli`` partition mode)."""
-
     def build() -> np.ndarray:
         return np.array([d.partition is not None and d.partition.mode == "milli" for d in cluster.devices], dtype=bool)
 
