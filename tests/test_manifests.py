@@ -42,6 +42,8 @@ CUSTOM_KINDS: frozenset[tuple[str, str]] = frozenset(
         # Kueue's (checked against its CRDs by accelsched's own schema: tests/test_queues_api.py)
         *(("kueue.x-k8s.io", kind) for kind in ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort")),
         *(("kueue.x-k8s.io", kind) for kind in ("WorkloadPriorityClass", "Workload")),
+        # Kueue's own config file (read by accelsched/queues/config.py, checked in tests/test_queues_fairsharing.py)
+        ("config.kueue.x-k8s.io", "Configuration"),
     }
 )
 

@@ -26,6 +26,7 @@ from accelsched.fabric import levels as fabric_levels
 from accelsched.fabric import request as fabric_request
 from accelsched.framework import gang
 from accelsched.queues import api as queue_api
+from accelsched.queues import config as queue_config
 from accelsched.topology import layout as topology_layout
 
 # Kinds that exist in clusters but do not change placement: read past without a word.
@@ -59,7 +60,7 @@ QUIET_KINDS = {
 # Kinds the first pass reads (with the nodes), so the pod pass passes them by.
 _READ_FIRST = (
     "Node", "Namespace", "PriorityClass", "NodeResourceTopology", "PodGroup", "Workload",
-    *storage_objects.KINDS, *dra_objects.KINDS, *queue_api.KINDS,
+    *storage_objects.KINDS, *dra_objects.KINDS, *queue_api.KINDS, queue_config.KIND,
 )  # fmt: skip
 _READ_FIRST += (fabric_levels.KIND, fabric_hypernode.KIND)  # Kueue's Topology, Volcano's HyperNode (fabric/)
 
@@ -196,6 +197,10 @@ def _build_inputs(
     nodes = {n.name: n for n in inputs.nodes}
     namespaces = {n.name: n for n in inputs.namespaces}
     for d in docs:
+        if queue_config.is_config(d.doc):  # Kueue's own Configuration: fair sharing (accelsched/queues/config)
+            inputs.queues.config = queue_config.parse(d.doc, d.source)
+            claim(d.kind, "", "", d.source, queue_config.GROUP)  # one Kueue, one configuration
+            continue
         if queue_api.is_kueue(d.doc):  # kueue.x-k8s.io objects: read by accelsched/queues
             obj = inputs.queues.add(d.kind, d.doc, d.source)
             claim(d.kind, getattr(obj, "namespace", ""), obj.name, d.source, queue_api.GROUP)

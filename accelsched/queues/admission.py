@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from accelsched.api.objects import Namespace, Node, Pod
-from accelsched.queues import api, preemption, quota
+from accelsched.queues import api, fairsharing, preemption, quota
 from accelsched.queues.api import ClusterQueue, QueueObjects
 from accelsched.queues.flavorassigner import Assignment, AssignmentMode, FlavorAssigner, pending_flavors
 from accelsched.queues.preemption import Admitted, Oracle, Preemptor, Target
@@ -158,6 +158,15 @@ class _Admission:
         self.reserved: list[tuple[quota.Node, tuple[str, str], int]] = []  # this cycle's reserveCapacity...
         self.admitted: dict[str, list[Admitted]] = {}  # per ClusterQueue, what holds its quota
         self.preemptor = Preemptor(self.tree, objects.cluster_queues, self.admitted)
+        self.fair_sharing = objects.config.fair_sharing is not None
+        if objects.config.fair_sharing:
+            fair = fairsharing.FairPreemptor(self.preemptor, objects.config.fair_sharing, self._reservation)
+            self.preemptor.fair_targets = fair.targets
+        self.prioritize_preemptor = objects.config.prioritize_preemptor
+        # per ClusterQueue, the workload waiting for its preemptions until it is admitted (Kueue's pw, IsPreemptor)
+        self.preempting: dict[str, Outcome] = {}
+        self.nominated: dict[int, list[Target]] = {}  # this cycle's preemption targets per head, found at nomination
+        self.running = 0  # how many admitted records the input's running workloads made (the first ones)
         self.sequence = 0
         self.cycle = 0  # the scheduler's schedulingCycle
         self.generation: dict[str, int] = {}  # per ClusterQueue, AllocatableResourceGeneration
@@ -192,6 +201,7 @@ class _Admission:
                 queues.setdefault(cq.name, []).append(outcome)
         for pending in queues.values():
             pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
+        self.running = self.sequence
         self._cycles(queues)
         for outcome in self.outcomes:
             if outcome.admitted:
@@ -256,6 +266,19 @@ class _Admission:
         self.admitted.setdefault(cq.name, []).append(record)
         self.preemptor.add(record)
 
+    def _reservation(self, record: Admitted) -> fairsharing.Reservation:
+        """quotaReservationTime: a workload running in the input since its QuotaReserved condition's time, one
+        admitted here later, in the order admitted."""
+        if record.sequence > self.running:
+            return (1, "", record.sequence)
+        written = self.objects.workloads.get(record.info.key)
+        times = [
+            str(c.get("lastTransitionTime") or "")
+            for c in (written.conditions if written is not None else [])
+            if c.get("type") == QUOTA_RESERVED and c.get("status") == "True"
+        ]
+        return (0, times[0] if times else "", 0)
+
     def _flavors_of_node(self, pods: list[Pod], requests: Mapping[str, int], cq: ClusterQueue) -> dict[str, str]:
         labels = next((self.node_labels.get(p.node_name, {}) for p in pods if p.node_name), {})
         out = {}
@@ -296,15 +319,22 @@ class _Admission:
                     head.refuse(PENDING, NAMESPACE_MISMATCH)
                     pending.pop(0)  # requeued as inadmissible in both strategies
                     continue
-                heads.append((head, cq, self._assign(head, cq)))
+                assignment = self._assign(head, cq)
+                heads.append((head, cq, assignment))
+                # getInitialAssignments: the targets are found at nomination, on the cycle's fresh snapshot, not
+                # after the capacity earlier heads of the cycle reserve
+                self.nominated[id(head)] = (
+                    self.preemptor.targets(head.info, cq, assignment.usage, assignment.needs_preemption())
+                    if assignment.mode == AssignmentMode.PREEMPT
+                    else []
+                )
             if not heads:
                 if any(queues.values()) or self._requeue_pending(queues):
                     continue  # queues whose heads stepped aside have new heads, or the requeuer brought some back
                 break
             progress = False
             self.reserved, self.victims = [], {}
-            heads.sort(key=lambda h: (h[2].borrowing, -h[0].info.priority, h[0].info.created, h[0].info.order))
-            for outcome, cq, assignment in heads:
+            for outcome, cq, assignment in self._order(heads):
                 progress |= self._process(outcome, cq, assignment, queues[cq.name])
             for node, fr, amount in self.reserved:  # a cycle's reservations end with it (a fresh snapshot next)
                 node.remove_usage(fr, amount)
@@ -314,6 +344,33 @@ class _Admission:
                 self._mark_blocked(queues)
                 break
 
+    def _order(
+        self, heads: list[tuple[Outcome, ClusterQueue, Assignment]]
+    ) -> Iterable[tuple[Outcome, ClusterQueue, Assignment]]:
+        """makeIterator: with fair sharing, the tournament by share (picked one at a time, on the usage the heads
+        processed before left); else no borrowing first, then priority, then creation time. With
+        PrioritizePreemptorWorkloads a head waiting for its victims goes first in either."""
+        first = self.prioritize_preemptor
+
+        def waiting(h: tuple[Outcome, ClusterQueue, Assignment]) -> bool:
+            return first and self.preempting.get(h[1].name) is h[0]
+
+        if not self.fair_sharing:
+            return sorted(
+                heads,
+                key=lambda h: (not waiting(h), h[2].borrowing, -h[0].info.priority, h[0].info.created, h[0].info.order),
+            )
+        return fairsharing.tournament(
+            heads,
+            lambda h: fairsharing.Entry(
+                self.tree.cluster_queues[h[1].name],
+                h[2].usage,
+                (-h[0].info.priority, h[0].info.created, h[0].info.order),
+                waiting(h),
+            ),
+            first,
+        )
+
     def _assign(self, outcome: Outcome, cq: ClusterQueue) -> Assignment:
         """getAssignments: the scan resumes from the workload's LastAssignment unless that is outdated (older than
         the previous cycle, and a workload has left the ClusterQueue since: lastAssignmentOutdated)."""
@@ -322,7 +379,9 @@ class _Admission:
         generation = self.generation.get(cq.name, 0)
         if outcome.last is not None and self.cycle - outcome.last_cycle > 1 and generation > outcome.last_generation:
             outcome.last = None
-        assigner = FlavorAssigner(outcome.info, cq, node, self.tree, self.objects.flavors, oracle, outcome.last)
+        assigner = FlavorAssigner(
+            outcome.info, cq, node, self.tree, self.objects.flavors, oracle, outcome.last, self.fair_sharing
+        )
         assignment = assigner.assign()
         outcome.last, outcome.last_cycle, outcome.last_generation = assignment.last_state(), self.cycle, generation
         return assignment
@@ -334,12 +393,13 @@ class _Admission:
         if self.preemptor_head.get(cq.name) is outcome:
             del self.preemptor_head[cq.name]  # set again below if it still waits for preemptions
         if mode == AssignmentMode.PREEMPT:
-            targets = self.preemptor.targets(outcome.info, cq, assignment.usage, assignment.needs_preemption())
+            targets = self.nominated.get(id(outcome), [])
             if targets:
                 return self._preempt(outcome, cq, assignment, targets)
         if mode != AssignmentMode.FIT:
             outcome.refuse(PENDING, assignment.message())
-            if mode == AssignmentMode.PREEMPT and cq.preemption.reclaim_within_cohort != api.ANY:
+            preemptor = self.prioritize_preemptor and self.preempting.get(cq.name) is outcome
+            if mode == AssignmentMode.PREEMPT and (cq.preemption.reclaim_within_cohort != api.ANY or preemptor):
                 for fr, amount in _reservable(assignment, node).items():
                     node.add_usage(fr, amount)  # reserveCapacityForUnreclaimablePreempt, for this cycle
                     self.reserved.append((node, fr, amount))
@@ -358,6 +418,8 @@ class _Admission:
         outcome.admit(cq.name, assignment.flavors())
         pending.remove(outcome)
         self._status_changed(cq.name)
+        if self.preempting.get(cq.name) is outcome:
+            del self.preempting[cq.name]
         return True
 
     def _bulk_move(self, outcome: Outcome, name: str, pending: list[Outcome]) -> None:
@@ -391,6 +453,7 @@ class _Admission:
         outcome.last = None  # markPreemptionOutcome: the next cycle reconsiders every flavor
         if cq.queueing_strategy == api.BEST_EFFORT_FIFO:
             self.preemptor_head[cq.name] = outcome
+        self.preempting[cq.name] = outcome
         return True
 
     def _fits(self, node: quota.Node, assignment: Assignment, targets: list[Target]) -> bool:

@@ -19,6 +19,7 @@ from accelsched.api.selectors import LabelSelector, Taint, Toleration
 from accelsched.errors import Where
 from accelsched.queues import resources
 from accelsched.queues import validation as rules
+from accelsched.queues.config import KueueConfig
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta2"
@@ -193,6 +194,7 @@ class QueueObjects:
     # ... and their pod count as Kueue's job integration counts it (podsCount: min(parallelism, completions)): in a
     # cluster the Job controller makes the pods one by one, and the workload is the Job's whole count.
     job_pods: dict[str, int] = field(default_factory=dict)
+    config: KueueConfig = field(default_factory=KueueConfig)  # Kueue's Configuration (fair sharing), queues.config
 
     def __bool__(self) -> bool:
         """Whether Kueue is in play: without any of its objects a queue-name label is inert (no Kueue to read it)."""

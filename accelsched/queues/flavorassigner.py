@@ -195,9 +195,11 @@ class FlavorAssigner:
         flavors: dict[str, ResourceFlavor],
         oracle: OracleFn | None = None,
         resume: dict[tuple[int, str], int] | None = None,
+        fair_sharing: bool = False,
     ) -> None:
         self.info, self.cq, self.node, self.tree, self.flavors = info, cq, node, tree, flavors
         self.oracle = oracle
+        self.fair_sharing = fair_sharing
         # The workload's LastAssignment: each scan resumes after the flavor its previous one stopped at
         # (FlavorFungibility with FlavorFungibilityPreserveScanProgress, both on by default).
         self.resume = resume or {}
@@ -313,4 +315,7 @@ class FlavorAssigner:
         return Granular(Mode.NO_FIT, borrow), [reason]
 
     def _can_preempt_while_borrowing(self) -> bool:
-        return self.cq.preemption.borrow_within_cohort != api.NEVER
+        """canPreemptWhileBorrowing: borrowWithinCohort allows it, or fair sharing with reclaimWithinCohort."""
+        return self.cq.preemption.borrow_within_cohort != api.NEVER or (
+            self.fair_sharing and self.cq.preemption.reclaim_within_cohort != api.NEVER
+        )

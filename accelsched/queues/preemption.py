@@ -28,9 +28,11 @@ from accelsched.queues.workloads import Info
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
 IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+IN_COHORT_FAIR_SHARING = "InCohortFairSharing"  # fair sharing's (queues.fairsharing)
 HUMAN_READABLE = {
     IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
     IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
     IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
 }
 
@@ -61,6 +63,9 @@ class Admitted:
 class Target:
     workload: Admitted
     reason: str
+
+
+TargetsFn = Callable[[Info, ClusterQueue, dict[FlavorResource, int], set[FlavorResource]], list[Target]]
 
 
 @dataclass
@@ -103,6 +108,8 @@ class Preemptor:
         self, tree: QuotaTree, cluster_queues: dict[str, ClusterQueue], admitted: dict[str, list[Admitted]]
     ) -> None:
         self.tree, self.cluster_queues, self.admitted = tree, cluster_queues, admitted
+        # With fair sharing on, Kueue's getTargets takes fairPreemptions instead (queues.fairsharing sets this).
+        self.fair_targets: TargetsFn | None = None
 
     # ------------------------------------------------------------------------------------ the tree's usage
 
@@ -121,7 +128,10 @@ class Preemptor:
     def targets(
         self, info: Info, cq: ClusterQueue, requests: dict[FlavorResource, int], frs: set[FlavorResource]
     ) -> list[Target]:
-        """classicalPreemptions: the smallest set of candidates, in Kueue's order, after which ``requests`` fit."""
+        """getTargets: fairPreemptions with fair sharing on, else classicalPreemptions (the smallest set of
+        candidates, in Kueue's order, after which ``requests`` fit)."""
+        if self.fair_targets is not None:
+            return self.fair_targets(info, cq, requests, frs)
         node = self.tree.cluster_queues[cq.name]
         same = self._same_queue(info, cq, frs)
         hierarchy, priority = self._hierarchical(info, cq, node, requests, frs)
@@ -142,8 +152,8 @@ class Preemptor:
                     continue
                 self.remove(c.workload)
                 chosen.append(Target(c.workload, c.variant.reason))
-                if self._fits(node, requests, borrowing):
-                    chosen = self._fill_back(node, requests, chosen, borrowing)
+                if self.fits(node, requests, borrowing):
+                    chosen = self.fill_back(node, requests, chosen, borrowing)
                     for t in chosen:
                         self.add(t.workload)
                     return chosen
@@ -155,7 +165,7 @@ class Preemptor:
         """queueUnderNominalInResourcesNeedingPreemption: usage below nominal in every resource to preempt."""
         return all((node.quotas[fr].nominal if fr in node.quotas else 0) > node.usage.get(fr, 0) for fr in frs)
 
-    def _fits(self, node: Node, requests: dict[FlavorResource, int], borrowing: bool) -> bool:
+    def fits(self, node: Node, requests: dict[FlavorResource, int], borrowing: bool) -> bool:
         """workloadFits."""
         for fr, amount in requests.items():
             if not borrowing and node.borrowing_with(fr, amount):
@@ -164,14 +174,14 @@ class Preemptor:
                 return False
         return True
 
-    def _fill_back(
+    def fill_back(
         self, node: Node, requests: dict[FlavorResource, int], chosen: list[Target], borrowing: bool
     ) -> list[Target]:
         """fillBackWorkloads: from the second newest target back, give back each one the preemptor can do without
         (the last target taken replaces it in the list)."""
         for i in range(len(chosen) - 2, -1, -1):
             self.add(chosen[i].workload)
-            if self._fits(node, requests, borrowing):
+            if self.fits(node, requests, borrowing):
                 chosen[i] = chosen[-1]
                 chosen.pop()
             else:

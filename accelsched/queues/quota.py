@@ -29,6 +29,7 @@ class Node:
     usage: dict[FlavorResource, int] = field(default_factory=dict)
     parent: Node | None = None
     children: list[Node] = field(default_factory=list)
+    weight: float = 1.0  # spec.fairSharing.weight (parseFairWeight: AsFloat64Slow), read by queues.fairsharing
 
     def local_quota(self, fr: FlavorResource) -> int:
         """What the node keeps for itself: all of its subtree's quota past its lendingLimit (0 without one)."""
@@ -132,7 +133,7 @@ def build(objects: QueueObjects) -> QuotaTree:
     def cohort(name: str) -> Node:
         if name not in cohorts:
             spec = objects.cohorts.get(name) or Cohort(name)
-            cohorts[name] = Node(name, True, _quotas(spec.resource_groups))
+            cohorts[name] = Node(name, True, _quotas(spec.resource_groups), weight=float(spec.fair_weight))
         return cohorts[name]
 
     for name in objects.cohorts:
@@ -142,7 +143,7 @@ def build(objects: QueueObjects) -> QuotaTree:
             cohorts[spec.name].parent = cohort(spec.parent)
     cluster_queues = {}
     for cq in objects.cluster_queues.values():
-        node = Node(cq.name, False, _quotas(cq.resource_groups))
+        node = Node(cq.name, False, _quotas(cq.resource_groups), weight=float(cq.fair_weight))
         if cq.cohort:
             node.parent = cohort(cq.cohort)
         cluster_queues[cq.name] = node

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
+from accelsched.queues import fairsharing
 from accelsched.queues.admission import QueueResult
 from accelsched.queues.api import ResourceQuota
 from accelsched.queues.resources import format_amount
@@ -36,7 +37,8 @@ def workloads_json(result: QueueResult) -> list[dict[str, Any]]:
 
 def cluster_queues_json(result: QueueResult) -> list[dict[str, Any]]:
     """Each ClusterQueue's usage and what it borrows (past its nominalQuota), per flavor and resource, as
-    Kueue's status.flavorsReservation lists them: every flavor and resource of its resource groups."""
+    Kueue's status.flavorsReservation lists them: every flavor and resource of its resource groups; with fair
+    sharing on, its weightedShare as Kueue's status.fairSharing reports it."""
     out = []
     for name, cq in result.objects.cluster_queues.items():
         usage: dict[str, dict[str, str]] = {}
@@ -44,7 +46,11 @@ def cluster_queues_json(result: QueueResult) -> list[dict[str, Any]]:
         for flavor, q, used in usage_rows(result, name):
             usage.setdefault(flavor, {})[q.name] = format_amount(q.name, used)
             borrowed.setdefault(flavor, {})[q.name] = format_amount(q.name, max(0, used - q.nominal))
-        out.append({"name": name, "cohort": cq.cohort or None, "usage": usage, "borrowed": borrowed})
+        entry: dict[str, Any] = {"name": name, "cohort": cq.cohort or None, "usage": usage, "borrowed": borrowed}
+        # Kueue's status.fairSharing, with fair sharing on (a queue in a cohort loop is inactive: no share)
+        if result.objects.config.fair_sharing is not None and name not in result.tree.in_cycle:
+            entry["fairSharing"] = {"weightedShare": fairsharing.share(result.tree.cluster_queues[name]).rounded()}
+        out.append(entry)
     return out
 
 

@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.kueue", description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--classes", help=f"comma-separated, of: {', '.join(generator.CLASSES)} (default: all)")
+    parser.add_argument("--classes", help=f"comma-separated, of: {', '.join(generator.CLASSES)} (default: all); or "
+                        f"{generator.FAIR_SHARING} alone (Kueue and accelsched with fair sharing on)")
     parser.add_argument("--only", help="comma-separated scenario seeds of this run (from -v or --json)")
     parser.add_argument("--shrink", action=argparse.BooleanOptionalAction, default=False,
                         help="shrink one disagreement per class and kind into tests/kueue_cases/")
@@ -72,11 +73,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
 
     classes = [c for c in args.classes.split(",") if c] if args.classes else None
+    fair = classes == [generator.FAIR_SHARING]
+    if classes and generator.FAIR_SHARING in classes and not fair:
+        parser.error(f"--classes {generator.FAIR_SHARING} runs alone (its Kueue has fair sharing on)")
     scenarios = generator.generate(args.scenarios, args.seed, classes)
     if args.only:
         wanted = {int(s) for s in args.only.split(",") if s}
         scenarios = [s for s in scenarios if s.seed in wanted]
-    with tempfile.TemporaryDirectory(prefix="accelsched-kueue-oracle-") as tmp, KueueCluster(Path(tmp)) as cluster:
+    with tempfile.TemporaryDirectory(prefix="accelsched-kueue-oracle-") as tmp, KueueCluster(
+            Path(tmp), fair_sharing=generator.FAIR_SHARING_STRATEGIES if fair else None) as cluster:
         started = time.monotonic()
 
         def progress(n: int, v: runner.Verdict) -> None:

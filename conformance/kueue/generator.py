@@ -20,6 +20,11 @@ from typing import Any
 from conformance.kueue.scenario import JSON, KUEUE, Scenario
 
 CLASSES = ("quota", "cohort", "tree", "preemption", "flavors")
+# Run alone, against a Kueue started with fair sharing on (accelsched given the same Configuration): preemption
+# scenarios in a flat cohort or a tree, with fairSharing weights on ClusterQueues and Cohorts.
+FAIR_SHARING = "fairsharing"
+FAIR_SHARING_STRATEGIES = ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+WEIGHTS = ("0", "0.5", "1", "1", "2")
 GPU = "nvidia.com/gpu"
 RESOURCES = ("cpu", GPU, "memory")
 PRIORITIES = {"low": 10, "mid": 100, "high": 1000}
@@ -33,7 +38,8 @@ def generate(count: int, seed: int, classes: list[str] | None = None) -> list[Sc
 def build(klass: str, seed: int) -> Scenario:
     rng = random.Random(seed)
     resources = [r for r in RESOURCES[: rng.choice((1, 2, 2, 3))]]
-    if klass in ("preemption", "tree") or rng.random() < 0.5:
+    fair = klass == FAIR_SHARING
+    if klass in ("preemption", "tree", FAIR_SHARING) or rng.random() < 0.5:
         resources = [GPU, *[r for r in resources if r != GPU]][:2]
     flavors = [_flavor(rng, i, klass) for i in range(rng.choice((1, 2, 2, 3)))]
     objects: list[JSON] = list(flavors)
@@ -44,8 +50,10 @@ def build(klass: str, seed: int) -> Scenario:
     cohorts: list[str | None] = [None]
     if klass in ("cohort", "preemption", "flavors"):
         cohorts = ["co"] if klass != "flavors" or rng.random() < 0.5 else [None]
-    if klass == "tree":
-        objects += _tree(rng, resources, [f["metadata"]["name"] for f in flavors])
+    if fair:
+        cohorts = ["co"]
+    if klass == "tree" or (fair and rng.random() < 0.4):
+        objects += _tree(rng, resources, [f["metadata"]["name"] for f in flavors], fair)
         cohorts = ["root", "left", "right"]
     cq_names = [f"cq{i}" for i in range(queues)]
     for name in cq_names:
@@ -58,8 +66,8 @@ def build(klass: str, seed: int) -> Scenario:
                         "spec": {"clusterQueue": "cq-missing"}})
     counter = iter(range(1000))
     phases = [[_workload(rng, next(counter), queues, klass, resources, priorities, flavors)
-               for _ in range(rng.randint(2, 6))]]
-    if klass == "preemption" or rng.random() < 0.3:
+               for _ in range(rng.randint(2, 6) if klass != FAIR_SHARING else rng.randint(4, 8))]]
+    if klass in ("preemption", FAIR_SHARING) or rng.random() < 0.3:
         phases.append([_workload(rng, next(counter), queues, klass, resources, priorities, flavors)
                        for _ in range(rng.randint(1, 3))])
     return Scenario(klass, seed, objects, phases)
@@ -103,27 +111,32 @@ def _cluster_queue(rng: random.Random, name: str, cohort: str | None, klass: str
         spec["cohortName"] = cohort
     if rng.random() < 0.3:
         spec["queueingStrategy"] = "StrictFIFO"
-    if klass in ("preemption", "tree", "cohort") and rng.random() < 0.8:
+    if klass in ("preemption", "tree", "cohort", FAIR_SHARING) and rng.random() < 0.8:
         preemption: JSON = {"withinClusterQueue": rng.choice(("Never", "LowerPriority", "LowerOrNewerEqualPriority"))}
         if cohort:
-            preemption["reclaimWithinCohort"] = rng.choice(("Never", "LowerPriority", "Any"))
+            preemption["reclaimWithinCohort"] = rng.choice(
+                ("Never", "LowerPriority", "Any") if klass != FAIR_SHARING else ("LowerPriority", "Any", "Any"))
             if preemption["reclaimWithinCohort"] != "Never" and rng.random() < 0.4:
                 borrow: JSON = {"policy": "LowerPriority"}
                 if rng.random() < 0.5:
                     borrow["maxPriorityThreshold"] = rng.choice(sorted(PRIORITIES.values()))
                 preemption["borrowWithinCohort"] = borrow
         spec["preemption"] = preemption
+    if klass == FAIR_SHARING and rng.random() < 0.8:
+        spec["fairSharing"] = {"weight": rng.choice(WEIGHTS)}
     if klass == "flavors" and rng.random() < 0.5:
         spec["flavorFungibility"] = {"whenCanBorrow": rng.choice(("MayStopSearch", "TryNextFlavor")),
                                      "whenCanPreempt": rng.choice(("MayStopSearch", "TryNextFlavor"))}
     return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
 
 
-def _tree(rng: random.Random, resources: list[str], flavor_names: list[str]) -> list[JSON]:
-    """root <- left, right: Cohort objects, some with quota of their own."""
+def _tree(rng: random.Random, resources: list[str], flavor_names: list[str], fair: bool = False) -> list[JSON]:
+    """root <- left, right: Cohort objects, some with quota of their own (and, for fair sharing, weights)."""
     out = []
     for name, parent in (("root", None), ("left", "root"), ("right", "root")):
         spec: JSON = {}
+        if fair and parent and rng.random() < 0.6:
+            spec["fairSharing"] = {"weight": rng.choice(WEIGHTS)}
         if parent:
             spec["parentName"] = parent
         if rng.random() < 0.4:

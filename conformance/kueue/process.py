@@ -92,8 +92,10 @@ def _free_port() -> int:
 class KueueProcess:
     """One kueue process with its config, certificates and log under ``workdir``."""
 
-    def __init__(self, binary: Path, kubeconfig: Path, kube: Kube, workdir: Path) -> None:
+    def __init__(self, binary: Path, kubeconfig: Path, kube: Kube, workdir: Path,
+                 fair_sharing: list[str] | None = None) -> None:
         self.binary = binary
+        self.fair_sharing = fair_sharing  # preemptionStrategies: Kueue started with fair sharing on
         self.kubeconfig = kubeconfig
         self.kube = kube
         self.workdir = workdir
@@ -121,6 +123,8 @@ class KueueProcess:
             "manageJobsWithoutQueueName": False,
             "integrations": {"frameworks": ["batch/job"]},
         }
+        if self.fair_sharing:
+            config["fairSharing"] = {"preemptionStrategies": self.fair_sharing}
         path = self.workdir / "kueue-config.yaml"
         path.write_text(yaml.safe_dump(config))
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}

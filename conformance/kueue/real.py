@@ -79,8 +79,9 @@ class RealResult:
 class KueueCluster:
     """etcd, kube-apiserver and Kueue; ``run`` answers a batch of scenarios."""
 
-    def __init__(self, workdir: Path, workers: int = 8) -> None:
+    def __init__(self, workdir: Path, workers: int = 8, fair_sharing: list[str] | None = None) -> None:
         self.workdir = workdir
+        self.fair_sharing = fair_sharing
         self.cp = ControlPlane(workdir / "cp", find_binaries())
         self.kube: Kube | None = None
         self.kueue: process.KueueProcess | None = None
@@ -95,7 +96,8 @@ class KueueCluster:
         apply_crds(api, process.write_crds(self.workdir / "crds"))
         binary = process.kueue_binary()
         assert binary is not None
-        self.kueue = process.KueueProcess(binary, self.cp.kubeconfig, self.kube, self.workdir).start()
+        self.kueue = process.KueueProcess(binary, self.cp.kubeconfig, self.kube, self.workdir,
+                                          self.fair_sharing).start()
         return self
 
     def stop(self) -> None:

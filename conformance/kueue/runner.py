@@ -42,13 +42,23 @@ class Verdict:
         return not self.error and not self.diffs
 
 
-def cases_of(result: RealResult) -> list[Case]:
+def cases_of(result: RealResult, config: list[JSON] | None = None) -> list[Case]:
+    """Each phase as a case; ``config``: Kueue's Configuration document, given to accelsched too."""
     out = []
     for phase, pr in enumerate(result.phases):
         real = compare.kueue(pr.outcome)
         before = [w for w in pr.inputs if w.get("status")]
-        out.append(Case(compare.inputs(result.objects, pr.inputs, phase), real, compare.unchanged(before, real)))
+        docs = (config or []) + compare.inputs(result.objects, pr.inputs, phase)
+        out.append(Case(docs, real, compare.unchanged(before, real)))
     return out
+
+
+def configuration(cluster: KueueCluster) -> list[JSON]:
+    """The Configuration document accelsched reads for what the cluster's Kueue was started with."""
+    if not cluster.fair_sharing:
+        return []
+    return [{"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+             "fairSharing": {"preemptionStrategies": cluster.fair_sharing}}]
 
 
 def judge_all(cluster: KueueCluster, scenarios: list[Scenario]) -> list[Verdict]:
@@ -65,7 +75,7 @@ def judge_all(cluster: KueueCluster, scenarios: list[Scenario]) -> list[Verdict]
             if result.error:
                 out.append(Verdict(s, error=result.error))
                 continue
-            cases = cases_of(result)
+            cases = cases_of(result, configuration(cluster))
             out.append(Verdict(s, cases, [d for c in cases for d in c.diffs()]))
     return out
 
