@@ -25,12 +25,9 @@ from typing import Any
 from accelsched.api import reader
 from accelsched.engine import Session
 from accelsched.errors import InputError
-from accelsched.framework import gang
 from accelsched.live import convert as live_convert
-from accelsched.live import dra as live_dra
 from accelsched.live import kube as k
-from accelsched.live import kueue as live_kueue
-from accelsched.live import volumes as live_volumes
+from accelsched.live import snapshot as live_snapshot
 from accelsched.live.informer import Informer
 from accelsched.live.kube import JSON, ApiError, Kube
 from accelsched.ui.state import WHATIF_COPY_ANNOTATION, PodCache, RawState, clone
@@ -40,7 +37,6 @@ log = logging.getLogger("accelsched.ui")
 DEBOUNCE_SECONDS = 0.05  # events closer than this are one rebuild
 SETTLE_MAX_SECONDS = 0.5  # a rebuild waits at most this long for a burst to end (steady churn still shows)
 COLLECT_AFTER_SECONDS = 0.5  # the page's time to fetch a new version before the deferred garbage collection
-NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"  # as live/scheduler.py lists pods
 READ_METHODS = ("GET",)  # get, list and watch are all GETs; every write verb is another method
 STATUS_EVERY_SECONDS = 1.0  # how often the rebuild thread asks whether every informer is watching
 
@@ -220,22 +216,6 @@ def _renamed_slices(slices: list[JSON], copies: dict[str, str]) -> list[JSON]:
     return out
 
 
-def _resources() -> list[tuple[str, k.Resource, bool, dict[str, str]]]:
-    """(name, resource, optional, query) of every informer: exactly what live/scheduler.py reads."""
-    out: list[tuple[str, k.Resource, bool, dict[str, str]]] = [
-        ("nodes", k.NODES, False, {}),
-        ("pods", k.PODS, False, {"field_selector": NON_TERMINAL}),
-        ("namespaces", k.NAMESPACES, False, {}),
-        ("podgroups", k.POD_GROUPS, True, {}),
-        ("workload_podgroups", k.WORKLOAD_POD_GROUPS, True, {}),
-        ("noderesourcetopologies", k.NODE_RESOURCE_TOPOLOGIES, True, {}),
-    ]
-    out += [(kind, resource, False, {}) for kind, resource in live_volumes.RESOURCES.items()]
-    out += [(kind, resource, True, {}) for kind, resource in live_dra.RESOURCES.items()]
-    out += [(kind, resource, True, {}) for kind, resource in live_kueue.RESOURCES.items()]
-    return out
-
-
 def describe(kube: Kube) -> str:
     host = getattr(getattr(kube.api, "configuration", None), "host", "") or ""
     return f"cluster {host}".strip()
@@ -264,7 +244,7 @@ class LiveSource:
                 self.kube, resource, self._on_event, self.lock, optional=optional, watch_timeout=watch_timeout,
                 on_relist=self.dirty.set, **query,
             )
-            for name, resource, optional, query in _resources()
+            for name, resource, optional, query in live_snapshot.resources()
         }  # fmt: skip
 
     def _on_event(self, kind: str, obj: JSON, old: JSON | None) -> None:
@@ -273,7 +253,7 @@ class LiveSource:
     def probe(self) -> None:
         """One small list of each resource, so that missing rights or a dead server are one clear error at startup
         (an informer would retry them forever)."""
-        for _, resource, optional, _query in _resources():
+        for _, resource, optional, _query in live_snapshot.resources():
             try:
                 self.kube.list(resource, limit="1")
             except ApiError as exc:
@@ -304,7 +284,7 @@ class LiveSource:
         """The caches now (lists of the cached objects: an informer replaces an object, never edits it)."""
         with self.lock:
             stores = {name: list(i.store.values()) for name, i in self.informers.items()}
-        return snapshot_of(stores)
+        return live_snapshot.snapshot_of(stores)
 
     def state(self) -> LiveState:
         return LiveState(self.snapshot(), self.description, self.status)
@@ -383,41 +363,6 @@ class LiveSource:
             informer.join(5)
 
 
-LIST_ATTEMPTS = 10  # client-go's default for a 429 with Retry-After
-LIST_RETRY_SECONDS = 1.0
-
-
-def snapshot_of(stores: dict[str, list[JSON]]) -> live_convert.Snapshot:
-    """A Snapshot of the objects of each of ``_resources()`` (by its name)."""
-    workload = [{**o, "apiVersion": gang.WORKLOAD_API} for o in stores["workload_podgroups"]]
-    return live_convert.Snapshot(
-        nodes=stores["nodes"],
-        pods=stores["pods"],
-        namespaces=stores["namespaces"],
-        pod_groups=stores["podgroups"] + workload,
-        topologies=stores["noderesourcetopologies"],
-        storage={kind: stores[kind] for kind in live_volumes.RESOURCES},
-        dra={kind: stores[kind] for kind in live_dra.RESOURCES},
-        kueue={kind: stores[kind] for kind in live_kueue.RESOURCES},
-    )
-
-
 def list_state(kube: Kube) -> LiveState:
-    """Everything the informers would watch, listed once: the state of a one-shot reader (the kubectl plugin).
-    A resource the server does not serve (a CRD not installed) is empty, as for the informers."""
-    stores: dict[str, list[JSON]] = {}
-    for name, resource, optional, query in _resources():
-        for attempt in range(LIST_ATTEMPTS):
-            try:
-                stores[name] = kube.list(resource, **query).get("items") or []
-                break
-            except ApiError as exc:
-                if optional and exc.status == 404:
-                    stores[name] = []
-                    break
-                # 429: the server asks to come back (a watch cache re-initializing after a CRD appeared, or
-                # priority and fairness); client-go retries it, and so does this one, a bounded number of times.
-                if exc.status != 429 or attempt == LIST_ATTEMPTS - 1:
-                    raise
-                time.sleep(LIST_RETRY_SECONDS)
-    return LiveState(snapshot_of(stores), describe(kube))
+    """Everything the informers would watch, listed once: the state of a one-shot reader (the kubectl plugin)."""
+    return LiveState(live_snapshot.list_snapshot(kube), describe(kube))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import re
 import signal
@@ -22,10 +23,12 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from conftest import KubeContext
 from controlplane import ControlPlane, _kill
 from livekit import condition_message, events_for, kube_for, node_of, running_scheduler, wait_for
 
+from accelsched.cli import main
 from accelsched.dra import model
 from accelsched.dra.objects import parse_resource_claim
 from accelsched.live import kube as k
@@ -418,6 +421,12 @@ def test_a_pod_whose_claim_cannot_be_allocated_stays_pending_with_kube_scheduler
         assert events[0]["note"] == expected
         time.sleep(1)
         assert not node_of(dra, ns, "big")
+    # the read-only what-if (schedule --from-cluster) lists what run reads, the DRA objects included: the same verdict
+    out = CliRunner().invoke(main, ["schedule", "--kubeconfig", str(kube.kubeconfig), "-o", "json"])
+    assert out.exit_code == 0, out.output
+    pods = {(p["namespace"], p["name"]): p for p in json.loads(out.stdout)["pods"]}
+    assert pods[(ns, "big")]["node"] is None
+    assert pods[(ns, "big")]["message"] == expected
 
 
 def test_a_pod_waits_for_its_claim_and_is_woken_when_it_is_created(kube: KubeContext, dra: Kube) -> None:

@@ -19,9 +19,10 @@ from livekit import accel_pod, kube_for, wait_for
 
 from accelsched.live import kube as k
 from accelsched.live.kube import ApiError, api_client
+from accelsched.live.snapshot import resources
 from accelsched.ui import server
 from accelsched.ui.hub import Hub
-from accelsched.ui.live import LiveSource, ReadOnlyError, ReadOnlyKube, _resources
+from accelsched.ui.live import LiveSource, ReadOnlyError, ReadOnlyKube
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +62,7 @@ def _get(url: str) -> Any:
 def test_the_rbac_grants_reads_only(kube: KubeContext) -> None:
     admin = kube_for(kube.kubeconfig)
     as_ui = k.Kube(api_client(str(_ui_kubeconfig(kube, admin))))  # a plain Kube: the API server alone decides
-    for _, resource, optional, query in _resources():
+    for _, resource, optional, query in resources():
         try:
             as_ui.list(resource, limit="1", **query)
         except ApiError as exc:
