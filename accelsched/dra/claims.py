@@ -27,7 +27,7 @@ from accelsched.dra.model import (
     ResourceClaim,
     ResourceClaimTemplate,
 )
-from accelsched.dra.objects import duplicate, invalid, required
+from accelsched.dra.object_fields import duplicate, invalid, required
 from accelsched.errors import Where
 
 # The controller leaves room for a hyphen and 5 random characters in a 63-character name (maxBaseLen).
