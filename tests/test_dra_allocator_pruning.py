@@ -19,6 +19,7 @@ import pytest
 from test_dra_allocator import claim, consumes, first_available, labels, req, slc, sub
 
 from accelsched.dra import allocator as alloc_mod
+from accelsched.dra import allocator_counters, allocator_search
 from accelsched.dra.allocated import AllocatedState
 from accelsched.dra.allocator import Allocator
 from accelsched.dra.model import (
@@ -96,18 +97,18 @@ def _answer(a: Allocator, node: str, c, state: AllocatedState):
 
 
 def _every_pool(search, req):
-    live = alloc_mod._LivePools(search.pools, 0, 0)
+    live = allocator_counters._LivePools(search.pools, 0, 0)
     live.indices = list(range(len(search.pools)))
     live.members = set(live.indices)
     return live
 
 
 def _unpruned(monkeypatch_ctx):
-    monkeypatch_ctx.setattr(alloc_mod._Search, "live_pools", _every_pool)
+    monkeypatch_ctx.setattr(allocator_search._Search, "live_pools", _every_pool)
     monkeypatch_ctx.setattr(
-        alloc_mod._Search, "pools_with", lambda self, req, attribute, value: _every_pool(self, req).indices
+        allocator_search._Search, "pools_with", lambda self, req, attribute, value: _every_pool(self, req).indices
     )
-    monkeypatch_ctx.setattr(alloc_mod._Search, "pool_mismatches", lambda self, req, pool, needed: False)
+    monkeypatch_ctx.setattr(allocator_search._Search, "pool_mismatches", lambda self, req, pool, needed: False)
 
 
 @pytest.mark.parametrize("seed", range(6))

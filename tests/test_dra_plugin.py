@@ -492,6 +492,7 @@ def test_filter_timeout_bounds_each_nodes_search_and_is_an_error(monkeypatch) ->
     import itertools
 
     from accelsched.dra import allocator as allocator_module
+    from accelsched.dra import allocator_search
     from accelsched.dra.allocated import AllocatedState
     from accelsched.dra.model import (
         ClaimSpec,
@@ -517,7 +518,7 @@ def test_filter_timeout_bounds_each_nodes_search_and_is_an_error(monkeypatch) ->
     alloc = allocator_module.Allocator(classes, slices)
     assert alloc.allocate("n0", {}, [claim], AllocatedState()) is None  # unbounded: the whole search, no fit
     ticks = itertools.count(0.0, 10.0)
-    monkeypatch.setattr(allocator_module.time, "monotonic", lambda: next(ticks))
+    monkeypatch.setattr(allocator_search.time, "monotonic", lambda: next(ticks))
     fresh = allocator_module.Allocator(classes, slices)  # nothing learnt from the search above
     with pytest.raises(allocator_module.AllocationError, match=r"^node n0: timed out trying to allocate devices$"):
         fresh.allocate("n0", {}, [claim], AllocatedState(), deadline=5.0)
