@@ -2,906 +2,66 @@
 
 Every parse error names the file, the object and the field path, so bad input is one clear line.
 The raw dict is kept on each object so results can be written back as YAML unchanged but for what we set.
+
+This module is the public face and parses the small kinds (PriorityClass, Namespace); the shared field checks are in
+api/object_fields.py, Pods in api/pod_objects.py and Nodes in api/node_objects.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
-import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
-from accelsched.api import limits, quantity, validation
-from accelsched.api.selectors import (
-    LABEL_SELECTOR_OPERATORS,
-    NODE_SELECTOR_OPERATORS,
-    TAINT_EFFECTS,
-    LabelSelector,
-    NodeSelectorTerm,
-    Requirement,
-    Taint,
-    Toleration,
-    parse_int64,
+from accelsched.api.node_objects import (
+    Node,
+    parse_node,
 )
-from accelsched.api.volumes import PodVolume, parse_volumes
-from accelsched.devices import partition as partitioning
-from accelsched.errors import InputError, Where
-from accelsched.topology import layout as topology_layout
-
-DEFAULT_SCHEDULER = "default-scheduler"
-DEVICES_ANNOTATION = "accelsched.io/devices"
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-DO_NOT_SCHEDULE = "DoNotSchedule"
-SCHEDULE_ANYWAY = "ScheduleAnyway"
-
-
-# ---------------------------------------------------------------------------------------------- helpers
-
-
-# The fast paths (``type(value) is dict``/``str``) skip the ABC checks for what parsed JSON and YAML hold; the
-# outcome is the same, they only run hundreds of thousands of times on a large dump.
-
-
-def _mapping(where: Where, value: Any, path: str) -> Mapping[str, Any]:
-    if type(value) is dict:
-        return value
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise where.error(path, f"must be a mapping, got {type(value).__name__}")
-    return value
-
-
-def _list(where: Where, value: Any, path: str) -> list[Any]:
-    if type(value) is list:
-        return value
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise where.error(path, f"must be a list, got {type(value).__name__}")
-    return value
-
-
-def _str(where: Where, value: Any, path: str, default: str = "") -> str:
-    if type(value) is str:
-        return value
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise where.error(path, f"must be a string, got {type(value).__name__}")
-    return str(value)
-
-
-def _int(where: Where, value: Any, path: str, default: int | None = None, minimum: int | None = None) -> int:
-    if value is None:
-        if default is None:
-            raise where.error(path, "is required")
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise where.error(path, f"must be an integer, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise where.error(path, f"must be >= {minimum}, got {value}")
-    return value
-
-
-def _string_map(where: Where, value: Any, path: str) -> dict[str, str]:
-    mapping = _mapping(where, value, path)
-    if all(type(k) is str and type(v) is str for k, v in mapping.items()):
-        return dict(mapping)
-    return {str(k): _str(where, v, f"{path}.{k}") for k, v in mapping.items()}
-
-
-def _choice(where: Where, value: str, path: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise where.error(path, f"unknown value {value!r} (expected one of {', '.join(allowed)})")
-    return value
-
-
-_QUANTITIES: dict[tuple[str, type, Any], int] = {}
-
-
-def parse_quantity(name: str, amount: Any) -> int:
-    """``quantity.parse``, remembered: thousands of objects repeat the same few quantities ("64", "1Gi").
-    The type is part of the key, so ``True`` and ``1`` stay apart; errors are not remembered."""
-    key = (name, type(amount), amount)
-    try:
-        return _QUANTITIES[key]
-    except KeyError:
-        pass
-    except TypeError:  # an unhashable value (a list): the parser words the error
-        return quantity.parse(name, amount)
-    parsed = quantity.parse(name, amount)
-    if len(_QUANTITIES) < 65_536:
-        _QUANTITIES[key] = parsed
-    return parsed
-
-
-def parse_resources(where: Where, value: Any, path: str) -> dict[str, int]:
-    """A ResourceList (requests, limits, allocatable) into canonical integers."""
-    out: dict[str, int] = {}
-    for name, amount in _mapping(where, value, path).items():
-        try:
-            out[str(name)] = parse_quantity(str(name), amount)
-        except ValueError as exc:
-            raise where.error(f"{path}[{name}]", str(exc)) from None
-    return out
-
-
-def parse_requirements(where: Where, value: Any, path: str, operators: tuple[str, ...]) -> tuple[Requirement, ...]:
-    reqs = []
-    for i, item in enumerate(_list(where, value, path)):
-        p = f"{path}[{i}]"
-        item = _mapping(where, item, p)
-        key = _str(where, item.get("key"), f"{p}.key")
-        if not key:
-            raise where.error(f"{p}.key", "is required")
-        op = _choice(where, _str(where, item.get("operator"), f"{p}.operator"), f"{p}.operator", operators)
-        values = tuple(
-            _str(where, v, f"{p}.values[{j}]") for j, v in enumerate(_list(where, item.get("values"), f"{p}.values"))
-        )
-        if op in ("In", "NotIn") and not values:
-            raise where.error(f"{p}.values", f"must be non-empty for operator {op}")
-        if op in ("Exists", "DoesNotExist") and values:
-            raise where.error(f"{p}.values", f"must be empty for operator {op}")
-        if op in ("Gt", "Lt"):
-            if len(values) != 1:
-                raise where.error(f"{p}.values", f"must hold exactly one integer for operator {op}")
-            if parse_int64(values[0]) is None:
-                raise where.error(f"{p}.values[0]", f"{values[0]!r} is not an integer")
-        reqs.append(Requirement(key, op, values))
-    return tuple(reqs)
-
-
-def parse_label_selector(where: Where, value: Any, path: str) -> LabelSelector | None:
-    """None stays None: a nil selector matches nothing, an empty one matches everything."""
-    if value is None:
-        return None
-    value = _mapping(where, value, path)
-    labels = _string_map(where, value.get("matchLabels"), f"{path}.matchLabels")
-    exprs = parse_requirements(
-        where, value.get("matchExpressions"), f"{path}.matchExpressions", LABEL_SELECTOR_OPERATORS
-    )
-    return LabelSelector(tuple(sorted(labels.items())), exprs)
-
-
-def parse_node_selector_terms(where: Where, value: Any, path: str) -> tuple[NodeSelectorTerm, ...]:
-    terms = []
-    for i, term in enumerate(_list(where, value, path)):
-        p = f"{path}[{i}]"
-        term = _mapping(where, term, p)
-        exprs = parse_requirements(
-            where, term.get("matchExpressions"), f"{p}.matchExpressions", NODE_SELECTOR_OPERATORS
-        )
-        fields = parse_requirements(where, term.get("matchFields"), f"{p}.matchFields", NODE_SELECTOR_OPERATORS)
-        for j, req in enumerate(fields):
-            if req.key != "metadata.name":
-                raise where.error(f"{p}.matchFields[{j}].key", f"unsupported field {req.key!r} (only metadata.name)")
-        terms.append(NodeSelectorTerm(exprs, fields))
-    return tuple(terms)
-
-
-def parse_taints(where: Where, value: Any, path: str) -> tuple[Taint, ...]:
-    taints = []
-    for i, item in enumerate(_list(where, value, path)):
-        p = f"{path}[{i}]"
-        item = _mapping(where, item, p)
-        key = _str(where, item.get("key"), f"{p}.key")
-        if not key:
-            raise where.error(f"{p}.key", "is required")
-        effect = _choice(where, _str(where, item.get("effect"), f"{p}.effect"), f"{p}.effect", TAINT_EFFECTS)
-        taints.append(Taint(key, _str(where, item.get("value"), f"{p}.value"), effect))
-    return tuple(taints)
-
-
-def parse_tolerations(where: Where, value: Any, path: str) -> tuple[Toleration, ...]:
-    out = []
-    for i, item in enumerate(_list(where, value, path)):
-        p = f"{path}[{i}]"
-        item = _mapping(where, item, p)
-        key = _str(where, item.get("key"), f"{p}.key")
-        op = _choice(
-            where, _str(where, item.get("operator"), f"{p}.operator", "Equal"), f"{p}.operator", ("Equal", "Exists")
-        )
-        value_ = _str(where, item.get("value"), f"{p}.value")
-        effect = _str(where, item.get("effect"), f"{p}.effect")
-        if effect:
-            _choice(where, effect, f"{p}.effect", TAINT_EFFECTS)
-        if op == "Exists" and value_:
-            raise where.error(f"{p}.value", "must be empty when operator is Exists")
-        if not key and op != "Exists":
-            raise where.error(f"{p}.operator", "must be Exists when key is empty")
-        seconds = item.get("tolerationSeconds")
-        out.append(
-            Toleration(
-                key, op, value_, effect, None if seconds is None else _int(where, seconds, f"{p}.tolerationSeconds")
-            )
-        )
-    return tuple(out)
-
-
-# ---------------------------------------------------------------------------------------------- pods
-
-
-@dataclass(frozen=True)
-class PodAffinityTerm:
-    label_selector: LabelSelector | None
-    topology_key: str
-    namespaces: tuple[str, ...] = ()
-    namespace_selector: LabelSelector | None = None
-    match_label_keys: tuple[str, ...] = ()
-    mismatch_label_keys: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class WeightedPodAffinityTerm:
-    weight: int
-    term: PodAffinityTerm
-
-
-@dataclass(frozen=True)
-class TopologySpreadConstraint:
-    max_skew: int
-    topology_key: str
-    when_unsatisfiable: str
-    label_selector: LabelSelector | None
-    min_domains: int | None = None
-    node_affinity_policy: str = "Honor"
-    node_taints_policy: str = "Ignore"
-    match_label_keys: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class WeightedNodeSelectorTerm:
-    weight: int
-    term: NodeSelectorTerm
-
-
-@dataclass
-class Pod:
-    namespace: str
-    name: str
-    source: str = ""
-    uid: str = ""
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
-    scheduler_name: str = DEFAULT_SCHEDULER
-    node_name: str = ""
-    phase: str = "Pending"
-    # status.startTime in seconds since the epoch (None: not started): preemption's MoreImportantPod ranks by it.
-    start_time: float | None = None
-    priority: int = 0
-    priority_class_name: str = ""
-    preemption_policy: str = "PreemptLowerPriority"
-    requests: dict[str, int] = field(default_factory=dict)
-    node_selector: dict[str, str] = field(default_factory=dict)
-    required_node_affinity: tuple[NodeSelectorTerm, ...] | None = None
-    preferred_node_affinity: tuple[WeightedNodeSelectorTerm, ...] = ()
-    required_affinity: tuple[PodAffinityTerm, ...] = ()
-    preferred_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
-    required_anti_affinity: tuple[PodAffinityTerm, ...] = ()
-    preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
-    tolerations: tuple[Toleration, ...] = ()
-    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
-    owner_kind: str = ""
-    owner_name: str = ""
-    devices: dict[str, list[str]] = field(default_factory=dict)
-    # Exclusive CPUs DeviceAllocation took per NUMA zone index (static CPU manager): given back on eviction.
-    exclusive_cpus: dict[int, int] = field(default_factory=dict)
-    # Per app container requests (Topology Manager's container scope aligns each container on its own).
-    container_requests: tuple[dict[str, int], ...] = ()
-    # QoS class Guaranteed: only such pods with whole CPUs get exclusive, NUMA-aligned CPUs (static CPU manager).
-    guaranteed: bool = False
-    # spec.volumes as the volume plugins read them (claims, in-tree disks): api/volumes.py.
-    volumes: tuple[PodVolume, ...] = ()
-    # The host ports the pod holds on its node (util.GetHostPorts: sidecars, then app containers): NodePorts.
-    host_ports: tuple[HostPort, ...] = ()
-    # Normalized image names of init and app containers and image volumes, and the containers counted: ImageLocality.
-    images: tuple[str, ...] = ()
-    container_count: int = 1
-    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates names: SchedulingGates keeps the pod from the queue
-    scheduling_group: str = ""  # spec.schedulingGroup.podGroupName: its scheduling.k8s.io/v1alpha2 PodGroup (gang)
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @functools.cached_property
-    def shape(self) -> tuple[tuple[str, int], ...]:
-        """The request as a hashable value: pods of one shape share cached per-node fits and scores."""
-        return tuple(sorted(self.requests.items()))
-
-    @property
-    def has_pod_affinity(self) -> bool:
-        return bool(
-            self.required_affinity
-            or self.preferred_affinity
-            or self.required_anti_affinity
-            or self.preferred_anti_affinity
-        )
-
-    @property
-    def terminal(self) -> bool:
-        return self.phase in ("Succeeded", "Failed")
-
-
-def describe(kind: str, meta_ns: str, name: str) -> str:
-    return f"{kind} {meta_ns}/{name}" if meta_ns else f"{kind} {name}"
-
-
-def metadata(
-    doc: Mapping[str, Any], source: str, kind: str, namespaced: bool
-) -> tuple[Where, str, str, Mapping[str, Any]]:
-    """The object's name/namespace and a Where for its errors. Missing names are errors."""
-    pre = Where(source, kind)
-    meta = _mapping(pre, doc.get("metadata"), "metadata")
-    name = _str(pre, meta.get("name"), "metadata.name")
-    if not name:
-        raise pre.error("metadata.name", "is required")
-    namespace = _str(pre, meta.get("namespace"), "metadata.namespace", "default") if namespaced else ""
-    return Where(source, describe(kind, namespace, name)), name, namespace, meta
-
-
-def _container_requests(where: Where, containers: list[Any], path: str) -> list[tuple[dict[str, int], bool]]:
-    """Per container: (requests, is_sidecar). Limits stand in for missing requests, as API defaulting does."""
-    out = []
-    for i, c in enumerate(containers):
-        p = f"{path}[{i}]"
-        c = _mapping(where, c, p)
-        res = _mapping(where, c.get("resources"), f"{p}.resources")
-        limits = parse_resources(where, res.get("limits"), f"{p}.resources.limits")
-        requests = parse_resources(where, res.get("requests"), f"{p}.resources.requests")
-        merged = {**limits, **requests}
-        for name, amount in requests.items():
-            if quantity.is_extended(name) and name in limits and limits[name] != amount:
-                raise where.error(
-                    f"{p}.resources.requests[{name}]", "extended resources must have requests equal to limits"
-                )
-            if name in limits and amount > limits[name]:
-                raise where.error(f"{p}.resources.requests[{name}]", f"must be <= the limit {limits[name]}")
-        out.append((merged, c.get("restartPolicy") == "Always"))
-    return out
-
-
-def _is_guaranteed(containers: list[Any]) -> bool:
-    """QoS Guaranteed: every container limits cpu and memory, with requests (if given) equal to the limits."""
-    for c in containers:
-        res = (c or {}).get("resources") or {}
-        limits, requests = res.get("limits") or {}, res.get("requests") or {}
-        for name in (quantity.CPU, quantity.MEMORY):
-            if name not in limits:
-                return False
-            if name in requests and parse_quantity(name, requests[name]) != parse_quantity(name, limits[name]):
-                return False
-    return True
-
-
-def effective_requests(
-    app: list[dict[str, int]], init: list[tuple[dict[str, int], bool]], overhead: dict[str, int]
-) -> dict[str, int]:
-    """The pod's request: max(app containers + sidecars, each init container over earlier sidecars) + overhead.
-
-    This is resourcehelper.PodRequests: sidecar init containers (restartPolicy Always) keep running and add to
-    the app containers' sum; a regular init container runs alone with the sidecars started before it.
-    """
-    total: dict[str, int] = {}
-    for req in app:
-        for name, amount in req.items():
-            total[name] = total.get(name, 0) + amount
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
-    for req, is_sidecar in init:
-        if is_sidecar:
-            for name, amount in req.items():
-                sidecars[name] = sidecars.get(name, 0) + amount
-                total[name] = total.get(name, 0) + amount
-            current = dict(sidecars)
-        else:
-            current = dict(sidecars)
-            for name, amount in req.items():
-                current[name] = current.get(name, 0) + amount
-        for name, amount in current.items():
-            init_peak[name] = max(init_peak.get(name, 0), amount)
-    for name, amount in init_peak.items():
-        total[name] = max(total.get(name, 0), amount)
-    for name, amount in overhead.items():
-        total[name] = total.get(name, 0) + amount
-    return {k: v for k, v in total.items() if v}
-
-
-# ---------------------------------------------------------------------------------------------- ports, images, gates
-
-DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"  # kube-scheduler's DefaultBindAllHostIP: an empty hostIP binds every address
-PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
-# What the API server writes into the PodScheduled condition of a pod created with scheduling gates (pod strategy).
-SCHEDULING_GATED_REASON = "SchedulingGated"
-SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
-
-
-class HostPort(NamedTuple):
-    """A host port as kube-scheduler's HostPortInfo keys it: an empty hostIP is 0.0.0.0, an empty protocol TCP."""
-
-    host_ip: str
-    protocol: str
-    port: int
-
-
-class NodeImage(NamedTuple):
-    names: tuple[str, ...]
-    size_bytes: int
-
-
-def _container_ports(where: Where, c: Mapping[str, Any], path: str, host_network: bool) -> list[tuple[str, str, int]]:
-    """(raw hostIP, protocol, hostPort) of one container's ports with a host port, as defaulted and validated by
-    the API server: protocol TCP when empty, hostPort = containerPort under hostNetwork."""
-    out = []
-    for j, port in enumerate(_list(where, c.get("ports"), f"{path}.ports")):
-        p = f"{path}.ports[{j}]"
-        port = _mapping(where, port, p)
-        container_port = _int(where, port.get("containerPort"), f"{p}.containerPort")
-        host_port = _int(where, port.get("hostPort"), f"{p}.hostPort", default=0)
-        if host_network and host_port == 0:
-            host_port = container_port
-        for name, value in (("containerPort", container_port), ("hostPort", host_port)):
-            if (value or name == "containerPort") and not 1 <= value <= 65535:
-                raise where.error(f"{p}.{name}", f"Invalid value: {value}: must be between 1 and 65535, inclusive")
-        if host_network and host_port != container_port:
-            raise where.error(
-                f"{p}.hostPort", f"Invalid value: {host_port}: must match `containerPort` when `hostNetwork` is true"
-            )
-        protocol = _choice(
-            where, _str(where, port.get("protocol"), f"{p}.protocol") or "TCP", f"{p}.protocol", PORT_PROTOCOLS
-        )
-        if host_port:
-            out.append((_str(where, port.get("hostIP"), f"{p}.hostIP"), protocol, host_port))
-    return out
-
-
-def parse_host_ports(where: Where, spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
-    """util.GetHostPorts: the host ports of sidecar init containers (restartPolicy Always), then of app containers.
-    A port listed twice across the app containers, or twice in one init container, is refused as the API server's
-    checkHostPortConflicts does."""
-    host_network = spec.get("hostNetwork") is True
-    ports: list[tuple[str, str, int]] = []
-    app_seen: set[str] = set()
-    for kind in ("initContainers", "containers"):
-        for i, c in enumerate(_list(where, spec.get(kind), f"spec.{kind}")):
-            path = f"spec.{kind}[{i}]"
-            c = _mapping(where, c, path)
-            own = _container_ports(where, c, path, host_network)
-            seen = app_seen if kind == "containers" else set()
-            for k, (ip, protocol, port) in enumerate(own):
-                text = f"{protocol}/{ip}/{port}"
-                if text in seen:
-                    raise where.error(f"{path}.ports[{k}].hostPort", f'Duplicate value: "{text}"')
-                seen.add(text)
-            if kind == "containers" or c.get("restartPolicy") == "Always":
-                ports.extend(own)
-    return tuple(HostPort(ip or DEFAULT_BIND_ALL_HOST_IP, protocol, port) for ip, protocol, port in ports)
-
-
-def normalized_image_name(name: str) -> str:
-    """ImageLocality's normalizedImageName: a name without a tag gets ``:latest`` (a digest keeps its ``:``)."""
-    return name if name.rfind(":") > name.rfind("/") else name + ":latest"
-
-
-def pod_images(where: Where, spec: Mapping[str, Any]) -> tuple[str, ...]:
-    """The images ImageLocality looks up on a node: init containers, app containers, then image volumes."""
-    out = []
-    for kind in ("initContainers", "containers"):
-        for i, c in enumerate(_list(where, spec.get(kind), f"spec.{kind}")):
-            c = _mapping(where, c, f"spec.{kind}[{i}]")
-            out.append(normalized_image_name(_str(where, c.get("image"), f"spec.{kind}[{i}].image")))
-    for i, v in enumerate(_list(where, spec.get("volumes"), "spec.volumes")):
-        image = _mapping(where, _mapping(where, v, f"spec.volumes[{i}]").get("image"), f"spec.volumes[{i}].image")
-        if image:
-            out.append(normalized_image_name(_str(where, image.get("reference"), f"spec.volumes[{i}].image.reference")))
-    return tuple(out)
-
-
-def parse_node_images(where: Where, status: Mapping[str, Any]) -> tuple[NodeImage, ...]:
-    out = []
-    for i, image in enumerate(_list(where, status.get("images"), "status.images")):
-        p = f"status.images[{i}]"
-        image = _mapping(where, image, p)
-        names = _list(where, image.get("names"), f"{p}.names")
-        names = tuple(_str(where, n, f"{p}.names[{j}]") for j, n in enumerate(names))
-        out.append(NodeImage(names, _int(where, image.get("sizeBytes"), f"{p}.sizeBytes", default=0, minimum=0)))
-    return tuple(out)
-
-
-def parse_scheduling_group(where: Where, spec: Mapping[str, Any]) -> str:
-    """spec.schedulingGroup (core/v1 1.36, feature gate GenericWorkload): the name of the pod's
-    scheduling.k8s.io/v1alpha2 PodGroup, checked as validateSchedulingGroup does (a one-of with one member)."""
-    group = spec.get("schedulingGroup")
-    if group is None:
-        return ""
-    group = _mapping(where, group, "spec.schedulingGroup")
-    name = group.get("podGroupName")
-    if name is None:
-        raise where.error(
-            "spec.schedulingGroup.podGroupName", "Invalid value: null: must specify one of: `podGroupName`"
-        )
-    name = _str(where, name, "spec.schedulingGroup.podGroupName")
-    problem = validation.dns1123_subdomain_problem(name)
-    if problem:
-        raise where.error("spec.schedulingGroup.podGroupName", f"Invalid value: {name!r}: {problem}")
-    return name
-
-
-def parse_scheduling_gates(where: Where, spec: Mapping[str, Any]) -> tuple[str, ...]:
-    """spec.schedulingGates, validated as the API server does on create: qualified names, no duplicates, and no
-    nodeName while any gate remains."""
-    from accelsched.api.validation import label_key_problem  # a qualified name is a label key's syntax
-
-    gates: list[str] = []
-    for i, gate in enumerate(_list(where, spec.get("schedulingGates"), "spec.schedulingGates")):
-        p = f"spec.schedulingGates[{i}]"
-        name = _str(where, _mapping(where, gate, p).get("name"), f"{p}.name")
-        problem = label_key_problem(name)
-        if problem:
-            raise where.error(p, f'Invalid value: "{name}": {problem}')
-        if name in gates:
-            raise where.error(p, f'Duplicate value: "{name}"')
-        gates.append(name)
-    if gates and spec.get("nodeName"):
-        raise where.error("spec.nodeName", "Forbidden: cannot be set until all schedulingGates have been cleared")
-    return tuple(gates)
-
-
-def _pod_affinity_terms(where: Where, value: Any, path: str) -> tuple[PodAffinityTerm, ...]:
-    terms = []
-    for i, t in enumerate(_list(where, value, path)):
-        terms.append(_pod_affinity_term(where, t, f"{path}[{i}]"))
-    return tuple(terms)
-
-
-def _pod_affinity_term(where: Where, t: Any, p: str) -> PodAffinityTerm:
-    t = _mapping(where, t, p)
-    key = _str(where, t.get("topologyKey"), f"{p}.topologyKey")
-    if not key:
-        raise where.error(f"{p}.topologyKey", "is required")
-    return PodAffinityTerm(
-        label_selector=parse_label_selector(where, t.get("labelSelector"), f"{p}.labelSelector"),
-        topology_key=key,
-        namespaces=tuple(
-            _str(where, n, f"{p}.namespaces[{j}]")
-            for j, n in enumerate(_list(where, t.get("namespaces"), f"{p}.namespaces"))
-        ),
-        namespace_selector=parse_label_selector(where, t.get("namespaceSelector"), f"{p}.namespaceSelector"),
-        match_label_keys=tuple(
-            _str(where, n, f"{p}.matchLabelKeys") for n in _list(where, t.get("matchLabelKeys"), f"{p}.matchLabelKeys")
-        ),
-        mismatch_label_keys=tuple(
-            _str(where, n, f"{p}.mismatchLabelKeys")
-            for n in _list(where, t.get("mismatchLabelKeys"), f"{p}.mismatchLabelKeys")
-        ),
-    )
-
-
-def _weighted_pod_affinity_terms(where: Where, value: Any, path: str) -> tuple[WeightedPodAffinityTerm, ...]:
-    out = []
-    for i, item in enumerate(_list(where, value, path)):
-        p = f"{path}[{i}]"
-        item = _mapping(where, item, p)
-        weight = _int(where, item.get("weight"), f"{p}.weight", minimum=1)
-        if weight > 100:
-            raise where.error(f"{p}.weight", f"must be in 1..100, got {weight}")
-        out.append(
-            WeightedPodAffinityTerm(
-                weight, _pod_affinity_term(where, item.get("podAffinityTerm"), f"{p}.podAffinityTerm")
-            )
-        )
-    return tuple(out)
-
-
-def parse_spread_constraints(where: Where, value: Any, path: str) -> tuple[TopologySpreadConstraint, ...]:
-    out = []
-    for i, c in enumerate(_list(where, value, path)):
-        p = f"{path}[{i}]"
-        c = _mapping(where, c, p)
-        when = _choice(
-            where,
-            _str(where, c.get("whenUnsatisfiable"), f"{p}.whenUnsatisfiable"),
-            f"{p}.whenUnsatisfiable",
-            (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY),
-        )
-        key = _str(where, c.get("topologyKey"), f"{p}.topologyKey")
-        if not key:
-            raise where.error(f"{p}.topologyKey", "is required")
-        min_domains = c.get("minDomains")
-        if min_domains is not None:
-            min_domains = _int(where, min_domains, f"{p}.minDomains", minimum=1)
-            if when != DO_NOT_SCHEDULE:
-                raise where.error(f"{p}.minDomains", "may only be set when whenUnsatisfiable is DoNotSchedule")
-        out.append(
-            TopologySpreadConstraint(
-                max_skew=_int(where, c.get("maxSkew"), f"{p}.maxSkew", minimum=1),
-                topology_key=key,
-                when_unsatisfiable=when,
-                label_selector=parse_label_selector(where, c.get("labelSelector"), f"{p}.labelSelector"),
-                min_domains=min_domains,
-                node_affinity_policy=_choice(
-                    where,
-                    _str(where, c.get("nodeAffinityPolicy"), f"{p}.nodeAffinityPolicy", "Honor"),
-                    f"{p}.nodeAffinityPolicy",
-                    ("Honor", "Ignore"),
-                ),
-                node_taints_policy=_choice(
-                    where,
-                    _str(where, c.get("nodeTaintsPolicy"), f"{p}.nodeTaintsPolicy", "Ignore"),
-                    f"{p}.nodeTaintsPolicy",
-                    ("Honor", "Ignore"),
-                ),
-                match_label_keys=tuple(
-                    _str(where, k, f"{p}.matchLabelKeys")
-                    for k in _list(where, c.get("matchLabelKeys"), f"{p}.matchLabelKeys")
-                ),
-            )
-        )
-    return tuple(out)
-
-
-def _timestamp(where: Where, value: Any, path: str) -> float | None:
-    """A metav1.Time (RFC 3339, as the API server writes it) in seconds since the epoch; None when absent."""
-    if value is None:
-        return None
-    if isinstance(value, datetime.datetime):
-        moment = value
-    elif isinstance(value, str):
-        try:
-            moment = datetime.datetime.fromisoformat(value)
-        except ValueError:
-            moment = None
-        if moment is None or moment.tzinfo is None:
-            raise where.error(path, f"{value!r} is not an RFC 3339 time such as 2026-01-02T15:04:05Z")
-    else:
-        raise where.error(path, f"must be an RFC 3339 time string, got {type(value).__name__}")
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.timestamp()
-
-
-def parse_pod(doc: Mapping[str, Any], source: str = "") -> Pod:
-    where, name, namespace, meta = metadata(doc, source, "Pod", namespaced=True)
-    spec = _mapping(where, doc.get("spec"), "spec")
-    status = _mapping(where, doc.get("status"), "status")
-    containers = _list(where, spec.get("containers"), "spec.containers")
-    if not containers:
-        raise where.error("spec.containers", "must list at least one container")
-    app = [req for req, _ in _container_requests(where, containers, "spec.containers")]
-    init = _container_requests(
-        where, _list(where, spec.get("initContainers"), "spec.initContainers"), "spec.initContainers"
-    )
-    overhead = parse_resources(where, spec.get("overhead"), "spec.overhead")
-
-    affinity = _mapping(where, spec.get("affinity"), "spec.affinity")
-    node_aff = _mapping(where, affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
-    required_node = None
-    req_block = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if req_block is not None:
-        p = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-        req_block = _mapping(where, req_block, p)
-        required_node = parse_node_selector_terms(where, req_block.get("nodeSelectorTerms"), f"{p}.nodeSelectorTerms")
-        if not required_node:
-            raise where.error(f"{p}.nodeSelectorTerms", "must have at least one term")
-    preferred_node = []
-    p = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-    for i, item in enumerate(_list(where, node_aff.get("preferredDuringSchedulingIgnoredDuringExecution"), p)):
-        item = _mapping(where, item, f"{p}[{i}]")
-        weight = _int(where, item.get("weight"), f"{p}[{i}].weight", minimum=1)
-        if weight > 100:
-            raise where.error(f"{p}[{i}].weight", f"must be in 1..100, got {weight}")
-        (term,) = parse_node_selector_terms(where, [item.get("preference") or {}], f"{p}[{i}].preference")
-        preferred_node.append(WeightedNodeSelectorTerm(weight, term))
-
-    pa = _mapping(where, affinity.get("podAffinity"), "spec.affinity.podAffinity")
-    paa = _mapping(where, affinity.get("podAntiAffinity"), "spec.affinity.podAntiAffinity")
-    req_key, pref_key = (
-        "requiredDuringSchedulingIgnoredDuringExecution",
-        "preferredDuringSchedulingIgnoredDuringExecution",
-    )
-
-    owner_kind = owner_name = ""
-    for i, ref in enumerate(_list(where, meta.get("ownerReferences"), "metadata.ownerReferences")):
-        ref = _mapping(where, ref, f"metadata.ownerReferences[{i}]")
-        if ref.get("controller"):
-            owner_kind, owner_name = _str(where, ref.get("kind"), "kind"), _str(where, ref.get("name"), "name")
-
-    devices: dict[str, list[str]] = {}
-    annotations = _string_map(where, meta.get("annotations"), "metadata.annotations")
-    if DEVICES_ANNOTATION in annotations:
-        devices = parse_devices_annotation(
-            where, annotations[DEVICES_ANNOTATION], f"metadata.annotations[{DEVICES_ANNOTATION}]"
-        )
-
-    priority = spec.get("priority")
-    pod = Pod(
-        namespace=namespace,
-        name=name,
-        source=source,
-        uid=_str(where, meta.get("uid"), "metadata.uid"),
-        labels=_string_map(where, meta.get("labels"), "metadata.labels"),
-        annotations=annotations,
-        scheduler_name=_str(where, spec.get("schedulerName"), "spec.schedulerName", DEFAULT_SCHEDULER),
-        node_name=_str(where, spec.get("nodeName"), "spec.nodeName"),
-        phase=_str(where, status.get("phase"), "status.phase", "Pending"),
-        start_time=_timestamp(where, status.get("startTime"), "status.startTime"),
-        priority=_int(where, priority, "spec.priority", default=0) if priority is not None else 0,
-        priority_class_name=_str(where, spec.get("priorityClassName"), "spec.priorityClassName"),
-        preemption_policy=_choice(
-            where,
-            _str(where, spec.get("preemptionPolicy"), "spec.preemptionPolicy", "PreemptLowerPriority"),
-            "spec.preemptionPolicy",
-            ("PreemptLowerPriority", "Never"),
-        ),
-        requests=effective_requests(app, init, overhead),
-        node_selector=_string_map(where, spec.get("nodeSelector"), "spec.nodeSelector"),
-        required_node_affinity=required_node,
-        preferred_node_affinity=tuple(preferred_node),
-        required_affinity=_pod_affinity_terms(where, pa.get(req_key), f"spec.affinity.podAffinity.{req_key}"),
-        preferred_affinity=_weighted_pod_affinity_terms(
-            where, pa.get(pref_key), f"spec.affinity.podAffinity.{pref_key}"
-        ),
-        required_anti_affinity=_pod_affinity_terms(where, paa.get(req_key), f"spec.affinity.podAntiAffinity.{req_key}"),
-        preferred_anti_affinity=_weighted_pod_affinity_terms(
-            where, paa.get(pref_key), f"spec.affinity.podAntiAffinity.{pref_key}"
-        ),
-        tolerations=parse_tolerations(where, spec.get("tolerations"), "spec.tolerations"),
-        topology_spread_constraints=parse_spread_constraints(
-            where, spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints"
-        ),
-        owner_kind=owner_kind,
-        owner_name=owner_name,
-        devices=devices,
-        container_requests=tuple({k: v for k, v in req.items() if v} for req in app),
-        guaranteed=_is_guaranteed(containers + _list(where, spec.get("initContainers"), "spec.initContainers")),
-        volumes=parse_volumes(where, spec.get("volumes"), "spec.volumes"),
-        host_ports=parse_host_ports(where, spec),
-        images=pod_images(where, spec),
-        container_count=len(containers) + len(_list(where, spec.get("initContainers"), "spec.initContainers")),
-        scheduling_gates=parse_scheduling_gates(where, spec),
-        scheduling_group=parse_scheduling_group(where, spec),
-        raw=writable_copy(doc),
-    )
-    return _merge_label_keys(pod)
-
-
-def writable_copy(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The pod's raw dict, copied only where the scheduler writes (spec.nodeName, metadata.annotations, status):
-    a deep copy of every pod cost more than parsing it, and the rest is only read."""
-    raw = dict(doc)
-    meta = raw.get("metadata")
-    if isinstance(meta, Mapping):
-        raw["metadata"] = meta = dict(meta)
-        if isinstance(meta.get("annotations"), Mapping):
-            meta["annotations"] = dict(meta["annotations"])
-    for key in ("spec", "status"):
-        if isinstance(raw.get(key), Mapping):
-            raw[key] = dict(raw[key])
-    return raw
-
-
-def _merged_term(term: PodAffinityTerm, labels: Mapping[str, str]) -> PodAffinityTerm:
-    """matchLabelKeys / mismatchLabelKeys become ``key In/NotIn (the pod's value)`` in the labelSelector, as the
-    API server merges them when the pod is created; keys the pod lacks are ignored."""
-    if term.label_selector is None or not (term.match_label_keys or term.mismatch_label_keys):
-        return term
-    extra = tuple(Requirement(k, "In", (labels[k],)) for k in term.match_label_keys if k in labels) + tuple(
-        Requirement(k, "NotIn", (labels[k],)) for k in term.mismatch_label_keys if k in labels
-    )
-    selector = LabelSelector(term.label_selector.match_labels, term.label_selector.match_expressions + extra)
-    return dataclasses.replace(term, label_selector=selector, match_label_keys=(), mismatch_label_keys=())
-
-
-def _merge_label_keys(pod: Pod) -> Pod:
-    def weighted(terms: tuple[WeightedPodAffinityTerm, ...]) -> tuple[WeightedPodAffinityTerm, ...]:
-        return tuple(WeightedPodAffinityTerm(w.weight, _merged_term(w.term, pod.labels)) for w in terms)
-
-    pod.required_affinity = tuple(_merged_term(t, pod.labels) for t in pod.required_affinity)
-    pod.required_anti_affinity = tuple(_merged_term(t, pod.labels) for t in pod.required_anti_affinity)
-    pod.preferred_affinity = weighted(pod.preferred_affinity)
-    pod.preferred_anti_affinity = weighted(pod.preferred_anti_affinity)
-    return pod
-
-
-def parse_devices_annotation(where: Where, text: str, path: str) -> dict[str, list[str]]:
-    """``accelsched.io/devices``: JSON ``{"<resource>": ["<id>", ...]}``: the device IDs a pod holds or a node has."""
-    import json
-
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise where.error(path, f"is not valid JSON ({exc.msg})") from None
-    except RecursionError:  # nested past the interpreter's limit: an annotation never needs that
-        raise where.error(path, "is nested too deeply to be a device list") from None
-    if not isinstance(value, dict) or not all(
-        isinstance(v, list) and all(isinstance(x, str) and x for x in v) for v in value.values()
-    ):
-        raise where.error(path, 'must be a JSON object {"<resource>": ["<device id>", ...]}')
-    for res, ids in value.items():
-        if len(set(ids)) != len(ids):
-            raise where.error(path, f"lists a device of {res} twice")
-    return {str(k): list(v) for k, v in value.items()}
-
-
-# ---------------------------------------------------------------------------------------------- nodes
-
-
-@dataclass
-class Node:
-    name: str
-    source: str = ""
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
-    taints: tuple[Taint, ...] = ()
-    unschedulable: bool = False
-    allocatable: dict[str, int] = field(default_factory=dict)
-    capacity: dict[str, int] = field(default_factory=dict)
-    device_ids: dict[str, list[str]] = field(default_factory=dict)
-    layout: Any = None  # topology.layout.NodeLayout when the node's topology is known
-    partition: Any = None  # devices.partition.Partition when the node's devices are split (MIG, slices, ...)
-    images: tuple[NodeImage, ...] = ()  # status.images: what ImageLocality scores
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
-
-
-def parse_node(doc: Mapping[str, Any], source: str = "") -> Node:
-    where, name, _, meta = metadata(doc, source, "Node", namespaced=False)
-    spec = _mapping(where, doc.get("spec"), "spec")
-    status = _mapping(where, doc.get("status"), "status")
-    capacity = parse_resources(where, status.get("capacity"), "status.capacity")
-    allocatable = (
-        parse_resources(where, status.get("allocatable"), "status.allocatable")
-        if "allocatable" in status
-        else dict(capacity)
-    )
-    for res, amount in allocatable.items():
-        if res in capacity and amount > capacity[res]:
-            raise where.error(f"status.allocatable[{res}]", f"is larger than status.capacity[{res}]")
-        too_many = quantity.is_extended(res) and limits.exceeded(f"{res} devices", amount, "devices")
-        if too_many:  # each device gets an ID: a count in the billions would fill memory
-            raise where.error(f"status.allocatable[{res}]", too_many)
-    labels = _string_map(where, meta.get("labels"), "metadata.labels")
-    labels.setdefault(HOSTNAME_LABEL, name)
-    annotations = _string_map(where, meta.get("annotations"), "metadata.annotations")
-    device_ids: dict[str, list[str]] = {}
-    if DEVICES_ANNOTATION in annotations:
-        path = f"metadata.annotations[{DEVICES_ANNOTATION}]"
-        device_ids = parse_devices_annotation(where, annotations[DEVICES_ANNOTATION], path)
-        for res, ids in device_ids.items():
-            if len(ids) < allocatable.get(res, 0):
-                raise where.error(
-                    path, f"names {len(ids)} devices of {res} but the node advertises {allocatable.get(res, 0)}"
-                )
-    unschedulable = spec.get("unschedulable", False)
-    if not isinstance(unschedulable, bool):
-        raise where.error("spec.unschedulable", f"must be true or false, got {unschedulable!r}")
-    node = Node(
-        name=name,
-        source=source,
-        labels=labels,
-        annotations=annotations,
-        taints=parse_taints(where, spec.get("taints"), "spec.taints"),
-        unschedulable=unschedulable,
-        allocatable=allocatable,
-        capacity=capacity or dict(allocatable),
-        device_ids=device_ids,
-        images=parse_node_images(where, status),
-        raw=dict(doc),
-    )
-    if topology_layout.TOPOLOGY_ANNOTATION in annotations:
-        node.layout = topology_layout.from_annotation(where, annotations[topology_layout.TOPOLOGY_ANNOTATION])
-    topology_layout.apply_labels(node, where)
-    topology_layout.finish(node, where)
-    if partitioning.PARTITION_ANNOTATION in annotations:
-        node.partition = partitioning.parse(where, annotations[partitioning.PARTITION_ANNOTATION], node.device_ids)
-        # The partitioning says what the node serves (the device plugin would advertise the same).
-        node.allocatable.update(node.partition.capacity())
-        node.capacity.update(node.partition.capacity())
-    return node
-
+from accelsched.api.object_fields import (
+    DEFAULT_SCHEDULER,
+    DEVICES_ANNOTATION,
+    DO_NOT_SCHEDULE,
+    HOSTNAME_LABEL,
+    SCHEDULE_ANYWAY,
+    _choice,
+    _int,
+    _str,
+    _string_map,
+    describe,
+    metadata,
+    parse_label_selector,
+    parse_node_selector_terms,
+    parse_quantity,
+    parse_requirements,
+    parse_resources,
+    parse_taints,
+    parse_tolerations,
+)
+from accelsched.api.pod_objects import (
+    DEFAULT_BIND_ALL_HOST_IP,
+    PORT_PROTOCOLS,
+    SCHEDULING_GATED_MESSAGE,
+    SCHEDULING_GATED_REASON,
+    HostPort,
+    NodeImage,
+    Pod,
+    PodAffinityTerm,
+    TopologySpreadConstraint,
+    WeightedNodeSelectorTerm,
+    WeightedPodAffinityTerm,
+    effective_requests,
+    normalized_image_name,
+    parse_devices_annotation,
+    parse_host_ports,
+    parse_node_images,
+    parse_pod,
+    parse_scheduling_gates,
+    parse_scheduling_group,
+    parse_spread_constraints,
+    pod_images,
+    writable_copy,
+)
+from accelsched.errors import InputError
 
 # ---------------------------------------------------------------------------------------------- small kinds
 
@@ -964,3 +124,51 @@ def check_kind(doc: Any, source: str, index: int) -> str:
         obj = f"document {index + 1}" + (f" ({name})" if name else "")
         raise InputError("has no kind", source=source, obj=obj, field="kind")
     return kind
+
+
+__all__ = [
+    "DEFAULT_BIND_ALL_HOST_IP",
+    "DEFAULT_SCHEDULER",
+    "DEVICES_ANNOTATION",
+    "DO_NOT_SCHEDULE",
+    "HOSTNAME_LABEL",
+    "PORT_PROTOCOLS",
+    "SCHEDULE_ANYWAY",
+    "SCHEDULING_GATED_MESSAGE",
+    "SCHEDULING_GATED_REASON",
+    "SYSTEM_PRIORITY_CLASSES",
+    "HostPort",
+    "Namespace",
+    "Node",
+    "NodeImage",
+    "Pod",
+    "PodAffinityTerm",
+    "PriorityClass",
+    "TopologySpreadConstraint",
+    "WeightedNodeSelectorTerm",
+    "WeightedPodAffinityTerm",
+    "check_kind",
+    "describe",
+    "effective_requests",
+    "metadata",
+    "normalized_image_name",
+    "parse_devices_annotation",
+    "parse_host_ports",
+    "parse_label_selector",
+    "parse_namespace",
+    "parse_node",
+    "parse_node_images",
+    "parse_node_selector_terms",
+    "parse_pod",
+    "parse_priority_class",
+    "parse_quantity",
+    "parse_requirements",
+    "parse_resources",
+    "parse_scheduling_gates",
+    "parse_scheduling_group",
+    "parse_spread_constraints",
+    "parse_taints",
+    "parse_tolerations",
+    "pod_images",
+    "writable_copy",
+]

@@ -12,18 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelsched.api.objects import (
-    _int,
-    _list,
-    _mapping,
-    _str,
-    _string_map,
-    describe,
-    metadata,
-    parse_label_selector,
-    parse_node_selector_terms,
-    parse_resources,
-)
+from accelsched.api.object_fields import _int, _list, _mapping, _str, _string_map
+from accelsched.api.objects import describe, metadata, parse_label_selector, parse_node_selector_terms, parse_resources
 from accelsched.api.selectors import LabelSelector, NodeSelectorTerm, Requirement
 from accelsched.api.volumes import MIGRATED_INLINE
 from accelsched.errors import Where

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from accelsched.api import limits, objects
+from accelsched.api import limits, object_fields, objects
 from accelsched.api.selectors import NO_EXECUTE, NO_SCHEDULE, terms_match, untolerated_taint
 from accelsched.errors import InputError, Where
 
@@ -91,14 +91,14 @@ def expand(doc: Mapping[str, Any], source: str, nodes: Sequence[objects.Node]) -
 
 def _read(doc: Mapping[str, Any], source: str, kind: str) -> _Workload:
     where, name, namespace, meta = objects.metadata(doc, source, kind, namespaced=True)
-    spec = objects._mapping(where, doc.get("spec"), "spec")
+    spec = object_fields._mapping(where, doc.get("spec"), "spec")
     template = spec.get("template")
     if template is None:
         raise where.error("spec.template", "is required")
-    template = objects._mapping(where, template, "spec.template")
-    tmeta = objects._mapping(where, template.get("metadata"), "spec.template.metadata")
+    template = object_fields._mapping(where, template, "spec.template")
+    tmeta = object_fields._mapping(where, template.get("metadata"), "spec.template.metadata")
     probe = _validate_template(where, source, name, namespace, tmeta, template.get("spec"))
-    uid = objects._str(where, meta.get("uid"), "metadata.uid") or _derived_uid(kind, namespace, name)
+    uid = object_fields._str(where, meta.get("uid"), "metadata.uid") or _derived_uid(kind, namespace, name)
     w = _Workload(kind, name, namespace, uid, where, spec, template, template["spec"], probe.labels, probe.annotations)
     _check_restart_policy(w)
     _check_selector(w)
@@ -142,7 +142,7 @@ def _check_selector(w: _Workload) -> None:
     raw = w.spec.get("selector")
     if w.kind == "ReplicationController":
         # A plain map; when absent it defaults to the template's labels.
-        selector = objects._string_map(w.where, raw, "spec.selector") or dict(w.labels)
+        selector = object_fields._string_map(w.where, raw, "spec.selector") or dict(w.labels)
         if not selector:
             raise w.where.error("spec.selector", "is required (or spec.template.metadata.labels)")
         matches = all(w.labels.get(k) == v for k, v in selector.items())
@@ -279,9 +279,9 @@ def _pod_template_hash(template: Mapping[str, Any]) -> str:
 def _statefulset(w: _Workload) -> list[dict[str, Any]]:
     """Pods ``<name>-<ordinal>`` with stable identities: hostname, subdomain, pod-name/pod-index labels."""
     replicas = _count(w, "replicas", 1)
-    ordinals = objects._mapping(w.where, w.spec.get("ordinals"), "spec.ordinals")
-    start = objects._int(w.where, ordinals.get("start"), "spec.ordinals.start", default=0, minimum=0)
-    service = objects._str(w.where, w.spec.get("serviceName"), "spec.serviceName")
+    ordinals = object_fields._mapping(w.where, w.spec.get("ordinals"), "spec.ordinals")
+    start = object_fields._int(w.where, ordinals.get("start"), "spec.ordinals.start", default=0, minimum=0)
+    service = object_fields._str(w.where, w.spec.get("serviceName"), "spec.serviceName")
     owner = _owner("StatefulSet", w.name, w.uid)
     pods = []
     for ordinal in range(start, start + replicas):
@@ -302,8 +302,8 @@ def _job(w: _Workload) -> list[dict[str, Any]]:
     """
     parallelism = _count(w, "parallelism", 1)
     completions = w.spec.get("completions")
-    mode = objects._str(w.where, w.spec.get("completionMode"), "spec.completionMode", "NonIndexed")
-    objects._choice(w.where, mode, "spec.completionMode", ("NonIndexed", "Indexed"))
+    mode = object_fields._str(w.where, w.spec.get("completionMode"), "spec.completionMode", "NonIndexed")
+    object_fields._choice(w.where, mode, "spec.completionMode", ("NonIndexed", "Indexed"))
     if mode == "Indexed" and completions is None:
         raise w.where.error("spec.completions", "is required when completionMode is Indexed")
     active = parallelism if completions is None else min(parallelism, _count(w, "completions", 1))

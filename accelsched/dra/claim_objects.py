@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from accelsched.api import validation as rules
-from accelsched.api.objects import _list, _mapping, _str, _string_map, metadata
+from accelsched.api.object_fields import _list, _mapping, _str, _string_map
+from accelsched.api.objects import metadata
 from accelsched.api.selectors import NodeSelectorTerm
 from accelsched.dra.model import (
     ALLOCATION_MODE_ALL,

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from accelsched.api import validation as rules
-from accelsched.api.objects import Pod, _list, _mapping, _str, describe
+from accelsched.api.object_fields import _list, _mapping, _str
+from accelsched.api.objects import Pod, describe
 from accelsched.dra.model import (
     API_VERSION,
     POD_CLAIM_NAME_ANNOTATION,

@@ -14,7 +14,8 @@ from typing import Any
 
 from accelsched.api import quantity
 from accelsched.api import validation as rules
-from accelsched.api.objects import _list, _mapping, _str, parse_node_selector_terms
+from accelsched.api.object_fields import _list, _mapping, _str
+from accelsched.api.objects import parse_node_selector_terms
 from accelsched.api.selectors import NodeSelectorTerm
 from accelsched.dra import cel
 from accelsched.dra.model import (

@@ -19,6 +19,9 @@ thousands of slices cost linear time.
 ``resource.k8s.io/v1beta2`` reads as v1 (the same shape), and so does ``v1beta1`` once its flattened request fields
 and ``basic`` device wrapper are unwrapped; errors name the v1 paths (``exactly.``, no ``basic.``), as the API server
 validates the internal version whichever version was sent.
+
+This module is the public face and parses DeviceClasses; the shared field checks are in dra/object_fields.py,
+ResourceSlices in dra/slice_objects.py and ResourceClaims and their templates in dra/claim_objects.py.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from accelsched.api import validation as rules
-from accelsched.api.objects import _mapping, _str, metadata
+from accelsched.api.object_fields import _mapping, _str
+from accelsched.api.objects import metadata
 from accelsched.dra.claim_objects import (
     parse_claim_spec,
     parse_resource_claim,

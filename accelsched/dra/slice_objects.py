@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from accelsched.api.objects import _list, _mapping, _str, metadata
+from accelsched.api.object_fields import _list, _mapping, _str
+from accelsched.api.objects import metadata
 from accelsched.dra.model import (
     RESOURCE_SLICE_MAX_DEVICES,
     RESOURCE_SLICE_MAX_DEVICES_WITH_TAINTS_OR_COUNTERS,

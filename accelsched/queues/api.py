@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from accelsched.api import objects, quantity
-from accelsched.api.objects import _int, _list, _mapping, _str, _string_map
+from accelsched.api.object_fields import _int, _list, _mapping, _str, _string_map
 from accelsched.api.selectors import LabelSelector, Taint, Toleration
 from accelsched.errors import Where
 from accelsched.queues import resources
