@@ -30,6 +30,10 @@ counters are needed in a scheduling cycle defines the available counters for bot
 Upstream keeps that cache for one cycle (one Allocator per pod); here it lasts while the same claims are allocated
 (node after node) for such colliding names, and for every other pool until the AllocatedState changes (then the
 order cannot matter).
+
+This module holds the Allocator and is the public face; the request and constraint model is in
+dra/allocator_requests.py, the search of one Allocate call in dra/allocator_search.py and the counter bookkeeping in
+dra/allocator_counters.py.
 """
 
 from __future__ import annotations
