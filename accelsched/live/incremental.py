@@ -6,6 +6,7 @@ import gc
 import logging
 import time
 
+from accelsched.api import reader
 from accelsched.api.objects import Pod
 from accelsched.cluster.devices import first_free
 from accelsched.cluster.volumes import claim_volumes
@@ -338,11 +339,6 @@ class IncrementalState:
 
 
 def _freeze_heap() -> None:
-    """Collect once, then move every object alive into the collector's permanent generation (gc.freeze).
-
-    The caches and the session of a 30,000-pod cluster are millions of objects, and CPython's full collection
-    walks all of them (about 0.5 s per million here): under churn that ran every minute or so and stalled the
-    loop (the p99 latency). Frozen objects are still freed by reference counting when dropped (pods deleted);
-    only cycles among them would wait for the next rebuild, which unfreezes first."""
-    gc.collect()
-    gc.freeze()
+    """api/reader.freeze_heap: under churn a full collection ran every minute or so and stalled the loop (the p99
+    latency)."""
+    reader.freeze_heap()

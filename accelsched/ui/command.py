@@ -133,8 +133,12 @@ def ui(
             body = hub.view() if hub is not None else sim
             click.echo(json.dumps(body, separators=(",", ":"), allow_nan=False))
             return
+        from accelsched.api import reader
         from accelsched.ui import server
 
+        # the first run's objects live as long as the page: frozen, so an explain or what-if meets no full
+        # collection of them (at 5,000 nodes with a backlog one took an explain from 0.1 s to 0.6 s of CPU)
+        reader.freeze_heap()
         if source is not None:
             source.follow(hub)
         server.serve(hub, address, port, sim_dir, _echo_ready, sim=sim)

@@ -346,7 +346,7 @@ class LiveSource:
         update by that much."""
         try:
             self.dirty.wait(COLLECT_AFTER_SECONDS)
-            gc.collect()
+            reader.freeze_heap()  # the new run's objects frozen: an explain or what-if meets no full collection
         finally:
             if enable:
                 gc.enable()
