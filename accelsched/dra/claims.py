@@ -37,7 +37,6 @@ MAX_BASE_LENGTH = 57
 MAX_GENERATED_BASE_LENGTH = 58
 SUFFIX_LENGTH = 5
 SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand: no vowels, no 0/1/3
-_CACHE = "_accelsched_resource_claims"
 
 
 def _where(pod: Pod) -> Where:
@@ -48,12 +47,12 @@ def pod_resource_claims(pod: Pod) -> tuple[PodResourceClaim, ...]:
     """spec.resourceClaims, validated as validatePodResourceClaims and validateResourceClaimNames do (each
     container's ``resources.claims`` must name one of them). Read once per pod; a pod without claims costs two
     dict lookups and a loop over its containers."""
-    cached = pod.__dict__.get(_CACHE)
+    cached = pod.resource_claims_memo
     if cached is not None:
         return cached
     raw_spec = pod.raw.get("spec")
     if type(raw_spec) is dict and _without_claims(raw_spec):
-        pod.__dict__[_CACHE] = ()
+        pod.resource_claims_memo = ()
         return ()
     where = _where(pod)
     spec = _mapping(where, pod.raw.get("spec"), "spec")
@@ -98,7 +97,7 @@ def pod_resource_claims(pod: Pod) -> tuple[PodResourceClaim, ...]:
             if resources.get("claims"):
                 _container_claims(where, resources["claims"], f"spec.{group}[{i}].resources.claims", names)
     result = tuple(claims)
-    pod.__dict__[_CACHE] = result
+    pod.resource_claims_memo = result
     return result
 
 

@@ -21,6 +21,7 @@ from kubernetes import config as k8s_config
 from kubernetes.watch.watch import iter_resp_lines
 
 from accelsched.errors import InputError
+from accelsched.live.listjson import decode_list
 
 JSON = dict[str, Any]
 
@@ -114,7 +115,9 @@ class Kube:
         content_type: str = "application/json",
         timeout: float | tuple[float, float] | None = None,
         stream: bool = False,
+        parse: Callable[[str], Any] | None = None,
     ) -> Any:
+        """The answer's JSON decoded (``parse``: decodes the body's text instead of ``json.loads``)."""
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -141,7 +144,9 @@ class Kube:
             data = raw.data
         except Exception as exc:
             raise ApiError(0, f"{type(exc).__name__}: {exc}") from None
-        return json.loads(data) if data else None
+        if not data:
+            return None
+        return parse(data.decode()) if parse is not None else json.loads(data)
 
     # ------------------------------------------------------------------------------------ reads
 
@@ -166,22 +171,28 @@ class Kube:
         """
         items: list[JSON] = []
         token = None
+
+        def each(item: Any) -> Any:
+            # Trimmed as it is decoded: a page's (or a whole list's) decoded items are never all held at once.
+            return transform(item) if transform is not None and isinstance(item, dict) else item
+
         while True:
             params = {"limit": page_size or None, "continue": token, **_camel(query)}
             try:
-                out = self.request("GET", resource.path(namespace), params)
+                out = self.request("GET", resource.path(namespace), params, parse=lambda text: decode_list(text, each))
             except ApiError as exc:
                 if exc.status != 410 or not token:
                     raise
-                return self.list(resource, namespace, 0, transform, **query)
+                # Start over in one request; the pages listed so far go first, not beside the whole list.
+                items.clear()
+                page_size, token = 0, None
+                continue
             kind = str(out.get("kind", "")).removesuffix("List")
             api_version = out.get("apiVersion")
             page = out.get("items") or []
-            for i, item in enumerate(page):
+            for item in page:
                 item.setdefault("kind", kind)
                 item.setdefault("apiVersion", api_version)
-                if transform is not None:
-                    page[i] = transform(item)  # the decoded item goes now, not with its page
             items += page
             token = (out.get("metadata") or {}).get("continue") if page_size else None
             if not token:
