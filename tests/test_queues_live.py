@@ -263,7 +263,7 @@ def test_workload_objects_get_the_status_kueues_scheduler_writes_once() -> None:
     earlier = {
         "type": "QuotaReserved",
         "status": "False",
-        "reason": "Pending",
+        "reason": "Inadmissible",  # its LocalQueue was missing before: the reason changes, the status does not
         "message": "old",
         "lastTransitionTime": "T0",
     }
@@ -303,6 +303,10 @@ def test_workload_objects_get_the_status_kueues_scheduler_writes_once() -> None:
     # Written: nothing more to write (the admitted one holds its reservation, the other says the same already).
     store["team-a/fits"] = {**docs["fits"], "status": {"admission": fits["status"]["admission"]}}
     store["team-a/waits"] = {**docs["waits"], "status": {"conditions": [waits]}}
+    assert workloadstatus.status_writes(session.queues, store, {"accelsched"}) == []
+    # A new message alone (say "N more needed" after another workload finished) is not written: a deep queue would
+    # rewrite every waiting workload on each admission.
+    store["team-a/waits"] = {**docs["waits"], "status": {"conditions": [{**waits, "message": "older"}]}}
     assert workloadstatus.status_writes(session.queues, store, {"accelsched"}) == []
 
 
