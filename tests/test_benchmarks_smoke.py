@@ -293,3 +293,21 @@ def test_fabric_kueue_reads_topology_assignments_and_runs_accelsched_side() -> N
         assert len({h.split("-")[0] for h in hosts}) == 1  # one block
         for i in range(0, len(hosts), 4):  # slices of 4 consecutive ranks, each in one rack
             assert len({h.rsplit("-", 1)[0] for h in hosts[i : i + 4]}) == 1, hosts
+
+
+@pytest.mark.integration
+def test_deep_queue_drains_through_kueue_and_accelsched(tmp_path: Path) -> None:
+    """benchmarks/deepqueue.py, tiny: both systems admit every Workload of the queue (quota freed as they finish),
+    each Workload's wait measured from its create to its QuotaReserved."""
+    from benchmarks import deepqueue
+
+    try:
+        rows = deepqueue.run(12, 2, 4, 0.5, deepqueue.SYSTEMS, tmp_path, timeout=120)
+    except deepqueue.Unavailable as exc:
+        pytest.skip(str(exc))
+    assert [r["system"] for r in rows] == ["kueue", "accelsched"]
+    for r in rows:
+        assert r["admitted"] == r["workloads"] == 12, r
+        assert r["admissions_per_s"] > 0 and 0 < r["wait_p50_s"] <= r["wait_p99_s"] <= r["wait_max_s"], r
+        # 14 GPUs through a 4-GPU queue, each held 0.5 s: the last wait is at least a few rounds of finishing.
+        assert r["wait_max_s"] >= 1.0, r

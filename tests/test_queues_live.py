@@ -265,7 +265,7 @@ def test_workload_objects_get_the_status_kueues_scheduler_writes_once() -> None:
     earlier = {
         "type": "QuotaReserved",
         "status": "False",
-        "reason": "Pending",
+        "reason": "Inadmissible",  # its LocalQueue was missing before: the reason changes, the status does not
         "message": "old",
         "lastTransitionTime": "T0",
     }
@@ -306,6 +306,26 @@ def test_workload_objects_get_the_status_kueues_scheduler_writes_once() -> None:
     store["team-a/fits"] = {**docs["fits"], "status": {"admission": fits["status"]["admission"]}}
     store["team-a/waits"] = {**docs["waits"], "status": {"conditions": [waits]}}
     assert workloadstatus.status_writes(session.queues, store, {"accelsched"}) == []
+    # A new message alone (say "N more needed" after another workload finished) is not written: a deep queue would
+    # rewrite every waiting workload on each admission.
+    store["team-a/waits"] = {**docs["waits"], "status": {"conditions": [{**waits, "message": "older"}]}}
+    assert workloadstatus.status_writes(session.queues, store, {"accelsched"}) == []
+
+
+def test_a_pending_workloads_new_message_alone_changes_nothing_admission_reads() -> None:
+    from accelsched.live import workloadstatus
+
+    def pending(message: str) -> dict:
+        return {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": message}
+
+    old = _workload_doc("w", 1, conditions=[pending("2 more needed")])
+    assert workloadstatus.pending_message_only(old, _workload_doc("w", 1, conditions=[pending("1 more needed")]))
+    reserved = {**pending(""), "status": "True", "reason": "QuotaReserved"}
+    assert not workloadstatus.pending_message_only(old, _workload_doc("w", 1, conditions=[reserved]))
+    assert not workloadstatus.pending_message_only(old, _workload_doc("w", 2, conditions=[pending("2 more needed")]))
+    finished = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": ""}
+    both = [pending("2 more needed"), finished]
+    assert not workloadstatus.pending_message_only(old, _workload_doc("w", 1, conditions=both))
 
 
 def test_run_leaves_out_pending_workloads_of_other_schedulers_but_counts_them_once_admitted() -> None:

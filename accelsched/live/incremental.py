@@ -26,6 +26,9 @@ log = logging.getLogger("accelsched.live")
 
 FREEZE_EVERY = 30.0  # seconds between freezes of the young survivors (_tend_heap)
 FULL_COLLECT_EVERY = 600.0  # seconds between full collections (cyclic garbage frozen meanwhile is freed then)
+# Seconds after a full collection within which a rebuild skips its own: queued workloads rebuild the session once
+# per admission round (a deep queue: several a second), and a full collection each time took most of the loop.
+REBUILD_COLLECT_GAP = 5.0
 
 
 class IncrementalState:
@@ -300,7 +303,10 @@ class IncrementalState:
 
     def _rebuild(self, snapshot: live_convert.Snapshot, reason: str = "") -> None:
         started = time.monotonic()
-        if self.tend_heap:
+        # Back-to-back rebuilds leave the frozen heap as it is: the sessions built since the last freeze are young
+        # and the collector's generations free them; the one frozen session waits for the next collecting rebuild.
+        collect = self.tend_heap and (not self.rebuilds or started - self._collected_at > REBUILD_COLLECT_GAP)
+        if collect:
             gc.unfreeze()  # the old session's cycles (cluster <-> volume state) must be collectable
         converted = live_convert.convert(snapshot, self.scheduler_names)
         session = live_convert.start_session(converted, self.config, self.seed)
@@ -324,7 +330,7 @@ class IncrementalState:
             waiting_gangs = {gang_key(self.pods.store.get(key) or {}) for key in converted.waiting}
         self._gangs_in_progress = (set(converted.groups) | waiting_gangs) - {None}  # type: ignore[operator]
         self.rebuilds += 1
-        if self.tend_heap:
+        if collect:
             _freeze_heap()
             self._frozen_at = self._collected_at = time.monotonic()
         log.info(

@@ -125,6 +125,15 @@ class QueueDoor:
             return
         self._on_other(kind, obj, old)
 
+    def _on_workload(self, kind: str, obj: JSON, old: JSON | None) -> None:
+        """A Workload changed: the session is rebuilt and the loop woken at once (a Workload is no pod: no pool
+        wakes for it), but not for a pending one whose QuotaReserved=False message alone changed (what this door
+        writes on every workload still waiting, each round: admission decides the same from it)."""
+        if kind == "MODIFIED" and old is not None and workloadstatus.pending_message_only(old, obj):
+            return
+        self._on_other(kind, obj, old)
+        self.wake.set()
+
     def _write_workload_status(self, write: workloadstatus.StatusWrite) -> None:
         resource = live_kueue.RESOURCES["Workload"]
         try:

@@ -134,10 +134,10 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         }  # fmt: skip
         # Kueue's objects, Volcano's HyperNodes and Jobs (live/kueue.py), where served: each change rebuilds the
         # session (its queues are admitted again from the cache), but for Jobs without the queue-name label.
+        handlers = {live_kueue.JOB: self._on_job, "Workload": self._on_workload}
         self.kueue = {
             kind: Informer(
-                kube, resource, self._on_job if kind == live_kueue.JOB else self._on_other, self.lock,
-                optional=True, **common,
+                kube, resource, handlers.get(kind, self._on_other), self.lock, optional=True, **common,
             )
             for kind, resource in live_kueue.RESOURCES.items()
         }  # fmt: skip

@@ -94,6 +94,29 @@ def _reserved(doc: JSON) -> bool:
     )
 
 
+def pending_message_only(old: JSON, new: JSON) -> bool:
+    """``new`` differs from ``old`` at most in a QuotaReserved=False condition (a pending workload's message), both
+    holding no reservation: nothing admission reads changed."""
+    return not _reserved(old) and not _reserved(new) and _without_pending(old) == _without_pending(new)
+
+
+def _without_pending(doc: JSON) -> tuple[Any, ...]:
+    meta, status = doc.get("metadata") or {}, dict(doc.get("status") or {})
+    status["conditions"] = [
+        c for c in status.get("conditions") or [] if not isinstance(c, Mapping) or c.get("type") != QUOTA_RESERVED
+    ]
+    rest = {k: v for k, v in doc.items() if k not in ("metadata", "status")}
+    return rest, meta.get("labels"), meta.get("annotations"), status
+
+
+def _message_only(current: list[Mapping[str, Any]], wanted: list[dict[str, str]]) -> bool:
+    """Every wanted condition is there with the same status and reason (its message alone may differ)."""
+    by_type = {c.get("type"): c for c in current if isinstance(c, Mapping)}
+    return all(
+        w["type"] in by_type and all(by_type[w["type"]].get(f) == w[f] for f in ("status", "reason")) for w in wanted
+    )
+
+
 def preemptions(
     result: QueueResult, workloads: Mapping[str, JSON], scheduler_names: Collection[str], now: str | None = None
 ) -> tuple[list[StatusWrite], set[str]]:
@@ -129,7 +152,12 @@ def status_writes(
 ) -> list[StatusWrite]:
     """The status writes for our Workload objects (``workloads``: the cache's, by namespace/name) that hold no
     quota reservation yet and whose status does not already say what admission decided. ``preempting``: how many
-    preempted workloads still hold their reservation; until they let go, nothing is admitted (the room is taken)."""
+    preempted workloads still hold their reservation; until they let go, nothing is admitted (the room is taken).
+
+    A pending workload whose Pending condition is written already is not rewritten for a new message alone: a deep
+    queue draining changes every waiting workload's message ("N more needed") each round, and rewriting them all
+    put each admission behind hundreds of writes (benchmarks/deepqueue.py). The message is the one of when the
+    workload started waiting (or its reason last changed); Kueue's scheduler rewrites it when it retries it."""
     now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out = []
     for o in result.outcomes:
@@ -146,6 +174,8 @@ def status_writes(
             continue  # it holds a reservation already (ours, or Kueue's): admission counts it as running
         if not o.admitted and _same(current, o.conditions):
             continue
+        if not o.admitted and _message_only(current, o.conditions):
+            continue  # see above: a new message alone is not written
         body: JSON = {"conditions": _conditions(current, o.conditions, meta.get("generation"), now)}
         if o.admitted:
             body["admission"] = admission(o)

@@ -93,8 +93,10 @@ class KueueProcess:
     """One kueue process with its config, certificates and log under ``workdir``."""
 
     def __init__(self, binary: Path, kubeconfig: Path, kube: Kube, workdir: Path,
-                 fair_sharing: list[str] | None = None) -> None:
+                 fair_sharing: list[str] | None = None, long_requeue: bool = True) -> None:
         self.binary = binary
+        # False for timings (benchmarks/deepqueue.py): Kueue's default 1 s requeue batch, as it is deployed.
+        self.long_requeue = long_requeue
         self.fair_sharing = fair_sharing  # preemptionStrategies: Kueue started with fair sharing on
         self.kubeconfig = kubeconfig
         self.kube = kube
@@ -134,7 +136,7 @@ class KueueProcess:
             # SchedulerLongRequeueInterval: inadmissible workloads are retried 10 s after the event that asks for
             # it, not 1 s (real.REQUEUE_PERIOD says why); what is retried, and when in the order of events, is the same.
             args = [str(self.binary), f"--config={path}", "--zap-log-level=2",
-                    "--feature-gates=VisibilityOnDemand=false,SchedulerLongRequeueInterval=true"]
+                    f"--feature-gates=VisibilityOnDemand=false,SchedulerLongRequeueInterval={str(self.long_requeue).lower()}"]
             self._proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         threading.Thread(target=self._mount_secret, name="kueue-secret-mount", daemon=True).start()
         deadline = time.monotonic() + timeout
