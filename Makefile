@@ -28,13 +28,13 @@ test: $(TEST_STAMP)
 	hack/test-deps.sh
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q -m "not integration"
-	$(BIN)/pytest -q -m "integration and not node and not kueue_oracle" || [ $$? -eq 5 ]
+	$(BIN)/pytest -q -m "integration and not node" || [ $$? -eq 5 ]
 
 unit: $(STAMP)
 	$(BIN)/pytest -q -m "not integration"
 
 integration: $(TEST_STAMP)
-	$(BIN)/pytest -q -m "integration and not node and not kueue_oracle" || [ $$? -eq 5 ]
+	$(BIN)/pytest -q -m "integration and not node" || [ $$? -eq 5 ]
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -104,9 +104,9 @@ ui-bench: $(STAMP)
 conformance: $(STAMP) controlplane
 	$(BIN)/python -m conformance --scenarios 2000 --dra 1000 --seed 12 --live-sample 20
 
-# accelsched's queue admission vs the real Kueue v0.19.2 (docs/queues.md): the 30-scenario sample, then 1,000
-# scenarios, last line `kueue-conformance: agree A/N (...)`, exit 1 below 99.5%. Not yet in .ci/run: it measures
-# 94.1% today (30-40 minutes on 2 cores); it joins `make conformance` once it meets the target.
+# accelsched's queue admission vs the real Kueue v0.19.2 (docs/queues.md): the 30-scenario sample (also in
+# `make test`'s integration suite, about 3 minutes), then 1,000 scenarios, last line `kueue-conformance: agree A/N
+# (...)`, exit 1 below 99.5%. Measured 987/988 (99.9%) in 30 minutes on 2 cores; not in .ci/run yet.
 kueue-conformance: $(TEST_STAMP) controlplane kueue
 	$(BIN)/pytest -q -p no:cacheprovider -m kueue_oracle tests/live/test_kueue_oracle.py
 	$(BIN)/python -m conformance.kueue --scenarios 1000 --seed 3
