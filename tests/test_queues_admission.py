@@ -718,3 +718,28 @@ def test_under_a_non_root_cohort_object_an_admission_retries_the_trees_inadmissi
     assert a1_message([cohort("org", parent="top"), cohort("top")]) == needed.format("2 more needed")
     assert a1_message([cohort("org")]) == needed.format("1 more needed")
     assert a1_message([]) == needed.format("1 more needed")
+
+
+def test_a_cohort_loop_after_an_admission_ends_with_its_queues_inactive(tmp_path: Path) -> None:
+    """A ClusterQueue in a cohort loop (loop-a and loop-b each other's parent) is inactive, as Kueue makes it; an
+    admission elsewhere asks the requeuer for each tree's root, and a loop has none: it must not walk forever (the
+    Kueue-object fuzz found the hang)."""
+    import yaml
+    from click.testing import CliRunner
+
+    from accelsched.cli import main
+
+    example = Path(__file__).resolve().parent.parent / "examples/queues/two-teams.yaml"
+    docs = [d for d in yaml.safe_load_all(example.read_text()) if d]
+    next(d for d in docs if d.get("kind") == "ClusterQueue")["spec"]["cohortName"] = "loop-a"
+    for name, parent in (("loop-a", "loop-b"), ("loop-b", "loop-a")):
+        docs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": name},
+                     "spec": {"parentName": parent}})  # fmt: skip
+    path = tmp_path / "loop.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    out = CliRunner().invoke(main, ["schedule", "-f", str(path), "-o", "json"])
+    assert out.exit_code == 0, out.output
+    body = json.loads(out.stdout)
+    team_a = [p for p in body["pods"] if p["namespace"] == "team-a"]
+    assert team_a and all(p["node"] is None and p["message"] == "ClusterQueue team-a is inactive" for p in team_a)
+    assert any(p["node"] for p in body["pods"] if p["namespace"] == "team-b")  # the other tree admits as before

@@ -87,9 +87,19 @@ class Node:
             node = node.parent
 
     def root(self) -> Node:
-        node = self
+        """The top of the node's tree. In a cohort loop (its ClusterQueues are inactive, Kueue's rule) there is no
+        top: the loop's node with the smallest name stands for it, the same from wherever the walk starts."""
+        node, seen = self, {id(self): self}
         while node.parent is not None:
             node = node.parent
+            if id(node) in seen:  # a loop: the nodes from here back to here
+                loop = [node]
+                walker = node.parent
+                while walker is not None and walker is not node:
+                    loop.append(walker)
+                    walker = walker.parent
+                return min(loop, key=lambda n: n.name)
+            seen[id(node)] = node
         return node
 
     def height(self) -> int:

@@ -94,7 +94,7 @@ def test_the_queue_panel_equals_schedule_json(ui_server: Any, page: Any) -> None
 
 
 def test_the_queue_panel_is_hidden_without_kueue_objects(ui_server: Any, page: Any) -> None:
-    server = ui_server(DemoState.lab(None))
+    server = ui_server(DemoState.lab(12))  # the lab up to its fabric steps: Kueue's objects come with step 13
     page.goto(server.url)
     wait_rendered(page)
     page.wait_for_selector("#map .node-row[data-node]")
