@@ -175,6 +175,8 @@ def _pods(run: Run, state: RawState, base: Base) -> list[Pod] | None:
             pod = state.parse_new_pod(doc, base.inputs, known.get(key))
         except (InputError, ValueError, TypeError, KeyError, AttributeError, IndexError, ArithmeticError):
             return None  # whatever the full run makes of it (an error, or live: the pod left out), it says
+        if pod is None:
+            return None  # the state cannot parse a pod as its start would: the full run
         if (pod.raw.get("spec") or {}).get("resourceClaims") or gang.group_key(pod) is not None:
             return None
         out.append(pod)

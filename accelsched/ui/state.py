@@ -91,10 +91,10 @@ class RawState(ABC):
     # The incremental what-if (ui/incremental.py): a state that can parse one Pod as its start would says so here.
     new_source = "what-if"  # the source of an object a what-if made
 
-    def parse_new_pod(self, doc: dict[str, Any], inputs: Inputs, was: objects.Pod | None) -> objects.Pod:
+    def parse_new_pod(self, doc: dict[str, Any], inputs: Inputs, was: objects.Pod | None) -> objects.Pod | None:
         """A Pod document a what-if made or changed (``was``: today's pod of that key), as ``start`` would parse and
-        admit it into ``inputs``. The default cannot (the what-if then runs in full)."""
-        raise NotImplementedError
+        admit it into ``inputs``; None where this state cannot (the default: the what-if then runs in full)."""
+        return None
 
     def run_order(self, pods: list[objects.Pod]) -> list[objects.Pod]:
         """The session's order of these pods (listed in the order of ``pods()``), as ``start`` lists them."""
