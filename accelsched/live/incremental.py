@@ -264,14 +264,14 @@ class IncrementalState:
         return rebuild
 
     def _tend_heap(self) -> None:
-        """Keep CPython's full collections short (see _freeze_heap): every FREEZE_EVERY seconds what survived the
+        """Keep CPython's full collections short (api/reader.freeze_heap: under churn a full collection ran every
+        minute or so and stalled the loop, the p99 latency): every FREEZE_EVERY seconds what survived the
         young generations is frozen too, so a full collection only walks what was allocated since; every
         FULL_COLLECT_EVERY seconds one full pass over everything frees the cycles frozen meanwhile (a pause of
         about 0.5 s per million objects, where kube-scheduler's Go collector runs concurrently)."""
         now = time.monotonic()
         if now - self._collected_at > FULL_COLLECT_EVERY:
-            gc.unfreeze()
-            _freeze_heap()
+            reader.freeze_heap()
             self._frozen_at = self._collected_at = now
         elif now - self._frozen_at > FREEZE_EVERY:
             gc.collect(1)
@@ -331,7 +331,7 @@ class IncrementalState:
         self._gangs_in_progress = (set(converted.groups) | waiting_gangs) - {None}  # type: ignore[operator]
         self.rebuilds += 1
         if collect:
-            _freeze_heap()
+            reader.freeze_heap()
             self._frozen_at = self._collected_at = time.monotonic()
         log.info(
             "session rebuilt",
@@ -342,9 +342,3 @@ class IncrementalState:
                 "seconds": round(time.monotonic() - started, 3),
             },
         )
-
-
-def _freeze_heap() -> None:
-    """api/reader.freeze_heap: under churn a full collection ran every minute or so and stalled the loop (the p99
-    latency)."""
-    reader.freeze_heap()
