@@ -16,7 +16,7 @@ engine. Two things differ from reading files, because a cluster is never all-or-
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -31,10 +31,12 @@ from accelsched.framework.types import Diagnosis, fit_error_message
 from accelsched.live import kueue as live_kueue
 from accelsched.live import workloadstatus
 from accelsched.live.kube import JSON
+from accelsched.live.workloadcache import ParsedByVersion
 from accelsched.queues import api as queue_api
 from accelsched.queues import workloads as queue_workloads
 
 SOURCE = "cluster"
+WORKLOAD = "Workload"  # Kueue's
 T = TypeVar("T")
 # What parsing one odd object can raise. The API server validates built-in fields, but not annotations, nor CRDs
 # (NodeResourceTopology, PodGroup) whose schema preserves unknown fields: a list where a string belongs, a huge
@@ -148,10 +150,12 @@ def convert(
     snapshot: Snapshot,
     scheduler_names: Iterable[str] | None = None,
     parse: Callable[[JSON, str], Pod] = parse_pod,
+    workloads: ParsedByVersion[queue_api.WorkloadObject | str] | None = None,
 ) -> Converted:
     """Inputs for a Session: every node, every bound pod (for accounting), and the pending pods whose
     ``schedulerName`` is in ``scheduler_names`` (all pending pods when None: the what-if commands). ``parse``: a
-    Pod document's parser (the web view's reuses the pods it parsed before: ui/state.PodCache)."""
+    Pod document's parser (the web view's reuses the pods it parsed before: ui/state.PodCache). ``workloads``:
+    Kueue's Workloads as read in earlier rounds (``accelsched run``'s, live/workloadcache.py)."""
     errors: dict[str, str] = {}
     docs = [Document(d, SOURCE, "Node") for d in snapshot.nodes]
     docs += [Document(d, SOURCE, "Namespace") for d in snapshot.namespaces]
@@ -161,12 +165,16 @@ def convert(
     # controller's to make in a cluster, and the loader makes them only for the pods it is given (none here).
     docs += [Document(d, SOURCE, kind) for kind, items in snapshot.dra.items() for d in items]
     # Kueue's objects (live/kueue.py) as the file reader reads them: accelsched/queues and accelsched/fabric.
-    docs += live_kueue.documents(snapshot.kueue, SOURCE)
+    kueue = snapshot.kueue if workloads is None else {k: v for k, v in snapshot.kueue.items() if k != WORKLOAD}
+    docs += live_kueue.documents(kueue, SOURCE)
     inputs = _build_cluster(docs, errors)
-    _read_queues(inputs, snapshot.kueue.get(live_kueue.JOB) or [], errors)
+    checked: set[str] = set()
+    if workloads is not None:
+        checked = _read_workloads(inputs, snapshot.kueue.get(WORKLOAD) or [], workloads, errors)
+    _read_queues(inputs, snapshot.kueue.get(live_kueue.JOB) or [], errors, checked)
     names = None if scheduler_names is None else set(scheduler_names)
     if names is not None:
-        _drop_others_pending(inputs, snapshot.kueue.get("Workload") or [], names)
+        _drop_others_pending(inputs, snapshot.kueue.get(WORKLOAD) or [], names)
     node_names = {n.name for n in inputs.nodes}
 
     bound: list[Pod] = []
@@ -206,10 +214,11 @@ def start_session(converted: Converted, config: Any = None, seed: int = 0) -> Se
     return session
 
 
-def _read_queues(inputs: Inputs, jobs: list[JSON], errors: dict[str, str]) -> None:
+def _read_queues(inputs: Inputs, jobs: list[JSON], errors: dict[str, str], checked: Collection[str] = ()) -> None:
     """The queued Jobs' labels where the queues read them (the loader's ``note_job``: their pods lack them), and
     Workload objects whose pod templates the queues cannot read left out now: the file reader refuses them when
-    admission reads them, which here would fail every rebuild. Each bad one is left out with its error."""
+    admission reads them, which here would fail every rebuild. Each bad one is left out with its error.
+    ``checked``: Workloads whose templates were read already (_read_workloads)."""
     for doc in jobs:
         if queue_api.queue_name(doc):
             try:
@@ -217,11 +226,48 @@ def _read_queues(inputs: Inputs, jobs: list[JSON], errors: dict[str, str]) -> No
             except UNUSABLE as exc:
                 errors[_describe(doc, live_kueue.JOB)] = unusable_message(exc)
     for key, obj in list(inputs.queues.workloads.items()):
-        try:
-            queue_workloads.find(queue_api.QueueObjects(workloads={key: obj}), [])
-        except UNUSABLE as exc:
-            errors[objects.describe("Workload", obj.namespace, obj.name).strip()] = unusable_message(exc)
+        if key in checked:
+            continue
+        error = _template_error(obj)
+        if error:
+            errors[objects.describe(WORKLOAD, obj.namespace, obj.name).strip()] = error
             del inputs.queues.workloads[key]
+
+
+def _template_error(obj: queue_api.WorkloadObject) -> str:
+    """Why the queues cannot read the Workload's pod templates ('' when they can)."""
+    try:
+        queue_workloads.find(queue_api.QueueObjects(workloads={f"{obj.namespace}/{obj.name}": obj}), [])
+    except UNUSABLE as exc:
+        return unusable_message(exc)
+    return ""
+
+
+def _read_workloads(
+    inputs: Inputs, docs: list[JSON], kept: ParsedByVersion[queue_api.WorkloadObject | str], errors: dict[str, str]
+) -> set[str]:
+    """Kueue's Workloads into the inputs as the loader reads them (in the cache's order) and their templates checked
+    as _read_queues checks them, each read once per resourceVersion (live/workloadcache.py); a bad one is left out
+    with its error. The keys of those read."""
+
+    def read(doc: JSON) -> queue_api.WorkloadObject | str:
+        try:
+            obj = queue_api.parse_workload(doc, SOURCE)
+        except UNUSABLE as exc:
+            return unusable_message(exc)
+        return _template_error(obj) or obj
+
+    out = set()
+    for doc in docs:
+        obj = kept.read(doc, read)
+        if isinstance(obj, str):
+            errors[_describe(doc, WORKLOAD)] = obj
+            continue
+        key = f"{obj.namespace}/{obj.name}"
+        inputs.queues.workloads[key] = obj
+        out.add(key)
+    kept.end_round()
+    return out
 
 
 def _drop_others_pending(inputs: Inputs, workloads: list[JSON], names: set[str]) -> None:

@@ -308,7 +308,7 @@ class IncrementalState:
         collect = self.tend_heap and (not self.rebuilds or started - self._collected_at > REBUILD_COLLECT_GAP)
         if collect:
             gc.unfreeze()  # the old session's cycles (cluster <-> volume state) must be collectable
-        converted = live_convert.convert(snapshot, self.scheduler_names)
+        converted = live_convert.convert(snapshot, self.scheduler_names, workloads=self.workload_reads)
         session = live_convert.start_session(converted, self.config, self.seed)
         self._admit_queues(session)  # before the pending pods are taken: it puts stopped pods back on their nodes
         for obj, error in converted.errors.items():  # after the session: admission may leave the queues out

@@ -30,6 +30,7 @@ from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
 from accelsched.live import workloadstatus
 from accelsched.live.events import MERGE_PATCH
+from accelsched.live.informer import object_key
 from accelsched.live.kube import JSON, ApiError
 from accelsched.live.podjson import labels, write_key
 from accelsched.queues import api as queue_api
@@ -43,6 +44,9 @@ class QueueDoor:
     """LiveScheduler's admission of queued pods (see the module docstring)."""
 
     queue_held: dict[str, str]  # pending pods of workloads not admitted in the current session -> their message
+    # Workload status writes in flight: namespace/name -> (the resourceVersion decided from, what it writes)
+    _status_in_flight: dict[str, tuple[str, tuple]]
+    _stale_workloads: set[str]  # decided from a version that has moved on: their next event rebuilds the session
     _job_unknown: dict[str, float]  # pod uid -> when it was first found owned by a Job not in the cache
 
     def _admit_queues(self, session: Any) -> None:
@@ -65,8 +69,30 @@ class QueueDoor:
                 session.queues, store, self.scheduler_names, preempting=preempting
             )
         self.queue_held = live_kueue.held_pods(session.queues, preempting)
-        for write in writes:
+        for write in self._status_writes_due(writes):
             self.writes.submit(f"workload:{write.namespace}/{write.name}", self._write_workload_status, write)
+
+    def _status_writes_due(self, writes: list[workloadstatus.StatusWrite]) -> list[workloadstatus.StatusWrite]:
+        """The writes to send, less those a write in flight makes moot. A round decides from the cache, which shows
+        a write of ours only once its event is back: a round in between decides the same workloads again, from the
+        same resourceVersion. Sending the same write twice would be answered 409 (the first moved the version on),
+        so it is not sent; a different one from that version would be answered 409 too, so it is not sent either,
+        and the workload is marked stale: its next event rebuilds the session, even a Pending message's that
+        _on_workload leaves out otherwise (else the decision waits for an unrelated event: the deep queue's
+        stalls, benchmarks/deepqueue.py)."""
+        out = []
+        with self.lock:
+            for write in writes:
+                key = f"{write.namespace}/{write.name}"
+                version, what = workloadstatus.written(write)
+                flight = self._status_in_flight.get(key)
+                if flight is not None and flight[0] == version:
+                    if flight[1] != what:
+                        self._stale_workloads.add(key)
+                    continue
+                self._status_in_flight[key] = (version, what)
+                out.append(write)
+        return out
 
     def _bound_node(self, key: str) -> str:
         obj = self.pods.store.get(key) or {}
@@ -129,21 +155,42 @@ class QueueDoor:
         """A Workload changed: the session is rebuilt and the loop woken at once (a Workload is no pod: no pool
         wakes for it), but not for a pending one whose QuotaReserved=False message alone changed (what this door
         writes on every workload still waiting, each round: admission decides the same from it)."""
-        if kind == "MODIFIED" and old is not None and workloadstatus.pending_message_only(old, obj):
+        key = object_key(obj)
+        stale = key in self._stale_workloads
+        self._stale_workloads.discard(key)
+        if kind == "MODIFIED" and old is not None and not stale and workloadstatus.pending_message_only(old, obj):
             return
         self._on_other(kind, obj, old)
+        if stale:
+            self._invalidate("workload decided from a stale version")
         self.wake.set()
 
     def _write_workload_status(self, write: workloadstatus.StatusWrite) -> None:
         resource = live_kueue.RESOURCES["Workload"]
+        key = f"{write.namespace}/{write.name}"
         try:
             self.kube.patch(resource, write.name, write.patch, write.namespace, "status", content_type=MERGE_PATCH)
-        except ApiError as exc:  # 409: changed meanwhile; its event brings a rebuild that decides it again
+        except ApiError as exc:
             if exc.status not in (404, 409):
-                log.warning(
-                    "cannot write workload status",
-                    extra={"workload": f"{write.namespace}/{write.name}", "error": exc.message},
-                )
+                log.warning("cannot write workload status", extra={"workload": key, "error": exc.message})
+            if exc.status == 409:
+                self._conflicted(key, workloadstatus.written(write)[0])
+        finally:
+            with self.lock:
+                if self._status_in_flight.get(key, (None,))[0] == workloadstatus.written(write)[0]:
+                    del self._status_in_flight[key]
+
+    def _conflicted(self, key: str, version: str) -> None:
+        """A status write answered 409: the Workload changed since the round that decided it. It is decided again
+        from a session rebuilt once the cache has the change: now if its event is in already, else on that event
+        (even one _on_workload would leave out)."""
+        with self.lock:
+            current = (self.kueue["Workload"].store.get(key) or {}).get("metadata") or {}
+            if current.get("resourceVersion") == version:
+                self._stale_workloads.add(key)
+                return
+            self._invalidate("workload status conflict")
+            self.wake.set()
 
     def _stop_pod(self, stop: live_kueue.Stop) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -61,8 +61,10 @@ from accelsched.live.metrics import Metrics
 from accelsched.live.nominator import Nominator
 from accelsched.live.queuedoor import QueueDoor
 from accelsched.live.trim import trim
+from accelsched.live.workloadcache import ParsedByVersion
 from accelsched.live.writer import OrderedWriter
 from accelsched.live.writes import BindOutcome, Decision, WritePipeline
+from accelsched.queues.api import WorkloadObject
 
 log = logging.getLogger("accelsched.live")
 
@@ -203,6 +205,10 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why
         self.queue_held: dict[str, str] = {}  # queued pods whose workload is not admitted -> why (live.queuedoor)
         self._job_unknown: dict[str, float] = {}  # pods whose Job is not in the cache yet -> since (live.queuedoor)
+        self._status_in_flight: dict[str, tuple[str, tuple]] = {}  # Workload status writes in flight (live.queuedoor)
+        self._stale_workloads: set[str] = set()  # Workloads decided from an outdated version (live.queuedoor)
+        # Kueue's Workloads as read, kept until their resourceVersion changes (live.workloadcache)
+        self.workload_reads: ParsedByVersion[WorkloadObject | str] = ParsedByVersion()
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
         self.pending_by_key: dict[str, Pod] = {}
         self._decided: list[Decision] = []

@@ -40,9 +40,9 @@ NO_LONGER_FITS = "Workload no longer fits after processing another workload"
 OVERLAPPING = "Workload has overlapping preemption targets with another workload"
 
 
-@dataclass
+@dataclass(eq=False)
 class Outcome:
-    """What became of one workload."""
+    """What became of one workload (one object per workload: compared by identity, as the queues' lists hold it)."""
 
     info: Info
     cluster_queue: str = ""
@@ -181,6 +181,7 @@ class _Admission:
         self.by_info = {id(o.info): o for o in self.outcomes}
         # This cycle's preemption targets (by id of their record, with the workload that preempts them).
         self.victims: dict[int, tuple[Target, Info]] = {}
+        self.classes: dict[int, tuple] = {}  # by id of the Info: its equivalence class (_equivalence)
         self.inactive = {
             name
             for name, cq in objects.cluster_queues.items()
@@ -426,13 +427,23 @@ class _Admission:
         """SchedulingEquivalenceHashing (on by default): a BestEffortFIFO workload that does not fit (NoFit, or
         Preempt without candidates) takes the queued workloads of its equivalence class to inadmissible with it,
         untried (no condition)."""
-        cls = outcome.info.equivalence()
-        for other in [o for o in pending if o.info.equivalence() == cls]:
-            pending.remove(other)
+        cls = self._equivalence(outcome.info)
+        moved = [o for o in pending if self._equivalence(o.info) == cls]
+        gone = {id(o) for o in moved}
+        pending[:] = [o for o in pending if id(o) not in gone]  # one pass: a deep queue is long
+        for other in moved:
             self.inadmissible.setdefault(name, []).append(other)
             other.held_message = (
                 f"waiting for quota in ClusterQueue {name}: an equivalent workload {outcome.info.key} does not fit"
             )
+
+    def _equivalence(self, info: Info) -> tuple:
+        """The workload's equivalence class, worked out once per admission (a deep queue's bulk moves read every
+        queued workload's)."""
+        cls = self.classes.get(id(info))
+        if cls is None:
+            cls = self.classes[id(info)] = info.equivalence()
+        return cls
 
     def _preempt(self, outcome: Outcome, cq: ClusterQueue, assignment: Assignment, targets: list[Target]) -> bool:
         """processEntry in Preempt mode with targets: skipped when another head of the cycle took one of them or

@@ -181,7 +181,17 @@ def _pod_set(name: str, pods: list[Pod]) -> PodSet:
 
 
 def _template_pod_set(obj: api.WorkloadObject, spec: api.PodSetSpec) -> PodSet:
-    """A Workload's pod set, its template read as a pod would be (requests as admission defaults them)."""
+    """A Workload's pod set, its template read as a pod would be (requests as admission defaults them): read once
+    per WorkloadObject (its ``template_pod_sets``), each Info getting its own copy."""
+    read = obj.template_pod_sets.get(spec.name)
+    if read is None:
+        read = obj.template_pod_sets[spec.name] = _read_template(obj, spec)
+    return PodSet(
+        read.name, read.count, dict(read.requests), read.tolerations, dict(read.node_selector), read.required_terms
+    )
+
+
+def _read_template(obj: api.WorkloadObject, spec: api.PodSetSpec) -> PodSet:
     doc = {
         "apiVersion": "v1",
         "kind": "Pod",
