@@ -1,0 +1,127 @@
+"""The deep queue's live-mode costs, without an API server: Kueue's Workloads read once per resourceVersion
+(live/workloadcache.py) admit exactly as read afresh, and Workload status writes in flight are not sent again,
+while a decision made from an outdated version is made again on the workload's next event (live/queuedoor.py).
+
+The drain itself, against the real API server, is ``python -m benchmarks.deepqueue``."""
+
+from __future__ import annotations
+
+import copy
+import threading
+
+from kubernetes import client as k8s
+
+from accelsched.live import convert as live_convert
+from accelsched.live import workloadstatus
+from accelsched.live.kube import Kube
+from accelsched.live.scheduler import LiveScheduler
+from accelsched.live.workloadcache import ParsedByVersion
+from accelsched.queues import report as queue_report
+from tests.test_queues_live import TWO_TEAMS, _workload_doc, cluster_of
+
+
+def _snapshot(*workloads: dict) -> live_convert.Snapshot:
+    snap = cluster_of(TWO_TEAMS)
+    del snap.kueue["Job"]  # team a's quota is the Workloads' alone
+    snap.kueue["Workload"] = list(workloads)
+    return snap
+
+
+def _admitted(snap: live_convert.Snapshot, cache: ParsedByVersion | None) -> list[dict]:
+    converted = live_convert.convert(snap, {"accelsched"}, workloads=cache)
+    return queue_report.workloads_json(live_convert.start_session(converted).queues)
+
+
+def test_a_workload_is_read_once_per_resource_version_and_admitted_as_if_read_afresh() -> None:
+    docs = [_workload_doc(f"w{i}", 2 + i) for i in range(4)]
+    snap = _snapshot(*docs)
+    cache: ParsedByVersion = ParsedByVersion()
+    fresh = _admitted(snap, None)
+    assert _admitted(snap, cache) == fresh and cache.hits == 0
+    assert _admitted(snap, cache) == fresh and cache.hits == 4  # the second round reads none again
+    first = live_convert.convert(snap, {"accelsched"}, workloads=cache).inputs.queues.workloads["team-a/w0"]
+
+    # A new version is read again (here: more pods), and the admission follows it.
+    changed = copy.deepcopy(docs[0])
+    changed["metadata"]["resourceVersion"] = "8"
+    changed["spec"]["podSets"][0]["count"] = 4
+    snap = _snapshot(changed, *docs[1:])
+    again = live_convert.convert(snap, {"accelsched"}, workloads=cache).inputs.queues.workloads["team-a/w0"]
+    assert again is not first and again.pod_sets[0].count == 4
+    assert _admitted(snap, cache) == _admitted(snap, None) != fresh
+
+    # A Workload gone is forgotten: the cache holds this round's objects only.
+    live_convert.convert(_snapshot(*docs[1:]), {"accelsched"}, workloads=cache)
+    hits = cache.hits
+    live_convert.convert(_snapshot(changed, *docs[1:]), {"accelsched"}, workloads=cache)
+    assert cache.hits == hits + 3
+
+
+def test_a_bad_workload_is_left_out_with_the_same_error_when_read_from_the_cache() -> None:
+    bad = _workload_doc("bad", 1)
+    bad["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] = "1e999999"
+    unnamed = _workload_doc("unnamed", 1)
+    unnamed["spec"]["podSets"][0]["count"] = -1
+    snap = _snapshot(bad, unnamed, _workload_doc("good", 1))
+    cache: ParsedByVersion = ParsedByVersion()
+    expected = live_convert.convert(snap, {"accelsched"}).errors
+    assert set(expected) == {"Workload team-a/bad", "Workload team-a/unnamed"}
+    for _ in range(2):  # read, then from the cache
+        converted = live_convert.convert(snap, {"accelsched"}, workloads=cache)
+        assert converted.errors == expected
+        assert set(converted.inputs.queues.workloads) == {"team-a/good"}
+    assert cache.hits == 3
+
+
+def _scheduler() -> LiveScheduler:
+    return LiveScheduler(Kube(k8s.ApiClient(k8s.Configuration(host="http://127.0.0.1:9"))))
+
+
+def _write(doc: dict, admitted: bool) -> workloadstatus.StatusWrite:
+    condition = {"type": "QuotaReserved", "status": str(admitted), "reason": "QuotaReserved" if admitted else "Pending"}
+    status: dict = {"conditions": [condition]} | ({"admission": {"clusterQueue": "team-a"}} if admitted else {})
+    meta = doc["metadata"]
+    return workloadstatus.StatusWrite(
+        meta["namespace"], meta["name"], {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status}
+    )
+
+
+def test_a_status_write_in_flight_is_not_sent_again_and_another_from_its_version_waits_for_the_next_event() -> None:
+    live = _scheduler()
+    doc = _workload_doc("w", 1)
+    pending, admit = _write(doc, False), _write(doc, True)
+    assert live._status_writes_due([pending]) == [pending]
+    # The next round decides from the same version (the write's event is not back): the same write is not sent...
+    assert live._status_writes_due([pending]) == [] and not live._stale_workloads
+    # ... and another would be answered 409: not sent, and the workload's next event rebuilds the session, even the
+    # Pending message's own, which is otherwise left out.
+    assert live._status_writes_due([admit]) == [] and live._stale_workloads == {"team-a/w"}
+    written = copy.deepcopy(doc)
+    written["metadata"]["resourceVersion"] = "8"
+    written["status"] = {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending"}]}
+    assert workloadstatus.pending_message_only(doc, written)
+    live.dirty = False
+    with live.lock:
+        live._on_workload("MODIFIED", written, doc)
+    assert live.dirty and not live._stale_workloads
+    # Without the mark, that event is left out as before.
+    live.dirty = False
+    with live.lock:
+        live._on_workload("MODIFIED", written, doc)
+    assert not live.dirty
+    # A write from the new version goes out behind the first.
+    assert live._status_writes_due([_write(written, True)]) == [_write(written, True)]
+
+
+def test_a_conflicting_status_write_is_decided_again_once_the_cache_has_the_change() -> None:
+    live = _scheduler()
+    doc = _workload_doc("w", 1)
+    live.kueue["Workload"].store["team-a/w"] = doc
+    live.dirty = False
+    live._conflicted("team-a/w", "7")  # the change is not in the cache yet: wait for its event
+    assert not live.dirty and live._stale_workloads == {"team-a/w"}
+    live._stale_workloads.clear()
+    live.kueue["Workload"].store["team-a/w"] = {**doc, "metadata": {**doc["metadata"], "resourceVersion": "8"}}
+    live.wake = threading.Event()
+    live._conflicted("team-a/w", "7")  # it is: decide again now
+    assert live.dirty and live.wake.is_set() and not live._stale_workloads
