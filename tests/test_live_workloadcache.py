@@ -125,3 +125,21 @@ def test_a_conflicting_status_write_is_decided_again_once_the_cache_has_the_chan
     live.wake = threading.Event()
     live._conflicted("team-a/w", "7")  # it is: decide again now
     assert live.dirty and live.wake.is_set() and not live._stale_workloads
+
+
+def test_pending_workloads_of_other_schedulers_are_left_out_from_the_cache_too() -> None:
+    admission = {
+        "clusterQueue": "team-a",
+        "podSetAssignments": [{"name": "main", "flavors": {"nvidia.com/gpu": "a100"}}],
+    }
+    snap = _snapshot(
+        _workload_doc("mine", 4),
+        _workload_doc("pending", 1, scheduler="default-scheduler"),
+        _workload_doc("running", 1, scheduler="default-scheduler", admission=admission),
+    )
+    cache: ParsedByVersion = ParsedByVersion()
+    expected = set(live_convert.convert(snap, {"accelsched"}).inputs.queues.workloads)
+    assert expected == {"team-a/mine", "team-a/running"}
+    for _ in range(2):
+        assert set(live_convert.convert(snap, {"accelsched"}, workloads=cache).inputs.queues.workloads) == expected
+    assert cache.hits == 3

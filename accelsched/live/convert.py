@@ -37,6 +37,8 @@ from accelsched.queues import workloads as queue_workloads
 
 SOURCE = "cluster"
 WORKLOAD = "Workload"  # Kueue's
+# A Workload as read (live/workloadcache.py): the object and whether it is ours to admit, or why it is left out.
+WorkloadRead = tuple[queue_api.WorkloadObject, bool] | str
 T = TypeVar("T")
 # What parsing one odd object can raise. The API server validates built-in fields, but not annotations, nor CRDs
 # (NodeResourceTopology, PodGroup) whose schema preserves unknown fields: a list where a string belongs, a huge
@@ -150,7 +152,7 @@ def convert(
     snapshot: Snapshot,
     scheduler_names: Iterable[str] | None = None,
     parse: Callable[[JSON, str], Pod] = parse_pod,
-    workloads: ParsedByVersion[queue_api.WorkloadObject | str] | None = None,
+    workloads: ParsedByVersion[WorkloadRead] | None = None,
 ) -> Converted:
     """Inputs for a Session: every node, every bound pod (for accounting), and the pending pods whose
     ``schedulerName`` is in ``scheduler_names`` (all pending pods when None: the what-if commands). ``parse``: a
@@ -168,12 +170,12 @@ def convert(
     kueue = snapshot.kueue if workloads is None else {k: v for k, v in snapshot.kueue.items() if k != WORKLOAD}
     docs += live_kueue.documents(kueue, SOURCE)
     inputs = _build_cluster(docs, errors)
+    names = None if scheduler_names is None else set(scheduler_names)
     checked: set[str] = set()
     if workloads is not None:
-        checked = _read_workloads(inputs, snapshot.kueue.get(WORKLOAD) or [], workloads, errors)
+        checked = _read_workloads(inputs, snapshot.kueue.get(WORKLOAD) or [], workloads, errors, names)
     _read_queues(inputs, snapshot.kueue.get(live_kueue.JOB) or [], errors, checked)
-    names = None if scheduler_names is None else set(scheduler_names)
-    if names is not None:
+    if names is not None and workloads is None:
         _drop_others_pending(inputs, snapshot.kueue.get(WORKLOAD) or [], names)
     node_names = {n.name for n in inputs.nodes}
 
@@ -244,28 +246,35 @@ def _template_error(obj: queue_api.WorkloadObject) -> str:
 
 
 def _read_workloads(
-    inputs: Inputs, docs: list[JSON], kept: ParsedByVersion[queue_api.WorkloadObject | str], errors: dict[str, str]
+    inputs: Inputs,
+    docs: list[JSON],
+    kept: ParsedByVersion[WorkloadRead],
+    errors: dict[str, str],
+    names: set[str] | None,
 ) -> set[str]:
-    """Kueue's Workloads into the inputs as the loader reads them (in the cache's order) and their templates checked
-    as _read_queues checks them, each read once per resourceVersion (live/workloadcache.py); a bad one is left out
-    with its error. The keys of those read."""
+    """Kueue's Workloads into the inputs as the loader reads them (in the cache's order), their templates checked as
+    _read_queues checks them and the pending ones of other schedulers left out as _drop_others_pending leaves them
+    out, each read once per resourceVersion (live/workloadcache.py); a bad one is left out with its error. The keys
+    of those read."""
 
-    def read(doc: JSON) -> queue_api.WorkloadObject | str:
+    def read(doc: JSON) -> WorkloadRead:
         try:
             obj = queue_api.parse_workload(doc, SOURCE)
         except UNUSABLE as exc:
             return unusable_message(exc)
-        return _template_error(obj) or obj
+        return _template_error(obj) or (obj, names is None or workloadstatus.ours(doc, names))
 
     out = set()
     for doc in docs:
-        obj = kept.read(doc, read)
-        if isinstance(obj, str):
-            errors[_describe(doc, WORKLOAD)] = obj
+        reading = kept.read(doc, read)
+        if isinstance(reading, str):
+            errors[_describe(doc, WORKLOAD)] = reading
             continue
+        obj, ours = reading
         key = f"{obj.namespace}/{obj.name}"
-        inputs.queues.workloads[key] = obj
         out.add(key)
+        if ours or obj.admission:
+            inputs.queues.workloads[key] = obj
     kept.end_round()
     return out
 

@@ -47,6 +47,7 @@ from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
 from accelsched.live import volumes as live_volumes
 from accelsched.live.backoff import PodBackoff
+from accelsched.live.convert import WorkloadRead
 from accelsched.live.devicemetrics import AcceleratorCollector
 from accelsched.live.events import (
     Recorder,
@@ -64,7 +65,6 @@ from accelsched.live.trim import trim
 from accelsched.live.workloadcache import ParsedByVersion
 from accelsched.live.writer import OrderedWriter
 from accelsched.live.writes import BindOutcome, Decision, WritePipeline
-from accelsched.queues.api import WorkloadObject
 
 log = logging.getLogger("accelsched.live")
 
@@ -208,7 +208,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._status_in_flight: dict[str, tuple[str, tuple]] = {}  # Workload status writes in flight (live.queuedoor)
         self._stale_workloads: set[str] = set()  # Workloads decided from an outdated version (live.queuedoor)
         # Kueue's Workloads as read, kept until their resourceVersion changes (live.workloadcache)
-        self.workload_reads: ParsedByVersion[WorkloadObject | str] = ParsedByVersion()
+        self.workload_reads: ParsedByVersion[WorkloadRead] = ParsedByVersion()
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
         self.pending_by_key: dict[str, Pod] = {}
         self._decided: list[Decision] = []
