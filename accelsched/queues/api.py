@@ -179,7 +179,7 @@ class WorkloadObject:
     source: str = ""
     # Its pod sets' templates as read (queues.workloads), kept with it: live mode keeps a Workload parsed until its
     # resourceVersion changes (live/workloadcache.py), so admission reads each template once, not every round.
-    template_pod_sets: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    template_pod_sets: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 @dataclass
