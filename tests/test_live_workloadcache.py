@@ -104,6 +104,7 @@ def test_a_status_write_in_flight_is_not_sent_again_and_another_from_its_version
     with live.lock:
         live._on_workload("MODIFIED", written, doc)
     assert live.dirty and not live._stale_workloads
+    assert not live._status_in_flight  # the cache shows the write: a round from now on decides from the new version
     # Without the mark, that event is left out as before.
     live.dirty = False
     with live.lock:
@@ -118,8 +119,10 @@ def test_a_conflicting_status_write_is_decided_again_once_the_cache_has_the_chan
     doc = _workload_doc("w", 1)
     live.kueue["Workload"].store["team-a/w"] = doc
     live.dirty = False
+    assert live._status_writes_due([_write(doc, True)])
     live._conflicted("team-a/w", "7")  # the change is not in the cache yet: wait for its event
     assert not live.dirty and live._stale_workloads == {"team-a/w"}
+    assert not live._status_in_flight  # not made: the next decision is sent
     live._stale_workloads.clear()
     live.kueue["Workload"].store["team-a/w"] = {**doc, "metadata": {**doc["metadata"], "resourceVersion": "8"}}
     live.wake = threading.Event()

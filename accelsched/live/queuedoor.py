@@ -158,6 +158,9 @@ class QueueDoor:
         key = object_key(obj)
         stale = key in self._stale_workloads
         self._stale_workloads.discard(key)
+        flight = self._status_in_flight.get(key)
+        if flight is not None and flight[0] != (obj.get("metadata") or {}).get("resourceVersion"):
+            del self._status_in_flight[key]  # the cache has moved past the version it was decided from
         if kind == "MODIFIED" and old is not None and not stale and workloadstatus.pending_message_only(old, obj):
             return
         self._on_other(kind, obj, old)
@@ -173,18 +176,17 @@ class QueueDoor:
         except ApiError as exc:
             if exc.status not in (404, 409):
                 log.warning("cannot write workload status", extra={"workload": key, "error": exc.message})
-            if exc.status == 409:
-                self._conflicted(key, workloadstatus.written(write)[0])
-        finally:
-            with self.lock:
-                if self._status_in_flight.get(key, (None,))[0] == workloadstatus.written(write)[0]:
-                    del self._status_in_flight[key]
+            self._conflicted(key, workloadstatus.written(write)[0])
+        # Written: it stays in flight until the cache shows the new version (_on_workload), so that a round before
+        # then does not send it again.
 
     def _conflicted(self, key: str, version: str) -> None:
-        """A status write answered 409: the Workload changed since the round that decided it. It is decided again
-        from a session rebuilt once the cache has the change: now if its event is in already, else on that event
-        (even one _on_workload would leave out)."""
+        """A status write not made (409: the Workload changed since the round that decided it; or another error):
+        it is decided again from a session rebuilt once the cache has the change, now if its event is in already,
+        else on that event (even one _on_workload would leave out)."""
         with self.lock:
+            if self._status_in_flight.get(key, (None,))[0] == version:
+                del self._status_in_flight[key]
             current = (self.kueue["Workload"].store.get(key) or {}).get("metadata") or {}
             if current.get("resourceVersion") == version:
                 self._stale_workloads.add(key)
