@@ -38,14 +38,17 @@ from accelsched.queues import api as queue_api
 log = logging.getLogger("accelsched.live")
 
 JOB_GRACE_SECONDS = 10.0  # how long a pod waits for its Job to show in the cache before it is taken as unqueued
+# How long a Workload status write counts as in flight at most (its event normally ends it sooner): a write the API
+# server takes as no change brings no event, and must not hold that workload's next decision back for good.
+IN_FLIGHT_SECONDS = 10.0
 
 
 class QueueDoor:
     """LiveScheduler's admission of queued pods (see the module docstring)."""
 
     queue_held: dict[str, str]  # pending pods of workloads not admitted in the current session -> their message
-    # Workload status writes in flight: namespace/name -> (the resourceVersion decided from, what it writes)
-    _status_in_flight: dict[str, tuple[str, tuple]]
+    # Workload status writes in flight: namespace/name -> (the resourceVersion decided from, what it writes, when)
+    _status_in_flight: dict[str, tuple[str, tuple, float]]
     _stale_workloads: set[str]  # decided from a version that has moved on: their next event rebuilds the session
     _job_unknown: dict[str, float]  # pod uid -> when it was first found owned by a Job not in the cache
 
@@ -81,16 +84,17 @@ class QueueDoor:
         _on_workload leaves out otherwise (else the decision waits for an unrelated event: the deep queue's
         stalls, benchmarks/deepqueue.py)."""
         out = []
+        now = time.monotonic()
         with self.lock:
             for write in writes:
                 key = f"{write.namespace}/{write.name}"
                 version, what = workloadstatus.written(write)
                 flight = self._status_in_flight.get(key)
-                if flight is not None and flight[0] == version:
+                if flight is not None and flight[0] == version and now - flight[2] < IN_FLIGHT_SECONDS:
                     if flight[1] != what:
                         self._stale_workloads.add(key)
                     continue
-                self._status_in_flight[key] = (version, what)
+                self._status_in_flight[key] = (version, what, now)
                 out.append(write)
         return out
 

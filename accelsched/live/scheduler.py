@@ -205,7 +205,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why
         self.queue_held: dict[str, str] = {}  # queued pods whose workload is not admitted -> why (live.queuedoor)
         self._job_unknown: dict[str, float] = {}  # pods whose Job is not in the cache yet -> since (live.queuedoor)
-        self._status_in_flight: dict[str, tuple[str, tuple]] = {}  # Workload status writes in flight (live.queuedoor)
+        self._status_in_flight: dict[str, tuple[str, tuple, float]] = {}  # status writes in flight (live.queuedoor)
         self._stale_workloads: set[str] = set()  # Workloads decided from an outdated version (live.queuedoor)
         # Kueue's Workloads as read, kept until their resourceVersion changes (live.workloadcache)
         self.workload_reads: ParsedByVersion[WorkloadRead] = ParsedByVersion()
