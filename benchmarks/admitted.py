@@ -272,6 +272,7 @@ class LiveRun:
                     self.binary, self.cp.kubeconfig, self.kube, workdir, long_requeue=False
                 ).start()
                 scheduler = start_kube_scheduler(str(self.cp.kubeconfig), workdir, "admitted")
+                self._wait_active()
             else:
                 scheduler, _ = start_scheduler(str(self.cp.kubeconfig), workdir / "accelsched.log")
             return self._play(timeout)
@@ -307,8 +308,11 @@ class LiveRun:
             namespace = doc["metadata"].get("namespace")
             resource = k.Resource(KUEUE_API, plurals[doc["kind"]], namespaced=namespace is not None)
             self.kube.create(resource, doc, namespace)
-        if self.system != "kueue":
-            return  # only Kueue's controller writes the ClusterQueue's status
+
+    def _wait_active(self) -> None:
+        """Kueue's controller marks the ClusterQueue Active once it has seen its flavor."""
+        from accelsched.live import kube as k
+
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             status = self.kube.get(k.Resource(KUEUE_API, "clusterqueues"), "trace").get("status") or {}
