@@ -117,7 +117,8 @@ def workload(case: Case, tenant: str, i: int) -> dict[str, Any]:
     return {
         "apiVersion": KUEUE,
         "kind": "Workload",
-        "metadata": {"name": f"{tenant}-{i:02d}"},
+        # the harness's names are w<number>: tenant and index in one number
+        "metadata": {"name": f"w{TENANTS.index(tenant) * 1000 + i}"},
         "spec": {"queueName": "main", "podSets": [{"name": "main", "count": case.pods, "template": template}]},
     }
 
@@ -325,7 +326,7 @@ def kueue(case: Case, workdir: Path) -> Result:
         raise RuntimeError(f"Kueue's run failed: {real.error}")
     result = Result("kueue", gpus=dict.fromkeys(TENANTS, 0))
     for wl in real.phases[-1].outcome:
-        tenant = wl["metadata"]["name"].rsplit("-", 1)[0]
+        tenant = TENANTS[int(wl["metadata"]["name"][1:]) // 1000]
         status = wl.get("status") or {}
         conditions = {c["type"]: c for c in status.get("conditions") or []}
         if status.get("admission") and conditions.get("QuotaReserved", {}).get("status") == "True":
