@@ -675,3 +675,45 @@ def test_a_bound_pods_deletion_wakes_only_the_unschedulable_pods_it_may_help(liv
     assert list(live.unschedulable) == ["default/static"]
     live._on_node("ADDED", node("n2"), None)
     assert not live.unschedulable and "default/static" in live.backing_off
+
+
+class _EventSink:
+    """The two calls the Recorder makes on a Kube, recorded (what an API server would have been sent)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+
+    def create(self, resource, body, namespace=None):  # noqa: ANN001, ANN201
+        self.calls.append(("create", body["note"]))
+        return {"metadata": {"name": f"ev-{len(self.calls)}"}}
+
+    def patch(self, resource, name, body, namespace=None, content_type=None):  # noqa: ANN001, ANN201
+        self.calls.append(("patch", body["series"]["count"]))
+        return {}
+
+
+def test_a_repeated_event_is_written_as_client_go_writes_its_series(monkeypatch: pytest.MonkeyPatch) -> None:
+    from accelsched.live import events as live_events
+
+    clock = [1000.0]
+    monkeypatch.setattr(live_events.time, "monotonic", lambda: clock[0])
+    sink = _EventSink()
+    recorder = live_events.Recorder(sink)  # type: ignore[arg-type]
+    obj = pod("p")
+    for _ in range(50):  # a Pending pod retried on every cluster event, a second apart
+        recorder.event(obj, "FailedScheduling", "0/1 nodes are available.")
+        clock[0] += 1.0
+    # The Event, and its series' count once (the first repeat); the other 48 repeats are counted in memory only.
+    assert sink.calls == [("create", "0/1 nodes are available."), ("patch", 2)]
+    for _ in range(20):  # the series runs on, a retry every 100 s: its count is written after 30 minutes
+        clock[0] += 100.0
+        recorder.event(obj, "FailedScheduling", "0/1 nodes are available.")
+    assert sink.calls[2:] == [("patch", 2 + 48 + 18)]  # the 18th retry is 1,800 s after the count 2 was written
+    clock[0] += live_events.SERIES_WINDOW + 1  # it ended; its last count, then a new Event
+    recorder.event(obj, "FailedScheduling", "0/1 nodes are available.")
+    assert sink.calls[2:] == [("patch", 68), ("patch", 70), ("create", "0/1 nodes are available.")]
+    recorder.event(obj, "FailedScheduling", "0/1 nodes are available.")
+    recorder.event(obj, "FailedScheduling", "0/1 nodes are available.")
+    clock[0] += live_events.SERIES_WINDOW + 61
+    recorder.event(pod("q"), "FailedScheduling", "other")  # an ended series' last count is written (finishSeries)
+    assert sink.calls[5:] == [("patch", 2), ("patch", 3), ("create", "other")]
