@@ -485,10 +485,12 @@ def churn(
     seed: int = 0,
     node_churn: float = 0.0,
     pending: int = 0,
+    settle: float = 0.0,
 ) -> dict[str, Any]:
     """The churn measurement (module docstring) for each scheduler in turn on the same cluster; ``node_churn``
     nodes per minute join and as many leave meanwhile (an autoscaler's); ``pending`` Pending pods no node can
-    take (pending_shapes) are there for each scheduler, tried once before its churn starts."""
+    take (pending_shapes) are there for each scheduler, tried once before its churn starts; ``settle``: seconds
+    to wait for the churn's pods after the churn (0: max(120, duration))."""
     kube = Kube(api_client(kubeconfig, pool_size=64))
     t = time.monotonic()
     create_nodes(kube, nodes, dedicated=pending > 0)
@@ -516,7 +518,7 @@ def churn(
     for scheduler in schedulers:
         autoscaler = Autoscaler(kube, scheduler, node_churn, leaving)
         out["by_scheduler"][scheduler] = _churn_phase(
-            kube, kubeconfig, scheduler, rate, duration, workdir, victims, autoscaler, shapes
+            kube, kubeconfig, scheduler, rate, duration, workdir, victims, autoscaler, shapes, settle
         )
         print(f"{scheduler}: {json.dumps(out['by_scheduler'][scheduler])}", file=sys.stderr, flush=True)
     return out
@@ -568,6 +570,7 @@ def _churn_phase(
     victims: list[tuple[str, str]],
     autoscaler: Autoscaler | None = None,
     pending: list[tuple[dict[str, str], dict[str, str]]] | None = None,
+    settle: float = 0.0,
 ) -> dict[str, Any]:
     """One scheduler under churn: deletions of bound pods and creations of pending ones at ``rate`` each (and
     nodes joining and leaving, ``autoscaler``), with the ``pending`` backlog (shapes) created before it starts,
@@ -639,7 +642,7 @@ def _churn_phase(
         sent = time.monotonic() - begin
         if autoscaler is not None:
             autoscaler.stop()
-        watch.wait(set(created), timeout=max(120.0, 2 * duration if pending else duration))
+        watch.wait(set(created), timeout=settle or max(120.0, duration))
         usage = process_usage(proc.pid)
     finally:
         if autoscaler is not None:
@@ -843,6 +846,9 @@ def main(argv: list[str] | None = None) -> int:
         "--pending", type=int, default=0, help="--churn: Pending pods no node can take, there for each scheduler"
     )
     parser.add_argument(
+        "--settle", type=float, default=0.0, help="--churn: seconds to wait for its pods (default max(120, duration))"
+    )
+    parser.add_argument(
         "--node-churn", type=float, default=0.0, help="--churn: nodes joining and as many leaving per minute"
     )
     parser.add_argument(
@@ -881,6 +887,7 @@ def main(argv: list[str] | None = None) -> int:
                     schedulers,
                     node_churn=args.node_churn,
                     pending=args.pending,
+                    settle=args.settle,
                 )
             else:
                 schedulers = ("accelsched", "kube-scheduler") if args.compare else ("accelsched",)

@@ -45,6 +45,7 @@ from accelsched.framework.profile import SchedulerConfig
 from accelsched.live import dra as live_dra
 from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
+from accelsched.live import nodehint
 from accelsched.live import volumes as live_volumes
 from accelsched.live.backoff import PodBackoff
 from accelsched.live.devicemetrics import AcceleratorCollector
@@ -197,7 +198,9 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.hinted: dict[str, tuple[Pod, frozenset[str]]] = {}
         # Unschedulable pods tried and rejected by filters: uid and the rejecting plugins, for the queueing hint of
         # a pod deletion (_wake_unschedulable). Every other way into the unschedulable pool drops the entry.
-        self.rejected_by: dict[str, tuple[str, frozenset[str]]] = {}
+        # And what each needs of a node, for the hint of a node event (live.nodehint).
+        self.rejected_by: dict[str, tuple[str, frozenset[str], nodehint.Signature | None]] = {}
+        self.signatures = nodehint.Signatures()
 
         self.session: Session | None = None
         self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why

@@ -103,7 +103,7 @@ class WritePipeline:
                 self.backoff.failed(r.pod.uid, time.monotonic())
                 if obj is not None and (obj.get("metadata") or {}).get("uid") == r.pod.uid:
                     pool[r.pod.key] = obj
-                    self.rejected_by[r.pod.key] = (r.pod.uid, plugins)
+                    self.rejected_by[r.pod.key] = (r.pod.uid, plugins, self.signatures.of(r.pod))
                     queue = queue_metrics.BACKOFF if missed else queue_metrics.UNSCHEDULABLE
                     self.metrics.queue.failed(r.pod.uid, queue, r.message, plugins, name)
                     if plugins & set(self.session.scheduler.hints):
