@@ -73,6 +73,9 @@ LOOP_STALLED = 120.0  # /healthz fails when the loop has not turned for this lon
 __all__ = ["NON_TERMINAL", "BindOutcome", "Decision", "LiveScheduler"]
 
 
+REPORT_WORKERS = 4  # threads writing FailedScheduling events and conditions (live.writer's report pool)
+
+
 class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeline, QueueDoor):
     """Schedules the pods of its profiles' schedulerNames on the cluster behind ``kube``."""
 
@@ -213,8 +216,10 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._attempt_started: dict[str, float] = {}
         self._outcomes: queue.SimpleQueue[list[BindOutcome]] = queue.SimpleQueue()
         self._pool = concurrent.futures.ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
+        # FailedScheduling events and conditions on threads of their own, so a backlog's never delay a binding.
+        self._report_pool = concurrent.futures.ThreadPoolExecutor(REPORT_WORKERS, thread_name_prefix="report")
         # Binds, events and status patches: concurrent across pods, in order per pod or gang (live.writer).
-        self.writes = OrderedWriter(self._pool)
+        self.writes = OrderedWriter(self._pool, self._report_pool)
         self._last_flush = time.monotonic()
         self._thread: threading.Thread | None = None
         self._beat = time.monotonic()  # the loop's last turn (/healthz)
@@ -240,6 +245,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self._report_pool.shutdown(wait=True, cancel_futures=True)
 
     def _leader_status(self, leading: bool) -> None:
         self.metrics.leader.labels(self._lease_name).set(1 if leading else 0)
