@@ -722,11 +722,11 @@ class _EventSink:
     def __init__(self) -> None:
         self.calls: list[tuple[str, object]] = []
 
-    def create(self, resource, body, namespace=None):  # noqa: ANN001, ANN201
+    def create(self, resource, body, namespace=None):
         self.calls.append(("create", body["note"]))
         return {"metadata": {"name": f"ev-{len(self.calls)}"}}
 
-    def patch(self, resource, name, body, namespace=None, content_type=None):  # noqa: ANN001, ANN201
+    def patch(self, resource, name, body, namespace=None, content_type=None):
         self.calls.append(("patch", body["series"]["count"]))
         return {}
 
