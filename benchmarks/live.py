@@ -19,6 +19,7 @@ Speed never fails the command; pods that are not bound do (exit 1).
     python -m benchmarks.live --churn                  # churn, accelsched run beside the real kube-scheduler
     python -m benchmarks.live --churn --nodes 5000 --bound 30000 --rate 50 --duration 180
     python -m benchmarks.live --churn --node-churn 50   # and 50 nodes joining, 50 leaving per minute
+    python -m benchmarks.live --churn --nodes 15000 --bound 67000 --pending 33000 --node-churn 50  # 100,000 pods
 
 Churn (``--churn``): ``--nodes`` nodes carrying ``--bound`` pods bound at creation (spec.nodeName, as another
 scheduler or a kubelet's static pods leave them), then, for each scheduler in turn on the same API server, bound
@@ -28,6 +29,12 @@ latency is its create request to its bind (seen through a watch); reported with 
 throughput, the scheduler process's CPU seconds and peak RSS, and for accelsched the session rebuilds its log
 shows after the start (none in the steady state). The real kube-scheduler is the binary next to the API server
 (hack/build-controlplane.sh), run with the default profile and client QPS/burst 5000 (as scheduler_perf).
+
+A backlog (``--pending``): that many Pending pods no node can take (pending_shapes: openb's pod shapes, kept out
+by too many accelerators, a nodeSelector on a GPU model absent from the cluster, or a dedicated pool's taint they
+do not tolerate; a tenth of the nodes form that pool) are created for each scheduler before it starts, and the
+churn begins once it has tried each of them (PodScheduled False on all): how long that first pass took, and then
+what the backlog costs under churn, whose node joins and pod deletions requeue them in both schedulers.
 """
 
 from __future__ import annotations
@@ -64,20 +71,35 @@ SCHEDULER_PERF = {
 }
 
 
-def create_node(kube: Kube, name: str) -> None:
-    """A node as a kubelet registers it: created, its status (allocatable) patched, then made Ready."""
-    body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"bench": "live"}}}
+# A dedicated pool (--pending): every DEDICATED_EVERY-th node carries this label and taint, as a team's reserved
+# nodes do; Pending pods that select the pool without tolerating its taint fit nowhere.
+DEDICATED_EVERY = 10
+DEDICATED_LABEL = ("pool", "training")
+DEDICATED_TAINT = {"key": "pool", "value": "training", "effect": "NoSchedule"}
+
+
+def create_node(kube: Kube, name: str, dedicated: bool = False) -> None:
+    """A node as a kubelet registers it: created, its status (allocatable) patched, then made Ready (and, for a
+    ``dedicated`` node, labelled and tainted for its pool)."""
+    labels = {"bench": "live"} | (dict([DEDICATED_LABEL]) if dedicated else {})
+    body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
     kube.create(k.NODES, body)
     capacity = {"cpu": "64", "memory": "256Gi", "pods": "110", ACCEL: "8"}
     status = {"status": {"capacity": capacity, "allocatable": capacity}}
     kube.patch(k.NODES, name, status, sub="status")
     # The node lifecycle controller's part: a Ready node loses the not-ready taint admission gave it.
-    kube.patch(k.NODES, name, {"spec": {"taints": []}})
+    kube.patch(k.NODES, name, {"spec": {"taints": [DEDICATED_TAINT] if dedicated else []}})
 
 
-def create_nodes(kube: Kube, count: int, workers: int = 16) -> None:
+def create_nodes(kube: Kube, count: int, workers: int = 16, dedicated: bool = False) -> None:
+    """``count`` nodes; with ``dedicated``, every DEDICATED_EVERY-th one in the dedicated pool."""
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        list(pool.map(lambda i: create_node(kube, f"bench-node-{i:05d}"), range(count)))
+        list(
+            pool.map(
+                lambda i: create_node(kube, f"bench-node-{i:05d}", dedicated and i % DEDICATED_EVERY == 0),
+                range(count),
+            )
+        )
 
 
 KUBE_SCHEDULER = "default-scheduler"  # the schedulerName the real kube-scheduler serves (its default profile)
@@ -104,6 +126,21 @@ def pod_body(name: str, namespace: str, scheduler: str = "accelsched", node: str
     return body
 
 
+def create_pod(kube: Kube, body: dict[str, Any], namespace: str, tries: int = 5) -> None:
+    """One pod created, sent again when a busy API server times out or sheds load (a pod that was created
+    meanwhile answers 409 to the next try: it is there)."""
+    for attempt in range(tries):
+        try:
+            kube.create(k.PODS, body, namespace)
+            return
+        except ApiError as exc:
+            if exc.status == 409 and attempt:
+                return
+            if exc.status not in (0, 429, 500, 503, 504) or attempt == tries - 1:
+                raise
+            time.sleep(1.0 + attempt)
+
+
 def create_pods(
     kube: Kube, namespace: str, prefix: str, count: int, workers: int = 32, scheduler: str = "accelsched"
 ) -> float:
@@ -119,15 +156,17 @@ def create_pods(
 
 
 class BindWatch:
-    """Times each pod of a namespace becoming bound, from a watch (what the API server says, not the scheduler)."""
+    """Times each pod of a namespace becoming bound, from a watch (what the API server says, not the scheduler),
+    and each pod first marked unschedulable (PodScheduled False, as both schedulers write after a failed try)."""
 
     def __init__(self, kube: Kube, namespace: str) -> None:
         self.kube = kube
         self.namespace = namespace
         self.bound: dict[str, float] = {}
+        self.unschedulable: dict[str, float] = {}
         self.lock = threading.Lock()
         self._stop = False
-        listing = kube.list(k.PODS, namespace)
+        listing = kube.list(k.PODS, namespace, limit=1)  # its resourceVersion only
         self.version = listing["metadata"]["resourceVersion"]
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -138,23 +177,37 @@ class BindWatch:
                 for event in self.kube.watch(k.PODS, self.version, 30, namespace=self.namespace):
                     obj = event.get("object") or {}
                     self.version = (obj.get("metadata") or {}).get("resourceVersion", self.version)
-                    if event.get("type") in ("ADDED", "MODIFIED") and (obj.get("spec") or {}).get("nodeName"):
+                    if event.get("type") not in ("ADDED", "MODIFIED"):
+                        continue
+                    if (obj.get("spec") or {}).get("nodeName"):
                         with self.lock:
                             self.bound.setdefault(obj["metadata"]["name"], time.monotonic())
+                    elif _marked_unschedulable(obj):
+                        with self.lock:
+                            self.unschedulable.setdefault(obj["metadata"]["name"], time.monotonic())
             except ApiError:
                 time.sleep(0.2)
 
-    def wait(self, names: set[str], timeout: float) -> bool:
+    def wait(self, names: set[str], timeout: float, unschedulable: bool = False) -> bool:
+        """Until every one of ``names`` is bound (or, ``unschedulable``, marked so) or ``timeout`` passes."""
+        seen = self.unschedulable if unschedulable else self.bound
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self.lock:
-                if names <= set(self.bound):
+                if names <= seen.keys():
                     return True
             time.sleep(0.05)
         return False
 
     def stop(self) -> None:
         self._stop = True
+
+
+def _marked_unschedulable(pod: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False"
+        for c in (pod.get("status") or {}).get("conditions") or ()
+    )
 
 
 def start_scheduler(kubeconfig: str, log: Path, timeout: float = 60.0) -> tuple[subprocess.Popen[bytes], int]:
@@ -347,6 +400,80 @@ def _phase(
 # ---------------------------------------------------------------------------------------------- churn
 
 
+PENDING_KINDS = ("more accelerators than a node has", "a GPU model no node has", "the dedicated pool, untolerated")
+
+
+def pending_shapes(count: int, seed: int = 0) -> list[tuple[dict[str, str], dict[str, str]]]:
+    """(requests, nodeSelector) of ``count`` Pending pods no node can take, as a backlog has them: CPU, memory and
+    accelerator counts drawn from openb's default pod list (benchmarks.scale's trace), each pod kept out by one of
+    PENDING_KINDS in turn: more accelerators than any node's 8 (a multi-node job asked as one pod), a
+    nodeSelector on an openb GPU model the nodes are not labelled with, or the dedicated pool's nodeSelector
+    without a toleration of the pool's taint. No node that joins later fits them either (it is plain)."""
+    from accelsched.sim.trace import load_nodes, load_pods, trace_paths
+
+    node_path, pod_path = trace_paths("openb", "default")
+    trace = load_pods(pod_path)
+    models = load_nodes(node_path).models
+    rng = random.Random(seed)
+    shapes = []
+    for j in range(count):
+        t = rng.randrange(trace.n)
+        gpus = max(1, int(trace.num_gpu[t]))
+        requests = {"cpu": f"{int(trace.cpu[t])}m", "memory": f"{int(trace.memory[t])}Mi", ACCEL: str(gpus)}
+        selector: dict[str, str] = {}
+        kind = j % len(PENDING_KINDS)
+        if kind == 0:
+            requests[ACCEL] = str(8 + gpus)
+        elif kind == 1:
+            selector = {"accelerator": rng.choice(models)}
+        else:
+            selector = dict([DEDICATED_LABEL])
+        shapes.append((requests, selector))
+    return shapes
+
+
+def pending_pod_body(
+    name: str, namespace: str, scheduler: str, shape: tuple[dict[str, str], dict[str, str]]
+) -> dict[str, Any]:
+    body = pod_body(name, namespace, scheduler)
+    requests, selector = shape
+    container = body["spec"]["containers"][0]
+    container["resources"] = {"requests": requests, "limits": {ACCEL: requests[ACCEL]}}
+    if selector:
+        body["spec"]["nodeSelector"] = selector
+    return body
+
+
+def create_pending(
+    kube: Kube, namespace: str, scheduler: str, shapes: list[tuple[dict[str, str], dict[str, str]]]
+) -> set[str]:
+    """The Pending backlog in ``namespace`` for ``scheduler`` (its schedulerName); their names."""
+    ensure_namespace(kube, namespace)
+    names = [f"p-{i:06d}" for i in range(len(shapes))]
+
+    def one(i: int) -> None:
+        create_pod(kube, pending_pod_body(names[i], namespace, scheduler, shapes[i]), namespace)
+
+    with concurrent.futures.ThreadPoolExecutor(32) as pool:
+        list(pool.map(one, range(len(shapes))))
+    return set(names)
+
+
+def delete_all_pods(kube: Kube, namespace: str, timeout: float = 600.0) -> None:
+    """Every pod of ``namespace`` deleted (a collection delete, sent again when a busy API server's answer times
+    out before it has deleted them all), and gone."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            kube.request("DELETE", k.PODS.path(namespace), {"gracePeriodSeconds": 0})
+            if not kube.list(k.PODS, namespace, limit=1)["items"]:
+                return
+        except ApiError as exc:
+            if exc.status not in (0, 429, 500, 503, 504):  # a timeout or an overloaded server: try again
+                raise
+        time.sleep(1.0)
+
+
 def churn(
     kubeconfig: str,
     nodes: int,
@@ -357,14 +484,19 @@ def churn(
     schedulers: tuple[str, ...] = ("accelsched", "kube-scheduler"),
     seed: int = 0,
     node_churn: float = 0.0,
+    pending: int = 0,
+    settle: float = 0.0,
 ) -> dict[str, Any]:
     """The churn measurement (module docstring) for each scheduler in turn on the same cluster; ``node_churn``
-    nodes per minute join and as many leave meanwhile (an autoscaler's)."""
+    nodes per minute join and as many leave meanwhile (an autoscaler's); ``pending`` Pending pods no node can
+    take (pending_shapes) are there for each scheduler, tried once before its churn starts; ``settle``: seconds
+    to wait for the churn's pods after the churn (0: max(120, duration))."""
     kube = Kube(api_client(kubeconfig, pool_size=64))
     t = time.monotonic()
-    create_nodes(kube, nodes)
+    create_nodes(kube, nodes, dedicated=pending > 0)
     out: dict[str, Any] = {"nodes": nodes, "bound": bound, "rate_per_s": rate, "duration_s": duration}
     out["node_churn_per_min"] = node_churn
+    out["pending"] = pending
     out["node_setup_s"] = round(time.monotonic() - t, 2)
     t = time.monotonic()
     ensure_namespace(kube, "churn-bound")
@@ -373,7 +505,7 @@ def churn(
 
     def place(i: int) -> None:
         body = pod_body(names[i], "churn-bound", KUBE_SCHEDULER, node=node_names[i % nodes])
-        kube.create(k.PODS, body, "churn-bound")
+        create_pod(kube, body, "churn-bound")
 
     with concurrent.futures.ThreadPoolExecutor(32) as pool:
         list(pool.map(place, range(bound)))
@@ -382,11 +514,13 @@ def churn(
     random.Random(seed).shuffle(victims)
     out["by_scheduler"] = {}
     leaving = node_names[::-1]  # each phase's departures: the last nodes first, carrying their bound pods
+    shapes = pending_shapes(pending, seed)
     for scheduler in schedulers:
         autoscaler = Autoscaler(kube, scheduler, node_churn, leaving)
         out["by_scheduler"][scheduler] = _churn_phase(
-            kube, kubeconfig, scheduler, rate, duration, workdir, victims, autoscaler
+            kube, kubeconfig, scheduler, rate, duration, workdir, victims, autoscaler, shapes, settle
         )
+        print(f"{scheduler}: {json.dumps(out['by_scheduler'][scheduler])}", file=sys.stderr, flush=True)
     return out
 
 
@@ -435,21 +569,46 @@ def _churn_phase(
     workdir: Path,
     victims: list[tuple[str, str]],
     autoscaler: Autoscaler | None = None,
+    pending: list[tuple[dict[str, str], dict[str, str]]] | None = None,
+    settle: float = 0.0,
 ) -> dict[str, Any]:
     """One scheduler under churn: deletions of bound pods and creations of pending ones at ``rate`` each (and
-    nodes joining and leaving, ``autoscaler``)."""
+    nodes joining and leaving, ``autoscaler``), with the ``pending`` backlog (shapes) created before it starts,
+    each of them tried once (marked unschedulable) before the churn begins, and deleted after."""
     namespace = f"churn-{scheduler}"
     ensure_namespace(kube, namespace)
     watch = BindWatch(kube, namespace)
     log = workdir / f"churn-{scheduler}.log"
+    name = KUBE_SCHEDULER if scheduler == "kube-scheduler" else "accelsched"
+    backlog_ns = f"pending-{scheduler}"
+    backlog: set[str] = set()
+    backlog_watch = None
+    if pending:
+        t = time.monotonic()
+        backlog = create_pending(kube, backlog_ns, name, pending)
+        backlog_setup = time.monotonic() - t
+        backlog_watch = BindWatch(kube, backlog_ns)
+    started = time.monotonic()
     if scheduler == "kube-scheduler":
         proc = start_kube_scheduler(kubeconfig, workdir, "churn")
     else:
-        # Listing 15,000 nodes and 30,000 pods on a busy 2-CPU machine takes more than a minute: as long as the
-        # first session may take.
-        proc, _ = start_scheduler(kubeconfig, log, timeout=300)
-        _wait_for_line(log, "session rebuilt", 300)  # its first session built: ready to decide
-    name = KUBE_SCHEDULER if scheduler == "kube-scheduler" else "accelsched"
+        # Listing 15,000 nodes and 100,000 pods on a busy 2-CPU machine takes minutes: as long as the first
+        # session may take.
+        proc, _ = start_scheduler(kubeconfig, log, timeout=900)
+        _wait_for_line(log, "session rebuilt", 900)  # its first session built: ready to decide
+    backlog_figures: dict[str, Any] = {}
+    if backlog_watch is not None:
+        # Every Pending pod tried once (both schedulers write PodScheduled False after a failed cycle): the churn
+        # then measures what the backlog costs afterwards, its retries on the cluster's events.
+        tried = backlog_watch.wait(backlog, timeout=3600, unschedulable=True)
+        at = process_usage(proc.pid)
+        backlog_figures = {
+            "pending_setup_s": round(backlog_setup, 1),
+            "backlog_first_pass_s": round(time.monotonic() - started, 1),
+            "backlog_tried": len(backlog & backlog_watch.unschedulable.keys()) if not tried else len(backlog),
+            "backlog_cpu_s": at["cpu_s"],
+            "backlog_peak_rss_mib": at["peak_rss_mib"],
+        }
     created: dict[str, float] = {}
     count = int(rate * duration)
     start_usage = process_usage(proc.pid)
@@ -483,13 +642,17 @@ def _churn_phase(
         sent = time.monotonic() - begin
         if autoscaler is not None:
             autoscaler.stop()
-        watch.wait(set(created), timeout=max(120.0, duration))
+        watch.wait(set(created), timeout=settle or max(120.0, duration))
         usage = process_usage(proc.pid)
     finally:
         if autoscaler is not None:
             autoscaler.stop()
         stop_scheduler(proc)
         watch.stop()
+        if backlog_watch is not None:
+            backlog_watch.stop()
+            backlog_figures["backlog_bound"] = len(backlog_watch.bound)  # 0: none of them fits anywhere
+            delete_all_pods(kube, backlog_ns)  # the next scheduler gets its own, on the same cluster otherwise
     latencies = sorted(watch.bound[p] - created[p] for p in created if p in watch.bound)
     binds = sorted(watch.bound[p] for p in created if p in watch.bound)
     span = (binds[-1] - min(created.values())) if binds else 0.0
@@ -503,6 +666,7 @@ def _churn_phase(
         "cpu_s": round(usage["cpu_s"] - start_usage["cpu_s"], 2),
         "cpu_s_total": usage["cpu_s"],
         "peak_rss_mib": usage["peak_rss_mib"],
+        **backlog_figures,
     }
     if autoscaler is not None and autoscaler.per_minute:
         figures["nodes_joined"], figures["nodes_left"] = autoscaler.joined, autoscaler.left
@@ -640,6 +804,7 @@ def print_churn(figures: dict[str, Any]) -> None:
             if figures.get("node_churn_per_min")
             else ""
         )
+        + (f", {figures['pending']} Pending pods that fit nowhere" if figures.get("pending") else "")
     )
     head = f"  {'':16} {'bound':>11} {'pods/s':>7} {'p50 s':>7} {'p99 s':>7} {'max s':>7} {'CPU s':>7} {'RSS MiB':>8}"
     print(head)
@@ -649,6 +814,12 @@ def print_churn(figures: dict[str, Any]) -> None:
             f"  {name:16} {f['bound']:>5}/{f['created']:<5} {f['throughput_pods_per_s']:>7} {lat['p50']:>7} "
             f"{lat['p99']:>7} {lat['max']:>7} {f['cpu_s']:>7} {f['peak_rss_mib']:>8}"
         )
+        if "backlog_first_pass_s" in f:
+            print(
+                f"  {'':16} backlog: {f['backlog_tried']} Pending pods tried once in {f['backlog_first_pass_s']} s "
+                f"after the start (CPU {f['backlog_cpu_s']} s, RSS {f['backlog_peak_rss_mib']} MiB so far); "
+                f"{f.get('backlog_bound', 0)} of them bound"
+            )
         if "nodes_joined" in f:
             print(f"  {'':16} nodes joined {f['nodes_joined']}, left {f['nodes_left']}")
         if "rebuilds_after_start" in f:
@@ -671,6 +842,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bound", type=int, default=30000, help="--churn: pods bound before the churn")
     parser.add_argument("--rate", type=float, default=50.0, help="--churn: deletions and creations per second, each")
     parser.add_argument("--duration", type=float, default=30.0, help="--churn: seconds of churn per scheduler")
+    parser.add_argument(
+        "--pending", type=int, default=0, help="--churn: Pending pods no node can take, there for each scheduler"
+    )
+    parser.add_argument(
+        "--settle", type=float, default=0.0, help="--churn: seconds to wait for its pods (default max(120, duration))"
+    )
     parser.add_argument(
         "--node-churn", type=float, default=0.0, help="--churn: nodes joining and as many leaving per minute"
     )
@@ -709,6 +886,8 @@ def main(argv: list[str] | None = None) -> int:
                     workdir,
                     schedulers,
                     node_churn=args.node_churn,
+                    pending=args.pending,
+                    settle=args.settle,
                 )
             else:
                 schedulers = ("accelsched", "kube-scheduler") if args.compare else ("accelsched",)

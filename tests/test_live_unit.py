@@ -665,13 +665,94 @@ def test_a_bound_pods_deletion_wakes_only_the_unschedulable_pods_it_may_help(liv
     live.session = Session.start(inputs, live.config)
     keys = ("static", "fit", "unknown", "recreated")
     live.unschedulable = {f"default/{name}": pod(name) for name in keys}
+    anywhere = live.signatures.of(live_convert.parse_pod(pod("any"), "test"))  # no selector, no tolerations
     live.rejected_by = {
-        "default/static": ("uid-static", frozenset({"NodeAffinity", "TaintToleration"})),
-        "default/fit": ("uid-fit", frozenset({"NodeResourcesFit", "NodeAffinity"})),
-        "default/recreated": ("uid-an-earlier-pod", frozenset({"NodeAffinity"})),
+        "default/static": ("uid-static", frozenset({"NodeAffinity", "TaintToleration"}), anywhere),
+        "default/fit": ("uid-fit", frozenset({"NodeResourcesFit", "NodeAffinity"}), anywhere),
+        "default/recreated": ("uid-an-earlier-pod", frozenset({"NodeAffinity"}), anywhere),
     }
     live._on_pod("DELETED", pod("gone", node="n1"), None)
     assert sorted(live.backing_off) == ["default/fit", "default/recreated", "default/unknown"]
     assert list(live.unschedulable) == ["default/static"]
     live._on_node("ADDED", node("n2"), None)
     assert not live.unschedulable and "default/static" in live.backing_off
+
+
+def test_a_node_event_wakes_a_pod_only_node_filters_rejected_when_that_node_passes_them(live: LiveScheduler) -> None:
+    """live.nodehint: a pod that a dedicated pool's selector and taint kept out is not woken by a plain node
+    joining (kube-scheduler's TaintToleration hint alone would requeue it), nor by one leaving; it is by a pool
+    node it tolerates, and by a relabelled node that now matches. A pod rejected by any other filter is woken."""
+    inputs = live_convert.convert(live_convert.Snapshot(nodes=[node("n1")]), {"accelsched"}).inputs
+    live.session = Session.start(inputs, live.config)
+    pooled = pod("pooled")
+    pooled["spec"]["nodeSelector"] = {"pool": "training"}
+    tolerant = pod("tolerant")
+    tolerant["spec"]["nodeSelector"] = {"pool": "training"}
+    tolerant["spec"]["tolerations"] = [{"key": "pool", "operator": "Equal", "value": "training"}]
+    fit = pod("fit")
+
+    def reject(obj: dict, plugins: set[str]) -> None:
+        key = f"default/{obj['metadata']['name']}"
+        live.unschedulable[key] = obj
+        parsed = live_convert.parse_pod(obj, "test")
+        live.rejected_by[key] = (parsed.uid, frozenset(plugins), live.signatures.of(parsed))
+
+    def woken_by(kind: str, obj: dict, old: dict | None = None) -> list[str]:
+        live.backing_off.clear()
+        for each, plugins in ((pooled, {"NodeAffinity", "TaintToleration"}), (tolerant, {"NodeAffinity"})):
+            reject(each, plugins)
+        reject(fit, {"NodeResourcesFit"})
+        live._on_node(kind, obj, old)
+        return sorted(key.split("/")[1] for key in live.backing_off)
+
+    assert woken_by("ADDED", node("plain")) == ["fit"]
+    assert woken_by("DELETED", node("n1"), node("n1")) == ["fit"]
+    dedicated = node("pool-1")
+    dedicated["metadata"]["labels"] = {"pool": "training"}
+    dedicated["spec"] = {"taints": [{"key": "pool", "value": "training", "effect": "NoSchedule"}]}
+    assert woken_by("ADDED", dedicated) == ["fit", "tolerant"]
+    relabelled = node("n1")
+    relabelled["metadata"]["labels"] = {"pool": "training"}
+    assert woken_by("MODIFIED", relabelled, node("n1")) == ["fit", "pooled", "tolerant"]
+
+
+class _EventSink:
+    """The two calls the Recorder makes on a Kube, recorded (what an API server would have been sent)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+
+    def create(self, resource, body, namespace=None):
+        self.calls.append(("create", body["note"]))
+        return {"metadata": {"name": f"ev-{len(self.calls)}"}}
+
+    def patch(self, resource, name, body, namespace=None, content_type=None):
+        self.calls.append(("patch", body["series"]["count"]))
+        return {}
+
+
+def test_a_repeated_event_is_written_as_client_go_writes_its_series(monkeypatch: pytest.MonkeyPatch) -> None:
+    from accelsched.live import events as live_events
+
+    clock = [1000.0]
+    monkeypatch.setattr(live_events.time, "monotonic", lambda: clock[0])
+    sink = _EventSink()
+    recorder = live_events.Recorder(sink)  # type: ignore[arg-type]
+    obj = pod("p")
+    for _ in range(50):  # a Pending pod retried on every cluster event, a second apart
+        recorder.event(obj, "FailedScheduling", "0/1 nodes are available.")
+        clock[0] += 1.0
+    # The Event, and its series' count once (the first repeat); the other 48 repeats are counted in memory only.
+    assert sink.calls == [("create", "0/1 nodes are available."), ("patch", 2)]
+    for _ in range(20):  # the series runs on, a retry every 100 s: its count is written after 30 minutes
+        clock[0] += 100.0
+        recorder.event(obj, "FailedScheduling", "0/1 nodes are available.")
+    assert sink.calls[2:] == [("patch", 2 + 48 + 18)]  # the 18th retry is 1,800 s after the count 2 was written
+    clock[0] += live_events.SERIES_WINDOW + 1  # it ended; its last count, then a new Event
+    recorder.event(obj, "FailedScheduling", "0/1 nodes are available.")
+    assert sink.calls[2:] == [("patch", 68), ("patch", 70), ("create", "0/1 nodes are available.")]
+    recorder.event(obj, "FailedScheduling", "0/1 nodes are available.")
+    recorder.event(obj, "FailedScheduling", "0/1 nodes are available.")
+    clock[0] += live_events.SERIES_WINDOW + 61
+    recorder.event(pod("q"), "FailedScheduling", "other")  # an ended series' last count is written (finishSeries)
+    assert sink.calls[5:] == [("patch", 2), ("patch", 3), ("create", "other")]

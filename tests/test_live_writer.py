@@ -86,3 +86,28 @@ def test_writes_sharing_a_node_key_run_in_submission_order_while_other_nodes_go_
     pool.shutdown(wait=True)
     assert done == ["p3-bind", "p1-bind", "p2-bind", "p2-event"]
     assert writer.in_flight == 0
+
+
+def test_bindings_do_not_queue_behind_reports_and_a_waiting_report_is_replaced_by_a_newer_one() -> None:
+    """A backlog's FailedScheduling reports go to their own pool: with every report thread held by a slow API
+    call, a binding still goes out. A pod's report waiting behind its running one is replaced by a newer report
+    (one per pod, the latest), as kube-scheduler's API dispatcher merges a pod's queued status patches."""
+    binds = concurrent.futures.ThreadPoolExecutor(2)
+    reports = concurrent.futures.ThreadPoolExecutor(1)
+    writer = OrderedWriter(binds, reports)
+    write = _Recorder()
+    writer.report("ns/old", write, "old-report-1", True)  # holds the only report thread
+    writer.report("ns/old", write, "old-report-2")  # waits behind it ...
+    writer.report("ns/old", write, "old-report-3")  # ... and is replaced by this one
+    for i in range(20):
+        writer.report(f"ns/p{i}", write, f"p{i}-report")
+    writer.submit("ns/new", write, "new-bind")
+    deadline = time.monotonic() + 5
+    while "new-bind" not in write.done and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert write.done == ["new-bind"]  # every report is still waiting for the report thread
+    write.release.set()
+    reports.shutdown(wait=True)
+    binds.shutdown(wait=True)
+    assert [d for d in write.done if d.startswith("old-")] == ["old-report-1", "old-report-3"]
+    assert len(write.done) == 1 + 2 + 20 and writer.in_flight == 0

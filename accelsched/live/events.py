@@ -22,6 +22,7 @@ ACTIONS = {SCHEDULED: "Binding", PREEMPTED: "Preempting"}  # the Normal events; 
 NOTE_LIMIT = 1024  # events.k8s.io/v1 rejects a longer note
 MERGE_PATCH = "application/merge-patch+json"
 SERIES_WINDOW = 360.0  # client-go's events recorder: an isomorphic event within 6 minutes joins a series
+SERIES_REFRESH = 1800.0  # client-go's refreshTime: a running series' count is written every 30 minutes
 
 
 def scheduled_message(namespace: str, name: str, node: str) -> str:
@@ -121,7 +122,7 @@ def disruption_patch(scheduler_name: str, now: float | None = None) -> JSON:
 
 
 def series_patch(count: int, now: float) -> JSON:
-    """The merge patch that records one more occurrence of an event already written."""
+    """The merge patch that records the occurrences of an event already written."""
     return {"series": {"count": count, "lastObservedTime": micro_time(now)}}
 
 
@@ -131,6 +132,9 @@ class Series:
     name: str  # the Event's name
     count: int
     last: float  # monotonic time of the last occurrence
+    written: int = 1  # the count the API server has
+    written_at: float = 0.0  # monotonic time it was written
+    wall: float = 0.0  # wall-clock time of the last occurrence (the series' lastObservedTime)
 
 
 class Recorder:
@@ -138,7 +142,10 @@ class Recorder:
 
     A pod retried again and again with the same outcome would otherwise write one Event per attempt. As client-go's
     events recorder does, an event like one written in the last 6 minutes (same pod uid, reason, note and reporting
-    controller) is not written again: the first one's ``series`` (count, lastObservedTime) is patched instead."""
+    controller) is not written again: it joins the first one's ``series``, whose count (2) is patched on the first
+    repeat only; later repeats are counted in memory, and the count is written every 30 minutes while the series
+    runs (refreshExistingEventSeries) and once more when it ends (finishSeries). A backlog of Pending pods retried
+    on every cluster event thus costs no API write per retry, as in kube-scheduler."""
 
     def __init__(self, kube: Kube, window: float = SERIES_WINDOW) -> None:
         self.kube = kube
@@ -157,23 +164,29 @@ class Recorder:
         note = truncate(note)
         key = (str(meta.get("uid")), reason, note, controller)
         now = time.monotonic()
+        finished: list[Series] = []
         with self._lock:
             series = self._series.get(key)
             if series is not None and now - series.last > self.window:
-                series = None  # the series has finished (client-go's finishSeries)
+                finished.append(series)  # the series has ended (client-go's finishSeries)
+                series = None
+            write = series is not None
             if series is not None:
                 series.count += 1
-                series.last = now
-                count = series.count
-            elif now - self._pruned > 60.0:  # finished series dropped now and then, not on every event
+                series.last, series.wall = now, time.time()
+                write = series.count == 2 or now - series.written_at >= SERIES_REFRESH
+            if series is None and now - self._pruned > 60.0:  # ended series dropped now and then, not every event
+                finished += [s for s in self._series.values() if now - s.last > self.window]
                 self._series = {k: s for k, s in self._series.items() if now - s.last <= self.window}
                 self._pruned = now
+        for ended in finished:
+            if ended.count > ended.written:
+                self._write_series(ended)
+        if series is not None:
+            if write:
+                self._write_series(series)
+            return
         try:
-            if series is not None:
-                self.kube.patch(
-                    EVENTS, series.name, series_patch(count, time.time()), namespace, content_type=MERGE_PATCH
-                )
-                return
             created = self.kube.create(EVENTS, event_body(pod, reason, note, controller, related=related), namespace)
         except ApiError as exc:
             log.warning("cannot record event", extra={"pod": _key(pod), "reason": reason, "error": exc.message})
@@ -181,7 +194,19 @@ class Recorder:
         name = str(((created or {}).get("metadata") or {}).get("name") or "")
         if name:
             with self._lock:
-                self._series[key] = Series(namespace, name, 1, now)
+                self._series[key] = Series(namespace, name, 1, now, written_at=now)
+
+    def _write_series(self, series: Series) -> None:
+        """The series' count as it is now, to its Event."""
+        with self._lock:
+            count, wall = series.count, series.wall
+        try:
+            self.kube.patch(EVENTS, series.name, series_patch(count, wall), series.namespace, content_type=MERGE_PATCH)
+        except ApiError as exc:
+            log.warning("cannot record event", extra={"event": series.name, "error": exc.message})
+            return
+        with self._lock:
+            series.written, series.written_at = max(series.written, count), time.monotonic()
 
     def unschedulable(self, pod: JSON, message: str, reason: str = "") -> None:
         """Set PodScheduled=False with the message, unless the pod already says exactly that."""

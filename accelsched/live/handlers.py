@@ -5,8 +5,11 @@ from __future__ import annotations
 import logging
 import time
 
+from accelsched.api.objects import Node
+from accelsched.live import convert as live_convert
 from accelsched.live import dra as live_dra
 from accelsched.live import metrics as queue_metrics
+from accelsched.live import nodehint
 from accelsched.live.informer import object_key
 from accelsched.live.kube import JSON
 from accelsched.live.podjson import (
@@ -39,7 +42,7 @@ class EventHandlers:
             # where the informer's store puts it.
             self._changed_nodes.pop(name, None)
             self._changed_nodes[name] = True
-        self._wake_unschedulable()
+        self._wake_unschedulable(node_event=True, node=None if kind == "DELETED" else live_convert.one_node(obj))
 
     def _on_other(self, kind: str, obj: JSON, old: JSON | None) -> None:
         if kind == "MODIFIED" and old is not None and same_content(old, obj):
@@ -81,14 +84,25 @@ class EventHandlers:
             self.rebuild_reason = reason
         self.dirty = True
 
-    def _wake_unschedulable(self, pod_deleted: bool = False) -> None:
+    def _wake_unschedulable(
+        self, pod_deleted: bool = False, node_event: bool = False, node: Node | None = None
+    ) -> None:
         """Move the unschedulable pods to backoff; after a pod's deletion (``pod_deleted``) only those it may help:
         not a pod that every filter that rejected it rejects by the node object alone (the offline queue's
-        hint, Scheduler.pod_delete_may_help), which would fail again the same way."""
+        hint, Scheduler.pod_delete_may_help), which would fail again the same way. After a node event
+        (``node_event``; ``node``: the node as it is now, None when it left or cannot be read) not a pod whose
+        node-object filters that node does not pass either (live.nodehint)."""
         woken = self.unschedulable
         if pod_deleted and self.rejected_by and self.session is not None:
             may_help = self.session.scheduler.pod_delete_may_help
-            woken = {key: obj for key, obj in woken.items() if may_help(*self._rejection(key, obj))}
+            woken = {key: obj for key, obj in woken.items() if may_help(*self._rejection(key, obj)[:2])}
+        elif node_event and self.rejected_by and self.session is not None:
+            static = self.session.scheduler.static_filters
+            woken = {}
+            for key, obj in self.unschedulable.items():
+                name, plugins, signature = self._rejection(key, obj)
+                if nodehint.may_help(plugins, static.get(name, frozenset()), signature, node):
+                    woken[key] = obj
         self._count_moves(woken, getattr(self, "_event", queue_metrics.ASSIGNED_POD_DELETE))
         self.backing_off.update(woken)
         if woken is self.unschedulable:
@@ -98,12 +112,13 @@ class EventHandlers:
                 del self.unschedulable[key]
         self.wake.set()
 
-    def _rejection(self, key: str, obj: JSON) -> tuple[str, frozenset[str]]:
-        """(schedulerName, the plugins that rejected it) of an unschedulable pod; no plugins when unknown."""
-        uid, plugins = self.rejected_by.get(key, ("", frozenset()))
+    def _rejection(self, key: str, obj: JSON) -> tuple[str, frozenset[str], nodehint.Signature | None]:
+        """(schedulerName, the plugins that rejected it, what it needs of a node) of an unschedulable pod; no
+        plugins when unknown."""
+        uid, plugins, signature = self.rejected_by.get(key, ("", frozenset(), None))
         if uid != str((obj.get("metadata") or {}).get("uid")):
             plugins = frozenset()
-        return str((obj.get("spec") or {}).get("schedulerName") or ""), plugins
+        return str((obj.get("spec") or {}).get("schedulerName") or ""), plugins, signature
 
     def _count_moves(self, pods: dict[str, JSON], event: str) -> None:
         """queue_incoming_pods_total for unschedulable pods moved by ``event``: to backoff, or active once their

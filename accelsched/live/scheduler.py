@@ -45,6 +45,7 @@ from accelsched.framework.profile import SchedulerConfig
 from accelsched.live import dra as live_dra
 from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
+from accelsched.live import nodehint
 from accelsched.live import volumes as live_volumes
 from accelsched.live.backoff import PodBackoff
 from accelsched.live.convert import WorkloadRead
@@ -72,6 +73,9 @@ NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 LOOP_STALLED = 120.0  # /healthz fails when the loop has not turned for this long
 
 __all__ = ["NON_TERMINAL", "BindOutcome", "Decision", "LiveScheduler"]
+
+
+REPORT_WORKERS = 4  # threads writing FailedScheduling events and conditions (live.writer's report pool)
 
 
 class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeline, QueueDoor):
@@ -199,7 +203,9 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.hinted: dict[str, tuple[Pod, frozenset[str]]] = {}
         # Unschedulable pods tried and rejected by filters: uid and the rejecting plugins, for the queueing hint of
         # a pod deletion (_wake_unschedulable). Every other way into the unschedulable pool drops the entry.
-        self.rejected_by: dict[str, tuple[str, frozenset[str]]] = {}
+        # And what each needs of a node, for the hint of a node event (live.nodehint).
+        self.rejected_by: dict[str, tuple[str, frozenset[str], nodehint.Signature | None]] = {}
+        self.signatures = nodehint.Signatures()
 
         self.session: Session | None = None
         self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why
@@ -216,8 +222,10 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._attempt_started: dict[str, float] = {}
         self._outcomes: queue.SimpleQueue[list[BindOutcome]] = queue.SimpleQueue()
         self._pool = concurrent.futures.ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
+        # FailedScheduling events and conditions on threads of their own, so a backlog's never delay a binding.
+        self._report_pool = concurrent.futures.ThreadPoolExecutor(REPORT_WORKERS, thread_name_prefix="report")
         # Binds, events and status patches: concurrent across pods, in order per pod or gang (live.writer).
-        self.writes = OrderedWriter(self._pool)
+        self.writes = OrderedWriter(self._pool, self._report_pool)
         self._last_flush = time.monotonic()
         self._thread: threading.Thread | None = None
         self._beat = time.monotonic()  # the loop's last turn (/healthz)
@@ -243,6 +251,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self._report_pool.shutdown(wait=True, cancel_futures=True)
 
     def _leader_status(self, leading: bool) -> None:
         self.metrics.leader.labels(self._lease_name).set(1 if leading else 0)

@@ -24,13 +24,16 @@ from typing import Any
 
 log = logging.getLogger("accelsched.live")
 
+
 class _Write:
-    """One write and the keys it is ordered by; ``blocked`` counts the keys where an earlier write still runs."""
+    """One write and the keys it is ordered by; ``blocked`` counts the keys where an earlier write still runs;
+    ``report``: a report (an event, a condition) that a later one of the same key and function replaces while it
+    has not started."""
 
-    __slots__ = ("args", "blocked", "fn", "keys")
+    __slots__ = ("args", "blocked", "fn", "keys", "report")
 
-    def __init__(self, keys: tuple[str, ...], fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        self.keys, self.fn, self.args, self.blocked = keys, fn, args, 0
+    def __init__(self, keys: tuple[str, ...], fn: Callable[..., Any], args: tuple[Any, ...], report: bool) -> None:
+        self.keys, self.fn, self.args, self.blocked, self.report = keys, fn, args, 0, report
 
 
 class OrderedWriter:
@@ -41,13 +44,32 @@ class OrderedWriter:
     which pod a request is for), so they must arrive in the order accelsched decided them. Writes wait only for
     earlier ones, so no two can wait for each other."""
 
-    def __init__(self, pool: concurrent.futures.Executor) -> None:
+    def __init__(
+        self, pool: concurrent.futures.Executor, report_pool: concurrent.futures.Executor | None = None
+    ) -> None:
         self.pool = pool
+        self.report_pool = report_pool or pool
         self._lock = threading.Lock()
         self._queues: dict[str, deque[_Write]] = {}  # key -> its writes, the head running (or about to)
 
     def submit(self, key: str | tuple[str, ...], fn: Callable[..., Any], *args: Any) -> None:
-        write = _Write((key,) if isinstance(key, str) else tuple(dict.fromkeys(key)), fn, args)
+        self._submit(_Write((key,) if isinstance(key, str) else tuple(dict.fromkeys(key)), fn, args, False))
+
+    def report(self, key: str, fn: Callable[..., Any], *args: Any) -> None:
+        """A report of a pod's state (its FailedScheduling event and condition), on the report pool, so that
+        bindings never queue behind a backlog's reports (kube-scheduler's API dispatcher sends a binding before
+        status patches); one still waiting behind an earlier write of its key is replaced by this newer one, as
+        the dispatcher merges a pod's queued status patches, so a backlog retried faster than its reports are
+        written keeps one report per pod."""
+        with self._lock:
+            queue = self._queues.get(key)
+            last = queue[-1] if queue else None
+            if last is not None and last.report and last.fn == fn and last.blocked and last.keys == (key,):
+                last.args = args
+                return
+        self._submit(_Write((key,), fn, args, True))
+
+    def _submit(self, write: _Write) -> None:
         with self._lock:
             for k in write.keys:
                 queue = self._queues.setdefault(k, deque())
@@ -59,7 +81,7 @@ class OrderedWriter:
 
     def _start(self, write: _Write) -> None:
         try:
-            self.pool.submit(self._run, write)
+            (self.report_pool if write.report else self.pool).submit(self._run, write)
         except RuntimeError:  # the pool is shut down (stopping): the write dies with the process
             self._finish(write)
 

@@ -103,13 +103,13 @@ class WritePipeline:
                 self.backoff.failed(r.pod.uid, time.monotonic())
                 if obj is not None and (obj.get("metadata") or {}).get("uid") == r.pod.uid:
                     pool[r.pod.key] = obj
-                    self.rejected_by[r.pod.key] = (r.pod.uid, plugins)
+                    self.rejected_by[r.pod.key] = (r.pod.uid, plugins, self.signatures.of(r.pod))
                     queue = queue_metrics.BACKOFF if missed else queue_metrics.UNSCHEDULABLE
                     self.metrics.queue.failed(r.pod.uid, queue, r.message, plugins, name)
                     if plugins & set(self.session.scheduler.hints):
                         self.hinted[r.pod.key] = (r.pod, plugins)
             if obj is not None:
-                self.writes.submit(write_key(obj), self._record_failure, obj, r.message, r.reason)
+                self.writes.report(write_key(obj), self._record_failure, obj, r.message, r.reason)
                 if nominated(obj):  # it gave up its nominated node: PostFilter found no room (kube-scheduler's
                     # NominatedNodeName "" in ModeOverride)
                     self.writes.submit(write_key(obj), self._nominate, obj, None)
