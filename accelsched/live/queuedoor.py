@@ -26,9 +26,9 @@ import time
 from typing import Any
 
 from accelsched.api.objects import SCHEDULING_GATED_REASON
+from accelsched.live import clusterqueuestatus, workloadstatus
 from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
-from accelsched.live import workloadstatus
 from accelsched.live.events import MERGE_PATCH
 from accelsched.live.kube import JSON, ApiError
 from accelsched.live.podjson import labels, write_key
@@ -64,9 +64,14 @@ class QueueDoor:
             writes = evictions + workloadstatus.status_writes(
                 session.queues, store, self.scheduler_names, preempting=preempting
             )
+            cq_patches = clusterqueuestatus.status_patches(
+                session.queues, self.kueue["ClusterQueue"].store, store, self.scheduler_names
+            )
         self.queue_held = live_kueue.held_pods(session.queues, preempting)
         for write in writes:
             self.writes.submit(f"workload:{write.namespace}/{write.name}", self._write_workload_status, write)
+        for name, patch in cq_patches.items():  # the ClusterQueue controller's part (live/clusterqueuestatus.py)
+            self.writes.submit(f"clusterqueue:{name}", self._write_cluster_queue_status, name, patch)
 
     def _bound_node(self, key: str) -> str:
         obj = self.pods.store.get(key) or {}
@@ -133,6 +138,21 @@ class QueueDoor:
             return
         self._on_other(kind, obj, old)
         self.wake.set()
+
+    def _on_cluster_queue(self, kind: str, obj: JSON, old: JSON | None) -> None:
+        """A ClusterQueue changed: the session is rebuilt, but not for a change of its status alone (the door's
+        own write each round; admission does not read it)."""
+        if kind == "MODIFIED" and old is not None and clusterqueuestatus.status_only(old, obj):
+            return
+        self._on_other(kind, obj, old)
+
+    def _write_cluster_queue_status(self, name: str, patch: JSON) -> None:
+        resource = live_kueue.RESOURCES["ClusterQueue"]
+        try:
+            self.kube.patch(resource, name, patch, None, "status", content_type=MERGE_PATCH)
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning("cannot write clusterqueue status", extra={"clusterQueue": name, "error": exc.message})
 
     def _write_workload_status(self, write: workloadstatus.StatusWrite) -> None:
         resource = live_kueue.RESOURCES["Workload"]

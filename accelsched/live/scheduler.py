@@ -134,7 +134,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         }  # fmt: skip
         # Kueue's objects, Volcano's HyperNodes and Jobs (live/kueue.py), where served: each change rebuilds the
         # session (its queues are admitted again from the cache), but for Jobs without the queue-name label.
-        handlers = {live_kueue.JOB: self._on_job, "Workload": self._on_workload}
+        handlers = {live_kueue.JOB: self._on_job, "Workload": self._on_workload, "ClusterQueue": self._on_cluster_queue}
         self.kueue = {
             kind: Informer(
                 kube, resource, handlers.get(kind, self._on_other), self.lock, optional=True, **common,

@@ -1,0 +1,84 @@
+"""The Workload door's ClusterQueue status (live/clusterqueuestatus.py) and finished Workloads, without an API
+server: what Kueue's ClusterQueue controller writes and what its workload controller drops, as Kueue's own
+performance runner reads them (benchmarks/kueueperf.py)."""
+
+from __future__ import annotations
+
+from test_queues_live import TWO_TEAMS, _workload_doc, cluster_of
+
+from accelsched.live import clusterqueuestatus
+from accelsched.live import convert as live_convert
+
+ADMISSION = {
+    "clusterQueue": "team-a",
+    "podSetAssignments": [{"name": "main", "flavors": {"cpu": "a100", "nvidia.com/gpu": "a100"}, "count": 2}],
+}
+RESERVED = {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "m"}
+FINISHED = {"type": "Finished", "status": "True", "reason": "ByTest", "message": "By test runner"}
+
+
+def _session(docs: list[dict]):
+    snap = cluster_of(TWO_TEAMS)
+    del snap.kueue["Job"]  # the queues' usage is the Workloads' alone
+    snap.kueue["Workload"] = docs
+    session = live_convert.start_session(live_convert.convert(snap, {"accelsched"}))
+    queues = {q["metadata"]["name"]: q for q in snap.kueue["ClusterQueue"]}
+    return session.queues, queues, {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d for d in docs}
+
+
+def test_cluster_queue_status_counts_and_usage_as_kueues_controller_writes_them() -> None:
+    # team a (8 GPUs nominal, cohort research with team b's 8): 6 x 2 GPUs running borrows 4; 1 x 2 more fits
+    # (borrowing 6 in all); 3 x 2 does not.
+    running = _workload_doc("running", 6, admission=ADMISSION, conditions=[RESERVED])
+    docs = [running, _workload_doc("fits", 1), _workload_doc("waits", 3)]
+    result, queues, store = _session(docs)
+    patches = clusterqueuestatus.status_patches(result, queues, store, {"accelsched"}, now="T1")
+    assert set(patches) == {"team-a"}  # team b holds no Workload of ours: Kueue's controller writes its status
+    status = patches["team-a"]["status"]
+    assert (status["pendingWorkloads"], status["reservingWorkloads"], status["admittedWorkloads"]) == (1, 2, 2)
+    (flavor,) = status["flavorsReservation"]
+    assert flavor["name"] == "a100"
+    by_name = {r["name"]: r for r in flavor["resources"]}
+    assert [r["name"] for r in flavor["resources"]] == ["cpu", "memory", "nvidia.com/gpu"]  # sorted, as getUsage
+    assert by_name["nvidia.com/gpu"] == {"name": "nvidia.com/gpu", "total": "14", "borrowed": "6"}
+    assert by_name["cpu"] == {"name": "cpu", "total": "4"}  # under its 96 nominal: no borrowed
+    assert by_name["memory"] == {"name": "memory", "total": "0"}
+    assert status["flavorsUsage"] == status["flavorsReservation"]  # no admission checks
+    (active,) = status["conditions"]
+    assert active == {
+        "type": "Active",
+        "status": "True",
+        "reason": "Ready",
+        "message": "Can admit new workloads",
+        "lastTransitionTime": "T1",
+    }
+
+    # Once written, the same round writes nothing; a change of counts writes again, keeping the Active time.
+    queues["team-a"] = {**queues["team-a"], "status": status}
+    assert clusterqueuestatus.status_patches(result, queues, store, {"accelsched"}) == {}
+    queues["team-a"] = {**queues["team-a"], "status": {**status, "pendingWorkloads": 3}}
+    again = clusterqueuestatus.status_patches(result, queues, store, {"accelsched"}, now="T2")
+    assert again["team-a"]["status"]["pendingWorkloads"] == 1
+    assert again["team-a"]["status"]["conditions"][0]["lastTransitionTime"] == "T1"
+
+
+def test_a_finished_workload_neither_waits_nor_holds_quota() -> None:
+    # Kueue's runner finishes an admitted Workload with Finished=True and leaves its admission: the workload
+    # controller takes it out of the cache, so its quota is free for the next one.
+    done = _workload_doc("done", 6, admission=ADMISSION, conditions=[RESERVED, FINISHED])
+    running = _workload_doc("running", 6, admission=ADMISSION, conditions=[RESERVED])
+    result, queues, store = _session([done, running, _workload_doc("next", 2)])
+    outcomes = {o.info.name: o for o in result.outcomes}
+    assert "done" not in outcomes
+    assert outcomes["next"].admitted  # 12 + 4 of the cohort's 16 GPUs: fits only without the finished one's 12
+    status = clusterqueuestatus.status_patches(result, queues, store, {"accelsched"})["team-a"]["status"]
+    assert (status["pendingWorkloads"], status["reservingWorkloads"]) == (0, 2)
+
+
+def test_only_a_status_change_of_a_cluster_queue_does_not_rebuild() -> None:
+    snap = cluster_of(TWO_TEAMS)
+    queue = snap.kueue["ClusterQueue"][0]
+    written = {**queue, "metadata": {**queue["metadata"], "resourceVersion": "9"}, "status": {"pendingWorkloads": 1}}
+    assert clusterqueuestatus.status_only(queue, written)
+    edited = {**queue, "spec": {**queue["spec"], "stopPolicy": "Hold"}}
+    assert not clusterqueuestatus.status_only(queue, edited)
