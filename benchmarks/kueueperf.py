@@ -4,22 +4,29 @@
     python -m benchmarks.kueueperf --config baseline --scale 0.02  # the same shape, 2% of each workload set
     python -m benchmarks.kueueperf --config large-scale --only accelsched
 
-The harness is Kueue v0.19.2's test/performance/scheduler, from its Go module, built and cached by
-``hack/build-controlplane.sh kueue-perf`` (built here on demand, about 30 s once Kueue's packages are in the Go
-build cache). Each system gets one run of Kueue's runner in its ``--minimalKueue`` mode, as Kueue's
-``make run-performance-scheduler`` runs it: the runner starts a fresh envtest control plane (etcd and
-kube-apiserver: this repository's cached v1.36.3 ones, hack/build-controlplane.sh) with Kueue's CRDs, starts the
-system under test as a process with ``--kubeconfig``, creates the config's ResourceFlavor, ClusterQueues (one
-namespace and LocalQueue each, a cohort per cohort set) and Workloads (one pod set of one pod asking for CPU, at each
-workload set's creation interval), finishes each admitted Workload after its class's runtime (``Finished=True``;
-an evicted one has its reservation unset), and records every Workload's and ClusterQueue's events until the
-generation is done and no active ClusterQueue has pending or reserving workloads. Then it stops the system with
-SIGINT and writes its summary. The two systems:
+The harness is Kueue v0.19.2's test/performance/scheduler, from its Go module: the runner and minimalkueue are built
+and cached by ``hack/build-controlplane.sh kueue-perf`` (here on demand, about 30 s once Kueue's packages are in the
+Go build cache); the generator configs and thresholds are read from the module. Each system gets a fresh test
+control plane (tests/live/controlplane.py: the cached etcd and kube-apiserver v1.36.3, with the request limits
+Kueue's runner gives its envtest one, ``--max-requests-inflight=5000 --max-mutating-requests-inflight=2500``) with
+Kueue's CRDs (config/components/crd/bases, as envtest installs them); the system is started and ready first, then
+Kueue's runner runs against the cluster (its in-cluster mode, client QPS 1000 and burst 2000 as envtest's): it
+creates the config's ResourceFlavor, ClusterQueues (a namespace and LocalQueue each, a cohort per cohort) and
+Workloads (one pod set of one pod asking for CPU, at each workload set's creation interval), finishes each admitted
+Workload after its class's runtime (``Finished=True``; an evicted one has its reservation unset), and records every
+Workload's and ClusterQueue's events until the generation is done and no active ClusterQueue has pending or
+reserving workloads. Then the system is stopped with SIGINT, as the runner stops minimalkueue. The two systems:
 
 - ``minimalkueue``: Kueue's core controllers and scheduler (test/performance/scheduler/minimalkueue);
 - ``accelsched``: ``accelsched run`` (this checkout), serving ``default-scheduler`` so that the runner's Workloads
   (no schedulerName in their pod template) are its own: the Workload door (live/workloadstatus.py) writes their
   admission, and live/clusterqueuestatus.py the ClusterQueues' status the runner reads.
+
+Why not the runner's own ``--minimalKueue`` mode (it starts envtest and the system, and starts generating at once):
+at a reduced ``--scale`` the generation lasts seconds, and a system still starting (a Python process takes a few)
+is not yet writing ClusterQueue status when it ends, so the recorder, seeing no active queue with pending work,
+stops at once. Here both systems are ready before the first object is created. The wall time is still the
+system's process lifetime, start to exit after SIGINT (Kueue's cmd wallMs).
 
 Reported per system, as Kueue's checker (test/performance/scheduler/checker) computes them: the wall time of the
 system's process, the ``cq`` class's usage (CPU used over nominal quota times the recorded time), and the average

@@ -82,3 +82,24 @@ def test_only_a_status_change_of_a_cluster_queue_does_not_rebuild() -> None:
     assert clusterqueuestatus.status_only(queue, written)
     edited = {**queue, "spec": {**queue["spec"], "stopPolicy": "Hold"}}
     assert not clusterqueuestatus.status_only(queue, edited)
+
+
+def test_preempted_workloads_hold_back_admissions_in_their_cohort_tree_only() -> None:
+    from accelsched.live import workloadstatus
+
+    snap = cluster_of(TWO_TEAMS)
+    del snap.kueue["Job"]
+    (team_b,) = [q for q in snap.kueue["ClusterQueue"] if q["metadata"]["name"] == "team-b"]
+    team_b["spec"]["preemption"] = {"reclaimWithinCohort": "Any"}
+    borrower = _workload_doc("borrower", 6, admission=ADMISSION, conditions=[RESERVED])  # 12: 4 of team b's
+    owner = _workload_doc("owner", 4, namespace="team-b")  # team b's own 8 back: the borrower is preempted
+    snap.kueue["Workload"] = [borrower, owner]
+    result = live_convert.start_session(live_convert.convert(snap, {"accelsched"})).queues
+    store = {"team-a/borrower": borrower, "team-b/owner": owner}
+    _, holding = workloadstatus.preemptions(result, store, {"accelsched"})
+    assert holding == {"team-a/borrower"}
+    trees = workloadstatus.trees_of(result, holding)
+    assert trees == {"research"}  # team a's and team b's cohort
+    assert workloadstatus.status_writes(result, store, {"accelsched"}, blocked=trees) == []  # the owner waits
+    elsewhere = workloadstatus.status_writes(result, store, {"accelsched"}, blocked={"another-cohort"})
+    assert [w.name for w in elsewhere] == ["owner"] and "admission" in elsewhere[0].patch["status"]

@@ -60,9 +60,13 @@ class QueueDoor:
         with self.lock:  # the first door: Workload objects' status, as Kueue's scheduler writes it
             store = self.kueue["Workload"].store
             evictions, holding = workloadstatus.preemptions(session.queues, store, self.scheduler_names)
-            preempting = len({s.workload for s in stops} | holding)
+            letting_go = {s.workload for s in stops} | holding
+            preempting = len(letting_go)
+            # Workload objects wait for the preempted to let go in their cohort tree only (Workload objects are
+            # admitted by quota alone: another tree's room is not theirs); pods wait for any (held_pods below).
+            blocked = workloadstatus.trees_of(session.queues, letting_go)
             writes = evictions + workloadstatus.status_writes(
-                session.queues, store, self.scheduler_names, preempting=preempting
+                session.queues, store, self.scheduler_names, blocked=blocked
             )
             cq_patches = clusterqueuestatus.status_patches(
                 session.queues, self.kueue["ClusterQueue"].store, store, self.scheduler_names
