@@ -103,3 +103,14 @@ def test_preempted_workloads_hold_back_admissions_in_their_cohort_tree_only() ->
     assert workloadstatus.status_writes(result, store, {"accelsched"}, blocked=trees) == []  # the owner waits
     elsewhere = workloadstatus.status_writes(result, store, {"accelsched"}, blocked={"another-cohort"})
     assert [w.name for w in elsewhere] == ["owner"] and "admission" in elsewhere[0].patch["status"]
+
+
+def test_the_last_workload_finished_brings_its_queues_counts_back_to_zero() -> None:
+    # The runner's recorder stops once no active ClusterQueue reports pending or reserving workloads: the queue of
+    # finished Workloads alone (none of them an outcome any more) is still written, with zeros.
+    done = _workload_doc("done", 6, admission=ADMISSION, conditions=[RESERVED, FINISHED])
+    result, queues, store = _session([done])
+    queues["team-a"] = {**queues["team-a"], "status": {"pendingWorkloads": 0, "reservingWorkloads": 1}}
+    status = clusterqueuestatus.status_patches(result, queues, store, {"accelsched"})["team-a"]["status"]
+    assert (status["pendingWorkloads"], status["reservingWorkloads"], status["admittedWorkloads"]) == (0, 0, 0)
+    assert {r["name"]: r["total"] for r in status["flavorsUsage"][0]["resources"]}["nvidia.com/gpu"] == "0"

@@ -111,11 +111,7 @@ def status_patches(
     (``workloads``: the cache's, by namespace/name) are written: where Kueue admits the others, its controller
     writes their queues' status."""
     now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    mine = {
-        o.cluster_queue
-        for o in result.outcomes
-        if (doc := workloads.get(o.info.key)) is not None and ours(doc, scheduler_names)
-    }
+    mine = _queues_of_ours(result, workloads, scheduler_names)
     out = {}
     for name, wanted in statuses(result).items():
         doc = cluster_queues.get(name)
@@ -132,6 +128,18 @@ def status_patches(
         if isinstance(generation, int):
             active["observedGeneration"] = generation
         out[name] = {"status": {**wanted, "conditions": [*conditions, active]}}
+    return out
+
+
+def _queues_of_ours(result: QueueResult, workloads: Mapping[str, JSON], scheduler_names: Collection[str]) -> set[str]:
+    """The ClusterQueues our Workload objects' LocalQueues point at, finished ones included (the last one's finish
+    must still bring its queue's counts back to zero)."""
+    out = set()
+    for key, doc in workloads.items():
+        queue_name = (doc.get("spec") or {}).get("queueName")
+        local = result.objects.local_queues.get(f"{key.split('/')[0]}/{queue_name}")
+        if local is not None and ours(doc, scheduler_names):
+            out.add(local.cluster_queue)
     return out
 
 

@@ -203,6 +203,8 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why
         self.queue_held: dict[str, str] = {}  # queued pods whose workload is not admitted -> why (live.queuedoor)
         self._job_unknown: dict[str, float] = {}  # pods whose Job is not in the cache yet -> since (live.queuedoor)
+        self._latest: dict[str, tuple[Any, ...]] = {}  # status writes waiting for their turn (live.queuedoor)
+        self._latest_lock = threading.Lock()
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
         self.pending_by_key: dict[str, Pod] = {}
         self._decided: list[Decision] = []
