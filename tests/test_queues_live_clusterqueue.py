@@ -114,3 +114,14 @@ def test_the_last_workload_finished_brings_its_queues_counts_back_to_zero() -> N
     status = clusterqueuestatus.status_patches(result, queues, store, {"accelsched"})["team-a"]["status"]
     assert (status["pendingWorkloads"], status["reservingWorkloads"], status["admittedWorkloads"]) == (0, 0, 0)
     assert {r["name"]: r["total"] for r in status["flavorsUsage"][0]["resources"]}["nvidia.com/gpu"] == "0"
+
+
+def test_the_status_last_sent_stands_for_a_cache_that_does_not_show_it_yet() -> None:
+    done = _workload_doc("done", 6, admission=ADMISSION, conditions=[RESERVED, FINISHED])
+    result, queues, store = _session([done])
+    (zeros,) = clusterqueuestatus.status_patches(result, queues, store, {"accelsched"}).values()
+    queues["team-a"] = {**queues["team-a"], "status": zeros["status"]}  # the cache: zeros, as written long ago
+    sent = {"team-a": {**zeros["status"], "reservingWorkloads": 1}}  # since then one was sent, not seen yet
+    again = clusterqueuestatus.status_patches(result, queues, store, {"accelsched"}, written=sent)
+    assert again["team-a"]["status"]["reservingWorkloads"] == 0  # written again: the cache alone would say "same"
+    assert clusterqueuestatus.status_patches(result, queues, store, {"accelsched"}) == {}

@@ -105,11 +105,14 @@ def status_patches(
     workloads: Mapping[str, JSON],
     scheduler_names: Collection[str],
     now: str | None = None,
+    written: Mapping[str, JSON] | None = None,
 ) -> dict[str, JSON]:
     """ClusterQueue name -> the merge patch of its status subresource, for those (in the cache, ``cluster_queues``
-    by name) whose status does not say what the round decided. Only ClusterQueues holding a Workload object of ours
-    (``workloads``: the cache's, by namespace/name) are written: where Kueue admits the others, its controller
-    writes their queues' status."""
+    by name) whose status does not say what the round decided. Only ClusterQueues holding a Workload object of
+    ours (``workloads``: the cache's, by namespace/name) are written: where Kueue admits the others, its controller
+    writes their queues' status. ``written``: the status last sent for each, which the cache may not show yet; it
+    stands for the cache's (else a round deciding what the cache still shows, after one that decided otherwise and
+    wrote it, would write nothing, and the queue would keep the older counts)."""
     now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     mine = _queues_of_ours(result, workloads, scheduler_names)
     out = {}
@@ -117,7 +120,7 @@ def status_patches(
         doc = cluster_queues.get(name)
         if doc is None or name not in mine:
             continue
-        current = doc.get("status") or {}
+        current = (written or {}).get(name) or doc.get("status") or {}
         if _same(current, wanted):
             continue
         conditions = [dict(c) for c in current.get("conditions") or [] if c.get("type") != ACTIVE]

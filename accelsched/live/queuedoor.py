@@ -46,6 +46,7 @@ class QueueDoor:
     _job_unknown: dict[str, float]  # pod uid -> when it was first found owned by a Job not in the cache
     _latest: dict[str, tuple[Any, ...]]  # status write key -> the newest write not started yet (_submit_latest)
     _latest_lock: Any  # guards _latest alone (not the cache's lock: a write must not wait for a rebuild)
+    _cq_written: dict[str, JSON]  # ClusterQueue -> the status last sent (live/clusterqueuestatus.py's ``written``)
 
     def _admit_queues(self, session: Any) -> None:
         """After a rebuild: the pods admission holds back, and the running ones it stopped sent to be stopped
@@ -71,8 +72,9 @@ class QueueDoor:
                 session.queues, store, self.scheduler_names, blocked=blocked
             )
             cq_patches = clusterqueuestatus.status_patches(
-                session.queues, self.kueue["ClusterQueue"].store, store, self.scheduler_names
+                session.queues, self.kueue["ClusterQueue"].store, store, self.scheduler_names, written=self._cq_written
             )
+            self._cq_written.update((name, patch["status"]) for name, patch in cq_patches.items())
         self.queue_held = live_kueue.held_pods(session.queues, preempting)
         for write in writes:
             self._submit_latest(f"workload:{write.namespace}/{write.name}", self._write_workload_status, write)

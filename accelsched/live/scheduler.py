@@ -205,6 +205,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._job_unknown: dict[str, float] = {}  # pods whose Job is not in the cache yet -> since (live.queuedoor)
         self._latest: dict[str, tuple[Any, ...]] = {}  # status writes waiting for their turn (live.queuedoor)
         self._latest_lock = threading.Lock()
+        self._cq_written: dict[str, Any] = {}  # ClusterQueue status last sent (live.queuedoor)
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
         self.pending_by_key: dict[str, Pod] = {}
         self._decided: list[Decision] = []
