@@ -125,3 +125,23 @@ def test_the_status_last_sent_stands_for_a_cache_that_does_not_show_it_yet() -> 
     again = clusterqueuestatus.status_patches(result, queues, store, {"accelsched"}, written=sent)
     assert again["team-a"]["status"]["reservingWorkloads"] == 0  # written again: the cache alone would say "same"
     assert clusterqueuestatus.status_patches(result, queues, store, {"accelsched"}) == {}
+
+
+def test_a_refused_stale_workload_write_brings_a_new_decision() -> None:
+    # The door's own pending-message write changes the Workload without a rebuild (_on_workload lets it pass): a
+    # later round's write from the older copy is refused (409), and nothing else would decide the workload again.
+    from kubernetes import client as k8s
+
+    from accelsched.live import workloadstatus
+    from accelsched.live.kube import ApiError, Kube
+    from accelsched.live.scheduler import LiveScheduler
+
+    live = LiveScheduler(Kube(k8s.ApiClient(k8s.Configuration(host="http://127.0.0.1:9"))))
+
+    def conflict(*_: object, **__: object) -> None:
+        raise ApiError(409, "the object has been modified", "Conflict")
+
+    live.kube.patch = conflict  # type: ignore[method-assign]
+    live.dirty = False
+    live._write_workload_status(workloadstatus.StatusWrite("team-a", "w", {"status": {}}))
+    assert live.dirty and live.rebuild_reason == "workload status conflict" and live.wake.is_set()

@@ -182,8 +182,15 @@ class QueueDoor:
         resource = live_kueue.RESOURCES["Workload"]
         try:
             self.kube.patch(resource, write.name, write.patch, write.namespace, "status", content_type=MERGE_PATCH)
-        except ApiError as exc:  # 409: changed meanwhile; its event brings a rebuild that decides it again
-            if exc.status not in (404, 409):
+        except ApiError as exc:
+            if exc.status == 409:
+                # Changed since the cache's copy: decided again from a rebuilt session. Its event alone may not
+                # bring one: when the change was this door's own earlier write of a pending message (an event
+                # _on_workload lets pass), the workload would wait, undecided, until some other event.
+                with self.lock:
+                    self._invalidate("workload status conflict")
+                    self.wake.set()
+            elif exc.status != 404:
                 log.warning(
                     "cannot write workload status",
                     extra={"workload": f"{write.namespace}/{write.name}", "error": exc.message},
