@@ -221,6 +221,10 @@ def _run_runner(runner: Path, kubeconfig: Path, module: Path, config: Path, out:
                 proc.kill()
                 proc.wait()
             return False
+        except BaseException:  # interrupted (Ctrl-C): the runner runs in its own session, it must not outlive us
+            proc.kill()
+            proc.wait()
+            raise
 
 
 def summarize(system: str, wall_s: float, summary: dict[str, Any], wl_csv: Path, completed: bool) -> Result:
