@@ -145,3 +145,24 @@ def test_a_refused_stale_workload_write_brings_a_new_decision() -> None:
     live.dirty = False
     live._write_workload_status(workloadstatus.StatusWrite("team-a", "w", {"status": {}}))
     assert live.dirty and live.rebuild_reason == "workload status conflict" and live.wake.is_set()
+
+
+def test_an_admission_left_beside_quota_reserved_false_holds_nothing() -> None:
+    # Kueue's runner ends an eviction by unsetting the reservation (QuotaReserved=False, "Evicted by the test
+    # runner") and leaves status.admission in place: the workload waits again, its quota free.
+    from accelsched.live import workloadstatus
+
+    unset = {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "Evicted by the test runner"}
+    evicted = _workload_doc("evicted", 6, admission=ADMISSION, conditions=[unset])
+    running = _workload_doc("running", 6, admission=ADMISSION, conditions=[RESERVED])
+    result, queues, store = _session([evicted, running])
+    outcomes = {o.info.name: o for o in result.outcomes}
+    assert outcomes["running"].admitted and outcomes["evicted"].info.admitted is None
+    assert not outcomes["evicted"].admitted  # 12 + 12 > the cohort's 16: it waits, as a new workload would
+    status = clusterqueuestatus.status_patches(result, queues, store, {"accelsched"})["team-a"]["status"]
+    assert (status["pendingWorkloads"], status["reservingWorkloads"]) == (1, 1)
+    # Once it fits (the running one finished), it is admitted again: written, not skipped as reserved already.
+    done = {**running, "status": {**running["status"], "conditions": [RESERVED, FINISHED]}}
+    result, queues, store = _session([evicted, done])
+    (write,) = workloadstatus.status_writes(result, store, {"accelsched"})
+    assert write.name == "evicted" and write.patch["status"]["admission"]["clusterQueue"] == "team-a"

@@ -89,9 +89,9 @@ def ours(doc: JSON, scheduler_names: Collection[str]) -> bool:
 def _reserved(doc: JSON) -> bool:
     status = doc.get("status") or {}
     conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
-    return bool(status.get("admission")) or any(
-        c.get("type") == QUOTA_RESERVED and c.get("status") == "True" for c in conditions
-    )
+    reserved = {c.get("status") for c in conditions if c.get("type") == QUOTA_RESERVED}
+    # An admission left beside QuotaReserved=False was unset (Kueue reads the condition: HasQuotaReservation).
+    return "True" in reserved or (bool(status.get("admission")) and "False" not in reserved)
 
 
 def pending_message_only(old: JSON, new: JSON) -> bool:

@@ -217,8 +217,17 @@ def _admitted_on(pods: list[Pod]) -> bool:
 def finished(obj: api.WorkloadObject) -> bool:
     """Finished=True (workload.IsFinished): Kueue's workload controller takes it out of the queues and the cache, so
     it neither waits nor holds quota, whatever its status.admission still says."""
-    conditions = [c for c in obj.conditions if isinstance(c, Mapping)]
-    return any(c.get("type") == FINISHED and c.get("status") == "True" for c in conditions)
+    return any(c.get("type") == FINISHED and c.get("status") == "True" for c in _conditions(obj))
+
+
+def _released(obj: api.WorkloadObject) -> bool:
+    """QuotaReserved=False beside a status.admission left in place: the reservation was unset (an evicted workload
+    whose job was stopped), which Kueue reads from the condition (workload.HasQuotaReservation), not the field."""
+    return any(c.get("type") == "QuotaReserved" and c.get("status") == "False" for c in _conditions(obj))
+
+
+def _conditions(obj: api.WorkloadObject) -> list[Mapping[str, Any]]:
+    return [c for c in obj.conditions if isinstance(c, Mapping)]
 
 
 def find(queues: api.QueueObjects, pods: list[Pod]) -> list[Info]:
@@ -257,7 +266,7 @@ def _find(queues: api.QueueObjects, pods: list[Pod]) -> list[Info]:
             obj.uid,
             obj.labels.get(JOB_UID_LABEL, ""),
         )
-        if obj.admission:
+        if obj.admission and not _released(obj):
             info.admitted = {
                 str(psa.get("name")): {str(r): str(f) for r, f in (psa.get("flavors") or {}).items()}
                 for psa in obj.admission.get("podSetAssignments") or []
