@@ -54,6 +54,7 @@ import threading
 import time
 import urllib.request
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -210,9 +211,12 @@ def _marked_unschedulable(pod: dict[str, Any]) -> bool:
     )
 
 
-def start_scheduler(kubeconfig: str, log: Path, timeout: float = 60.0) -> tuple[subprocess.Popen[bytes], int]:
-    """``accelsched run`` in its own process, once /readyz answers (every informer listed) within ``timeout``."""
-    args = [sys.executable, "-m", "accelsched.cli", "run", f"--kubeconfig={kubeconfig}", "--metrics-port=0"]
+def start_scheduler(
+    kubeconfig: str, log: Path, timeout: float = 60.0, extra: Sequence[str] = ()
+) -> tuple[subprocess.Popen[bytes], int]:
+    """``accelsched run`` in its own process (``extra``: more of its options), once /readyz answers (every
+    informer listed) within ``timeout``."""
+    args = [sys.executable, "-m", "accelsched.cli", "run", f"--kubeconfig={kubeconfig}", "--metrics-port=0", *extra]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log.open("wb"), cwd=REPO)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

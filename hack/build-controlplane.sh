@@ -3,7 +3,7 @@
 # hack/controlplane, into a cache keyed by the content that decides them, and prints the bin dir.
 #
 # Usage: hack/build-controlplane.sh [--check]
-#          [kube-controller-manager | dra-allocator-oracle | helm | kubectl | kube-proxy | prometheus | kueue]
+#          [kube-controller-manager | dra-allocator-oracle | helm | kubectl | kube-proxy | prometheus | kueue | kueue-perf]
 #   (default)                etcd, kube-apiserver and kube-scheduler, from go.mod;
 #   kube-controller-manager  only that (the DRA tests run its resourceclaim controller), from kubelet.mod: it imports
 #                            the volume plugins and the kubelet's modules that go.mod leaves out (cadvisor, the CRI
@@ -25,6 +25,9 @@
 #                            scrape a process on loopback), for the rules' and the dashboard's tests.
 #   kueue                    Kueue v0.19.2's controller manager (hack/kueue/go.mod's tool line), the reference the queue
 #                            oracle (conformance/kueue.py) runs against the test API server; own module and versions.
+#   kueue-perf               Kueue v0.19.2's performance harness (test/performance/scheduler: the runner and
+#                            minimalkueue) for benchmarks/kueueperf.py, from hack/kueue/perf.mod: go.mod plus the
+#                            modules only the harness imports (envtest's), go.mod's pins unchanged (checked).
 # The components built from k8s.io/kubernetes are stamped with its version (a module build has no git tree to take
 # it from), so the API server's /version, `kubectl version` and Helm's kubeVersion check see v1.36.3.
 # Idempotent: when the binaries for the current module files and mains are already in the cache, it builds nothing.
@@ -100,6 +103,15 @@ case "${1:-}" in
     key="$(cd "$moddir" && cat go.mod go.sum | sha256sum | cut -c1-16)"
     root="${ACCELSCHED_KUEUE_DIR:-$cache/kueue}"
     ;;
+  kueue-perf)
+    cmds=(runner minimalkueue)
+    modfile=perf.mod
+    moddir="$here/kueue"
+    pkgprefix=sigs.k8s.io/kueue/test/performance/scheduler/
+    own_versions=1
+    key="$(cd "$moddir" && cat perf.mod perf.sum | sha256sum | cut -c1-16)"
+    root="${ACCELSCHED_KUEUE_PERF_DIR:-$cache/kueue-perf}"
+    ;;
   kubectl)
     cmds=(kubectl)
     modfile=kubectl.mod
@@ -113,7 +125,7 @@ case "${1:-}" in
     root="${ACCELSCHED_KUBE_PROXY_DIR:-$cache/kube-proxy}"
     ;;
   *)
-    echo "build-controlplane: unknown component '$1' (known: kube-controller-manager, dra-allocator-oracle, helm, kubectl, kube-proxy, prometheus, kueue)" >&2
+    echo "build-controlplane: unknown component '$1' (known: kube-controller-manager, dra-allocator-oracle, helm, kubectl, kube-proxy, prometheus, kueue, kueue-perf)" >&2
     exit 2
     ;;
 esac
@@ -131,8 +143,8 @@ if [ -n "$check" ]; then
   exit 1
 fi
 
-# A second module file must pin what go.mod pins (hack/check-modfile.py).
-if [ "$modfile" != go.mod ]; then python3 "$here/check-modfile.py" "$src" "$modfile"; fi
+# A second module file must pin what its go.mod pins (hack/check-modfile.py).
+if [ "$modfile" != go.mod ]; then python3 "$here/check-modfile.py" "$moddir" "$modfile"; fi
 # So must a module of its own, for every module it requires.
 if [ "$moddir" != "$src" ] && [ -z "${own_versions:-}" ]; then python3 "$here/check-modfile.py" --subset "$src" "$moddir/go.mod"; fi
 

@@ -6,7 +6,8 @@
 #   - Debian's Chromium: the browser tests of `accelsched ui` (tests/ui, tests/live/test_ui_live_browser.py);
 #   - the control plane (etcd, kube-apiserver, kube-scheduler), kube-controller-manager and upstream's DRA allocator,
 #     built from the pinned Go modules, with helm, kubectl and Kueue: the live tests, the oracles, the chart, the kubectl
-#     plugin and the queue oracle (15-25 min the first time on 2 cores).
+#     plugin and the queue oracle (15-25 min the first time on 2 cores), and Kueue's performance harness (its runner and
+#     minimalkueue, for benchmarks/kueueperf.py: about 30 s once Kueue is built, the packages are the same).
 # Where something cannot be had (not root, no apt, no Go), it says so in one line and goes on: the tests that need it
 # then skip naming it (tests/prereqs.py), except under CI, where they fail.
 set -uo pipefail
@@ -30,7 +31,7 @@ command -v hwloc-ls >/dev/null 2>&1 || apt_install hwloc
 [ -x /usr/bin/chromium ] || apt_install chromium fonts-dejavu-core
 
 if command -v go >/dev/null 2>&1; then
-  for component in "" kube-controller-manager dra-allocator-oracle helm kubectl prometheus kueue; do
+  for component in "" kube-controller-manager dra-allocator-oracle helm kubectl prometheus kueue kueue-perf; do
     hack/build-controlplane.sh $component >/dev/null ||
       echo "test-deps: building ${component:-the control plane} failed; the tests that need it will fail with its log"
   done

@@ -140,7 +140,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         }  # fmt: skip
         # Kueue's objects, Volcano's HyperNodes and Jobs (live/kueue.py), where served: each change rebuilds the
         # session (its queues are admitted again from the cache), but for Jobs without the queue-name label.
-        handlers = {live_kueue.JOB: self._on_job, "Workload": self._on_workload}
+        handlers = {live_kueue.JOB: self._on_job, "Workload": self._on_workload, "ClusterQueue": self._on_cluster_queue}
         self.kueue = {
             kind: Informer(
                 kube, resource, handlers.get(kind, self._on_other), self.lock, optional=True, **common,
@@ -215,6 +215,9 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._stale_workloads: set[str] = set()  # Workloads decided from an outdated version (live.queuedoor)
         # Kueue's Workloads as read, kept until their resourceVersion changes (live.workloadcache)
         self.workload_reads: ParsedByVersion[WorkloadRead] = ParsedByVersion()
+        self._latest: dict[str, tuple[Any, ...]] = {}  # status writes waiting for their turn (live.queuedoor)
+        self._latest_lock = threading.Lock()
+        self._cq_written: dict[str, Any] = {}  # ClusterQueue status last sent (live.queuedoor)
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
         self.pending_by_key: dict[str, Pod] = {}
         self._decided: list[Decision] = []

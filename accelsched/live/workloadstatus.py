@@ -97,9 +97,9 @@ def ours(doc: JSON, scheduler_names: Collection[str]) -> bool:
 def _reserved(doc: JSON) -> bool:
     status = doc.get("status") or {}
     conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
-    return bool(status.get("admission")) or any(
-        c.get("type") == QUOTA_RESERVED and c.get("status") == "True" for c in conditions
-    )
+    reserved = {c.get("status") for c in conditions if c.get("type") == QUOTA_RESERVED}
+    # An admission left beside QuotaReserved=False was unset (Kueue reads the condition: HasQuotaReservation).
+    return "True" in reserved or (bool(status.get("admission")) and "False" not in reserved)
 
 
 def pending_message_only(old: JSON, new: JSON) -> bool:
@@ -151,16 +151,30 @@ def preemptions(
     return out, holding
 
 
+def trees_of(result: QueueResult, keys: Collection[str]) -> set[str]:
+    """The cohort trees (their roots' names; a ClusterQueue without a cohort is its own) of the workloads
+    ``keys`` (namespace/name), for status_writes' ``blocked``."""
+    out = set()
+    for o in result.outcomes:
+        node = result.tree.cluster_queues.get(o.cluster_queue)
+        if o.info.key in keys and node is not None:
+            out.add(node.root().name)
+    return out
+
+
 def status_writes(
     result: QueueResult,
     workloads: Mapping[str, JSON],
     scheduler_names: Collection[str],
     now: str | None = None,
     preempting: int = 0,
+    blocked: Collection[str] = (),
 ) -> list[StatusWrite]:
     """The status writes for our Workload objects (``workloads``: the cache's, by namespace/name) that hold no
     quota reservation yet and whose status does not already say what admission decided. ``preempting``: how many
     preempted workloads still hold their reservation; until they let go, nothing is admitted (the room is taken).
+    ``blocked``: the same, for the cohort trees (trees_of) where such workloads are: nothing is admitted there until
+    they let go, and elsewhere admission goes on (their room is not what a workload of another tree was given).
 
     A pending workload whose Pending condition is written already is not rewritten for a new message alone: a deep
     queue draining changes every waiting workload's message ("N more needed") each round, and rewriting them all
@@ -169,7 +183,7 @@ def status_writes(
     now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out = []
     for o in result.outcomes:
-        if o.admitted and preempting:
+        if o.admitted and (preempting or (blocked and _tree(result, o.cluster_queue) in blocked)):
             continue
         doc = workloads.get(o.info.key)
         if doc is None or o.info.key not in result.objects.workloads or not o.conditions:
@@ -190,3 +204,8 @@ def status_writes(
         patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": body}
         out.append(StatusWrite(o.info.namespace, o.info.name, patch))
     return out
+
+
+def _tree(result: QueueResult, cluster_queue: str) -> str:
+    node = result.tree.cluster_queues.get(cluster_queue)
+    return node.root().name if node is not None else cluster_queue

@@ -29,6 +29,7 @@ _MAX_PREFIX = 253 - 1 - _HASH_LENGTH  # maxWorkloadNameLength (ShortWorkloadName
 POD_GVK = ("Pod", "")
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 JOB_GVK = ("Job", "batch")
+FINISHED = "Finished"  # kueue.WorkloadFinished
 
 
 @dataclass
@@ -223,14 +224,31 @@ def _admitted_on(pods: list[Pod]) -> bool:
     return any(p.node_name for p in pods)
 
 
+def finished(obj: api.WorkloadObject) -> bool:
+    """Finished=True (workload.IsFinished): Kueue's workload controller takes it out of the queues and the cache, so
+    it neither waits nor holds quota, whatever its status.admission still says."""
+    return any(c.get("type") == FINISHED and c.get("status") == "True" for c in _conditions(obj))
+
+
+def _released(obj: api.WorkloadObject) -> bool:
+    """QuotaReserved=False beside a status.admission left in place: the reservation was unset (an evicted workload
+    whose job was stopped), which Kueue reads from the condition (workload.HasQuotaReservation), not the field."""
+    return any(c.get("type") == "QuotaReserved" and c.get("status") == "False" for c in _conditions(obj))
+
+
+def _conditions(obj: api.WorkloadObject) -> list[Mapping[str, Any]]:
+    return [c for c in obj.conditions if isinstance(c, Mapping)]
+
+
 def find(queues: api.QueueObjects, pods: list[Pod]) -> list[Info]:
     """Every workload of the input, in input order: Workload objects first, then those made from pods. A Workload
     object Kueue made for a Job, pod or pod group of the input (a cluster dump holds both) is that workload: its
     pods join it, matched by name, rather than making a second one."""
     infos = _find(queues, pods)
-    objects_by_key = {i.key: i for i in infos[: len(queues.workloads)]}
-    out = infos[: len(queues.workloads)]
-    for info in infos[len(queues.workloads) :]:
+    made = sum(not finished(obj) for obj in queues.workloads.values())  # the Workload objects' infos come first
+    objects_by_key = {i.key: i for i in infos[:made]}
+    out = infos[:made]
+    for info in infos[made:]:
         own = objects_by_key.get(info.key)
         if own is None:
             out.append(info)
@@ -245,6 +263,8 @@ def find(queues: api.QueueObjects, pods: list[Pod]) -> list[Info]:
 def _find(queues: api.QueueObjects, pods: list[Pod]) -> list[Info]:
     infos: list[Info] = []
     for obj in queues.workloads.values():
+        if finished(obj):
+            continue
         info = Info(
             obj.namespace,
             obj.name,
@@ -256,7 +276,7 @@ def _find(queues: api.QueueObjects, pods: list[Pod]) -> list[Info]:
             obj.uid,
             obj.labels.get(JOB_UID_LABEL, ""),
         )
-        if obj.admission:
+        if obj.admission and not _released(obj):
             info.admitted = {
                 str(psa.get("name")): {str(r): str(f) for r, f in (psa.get("flavors") or {}).items()}
                 for psa in obj.admission.get("podSetAssignments") or []
