@@ -150,3 +150,44 @@ def test_pending_workloads_of_other_schedulers_are_left_out_from_the_cache_too()
     for _ in range(2):
         assert set(live_convert.convert(snap, {"accelsched"}, workloads=cache).inputs.queues.workloads) == expected
     assert cache.hits == 3
+
+
+def test_a_workload_whose_admission_write_is_in_flight_holds_its_quota_in_the_next_round() -> None:
+    """Kueue's scheduler assumes a workload admitted in its cache at once. A round between our admission write and
+    its event decides as if the write were in: here a workload of higher priority arriving then would otherwise
+    take the quota too, and both writes land."""
+    live = _scheduler()
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)  # 8 GPUs: team-a's quota
+
+    def round_writes() -> tuple[list[dict], list[workloadstatus.StatusWrite]]:
+        with live.lock:
+            docs = live._assumed_workloads()
+        session = live_convert.start_session(live_convert.convert(_snapshot(*docs), {"accelsched"}))
+        return queue_report.workloads_json(session.queues), workloadstatus.status_writes(
+            session.queues, store, {"accelsched"}
+        )
+
+    _, writes = round_writes()
+    (admit,) = live._status_writes_due(writes)
+    assert "admission" in admit.patch["status"]
+
+    second = _workload_doc("second", 8)  # 16 GPUs: all of the cohort's, were first's 8 free
+    second["spec"]["priority"] = 100
+    store["team-a/second"] = second
+    assumed, writes = round_writes()
+    written = copy.deepcopy(first)  # the cache once the write is in
+    written["metadata"]["resourceVersion"] = "9"
+    written["status"] = admit.patch["status"]
+    session = live_convert.start_session(live_convert.convert(_snapshot(written, second), {"accelsched"}))
+    assert assumed == queue_report.workloads_json(session.queues)
+    assert not any("admission" in w.patch["status"] and w.name == "second" for w in writes)
+    # Without the assumption the round differs: second admitted from the quota first's write is taking.
+    raw = live_convert.start_session(live_convert.convert(_snapshot(first, second), {"accelsched"}))
+    assert queue_report.workloads_json(raw.queues) != assumed
+
+    # The write's event ends the assumption: the cache shows the admission itself.
+    with live.lock:
+        live._on_workload("MODIFIED", written, first)
+        store["team-a/first"] = written
+        assert live._assumed_workloads() == [written, second] and not live._assumed_admissions

@@ -298,7 +298,10 @@ class IncrementalState:
                 kind: [self.assumed_claims.overlay(key, obj) for key, obj in informer.store.items()]
                 for kind, informer in self.dra.items()
             },
-            kueue={kind: list(informer.store.values()) for kind, informer in self.kueue.items()},
+            kueue={
+                kind: self._assumed_workloads() if kind == "Workload" else list(informer.store.values())
+                for kind, informer in self.kueue.items()
+            },
         )
 
     def _rebuild(self, snapshot: live_convert.Snapshot, reason: str = "") -> None:

@@ -50,6 +50,7 @@ class QueueDoor:
     # Workload status writes in flight: namespace/name -> (the resourceVersion decided from, what it writes, when)
     _status_in_flight: dict[str, tuple[str, tuple, float]]
     _stale_workloads: set[str]  # decided from a version that has moved on: their next event rebuilds the session
+    _assumed_admissions: dict[str, tuple[str, JSON]]  # admission writes in flight: the version, the status written
     _job_unknown: dict[str, float]  # pod uid -> when it was first found owned by a Job not in the cache
     _latest: dict[str, tuple[Any, ...]]  # status write key -> the newest write not started yet (_submit_latest)
     _latest_lock: Any  # guards _latest alone (not the cache's lock: a write must not wait for a rebuild)
@@ -124,7 +125,41 @@ class QueueDoor:
                         self._stale_workloads.add(key)
                     continue
                 self._status_in_flight[key] = (version, what, now)
+                if what[1]:  # it admits: assumed admitted until the cache shows it (_assumed_workloads)
+                    self._assumed_admissions[key] = (version, write.patch["status"])
+                else:
+                    self._assumed_admissions.pop(key, None)
                 out.append(write)
+        return out
+
+    def _assumed_workloads(self) -> list[JSON]:
+        """The cache's Workloads for a round, those whose admission write is in flight taken as admitted (Kueue's
+        scheduler assumes a workload in its cache when it admits it, before the API server has the write). Without
+        this a round between the write and its event counted that quota free: a workload of higher priority
+        arriving then was admitted in its place, and the first write still landed, both holding the quota. Each
+        assumed copy gets its own resourceVersion mark (``+assumed``), so the parsed-Workload cache
+        (live/workloadcache.py) does not take it for the pending one. Called under the cache's lock."""
+        store = self.kueue["Workload"].store
+        if not self._assumed_admissions:
+            return list(store.values())
+        now = time.monotonic()
+        out = []
+        for key, obj in store.items():
+            assumed = self._assumed_admissions.get(key)
+            flight = self._status_in_flight.get(key)
+            version = (obj.get("metadata") or {}).get("resourceVersion")
+            if assumed is None or flight is None or flight[0] != assumed[0] or now - flight[2] >= IN_FLIGHT_SECONDS:
+                if assumed is not None:
+                    del self._assumed_admissions[key]  # written and seen, refused, or given up on
+                out.append(obj)
+            elif version != assumed[0]:
+                del self._assumed_admissions[key]  # the cache has moved on: it shows what happened
+                out.append(obj)
+            else:
+                meta = {**(obj.get("metadata") or {}), "resourceVersion": f"{version}+assumed"}
+                out.append({**obj, "metadata": meta, "status": {**(obj.get("status") or {}), **assumed[1]}})
+        for key in set(self._assumed_admissions) - set(store):
+            del self._assumed_admissions[key]
         return out
 
     def _bound_node(self, key: str) -> str:

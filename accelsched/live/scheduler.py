@@ -213,6 +213,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._job_unknown: dict[str, float] = {}  # pods whose Job is not in the cache yet -> since (live.queuedoor)
         self._status_in_flight: dict[str, tuple[str, tuple, float]] = {}  # status writes in flight (live.queuedoor)
         self._stale_workloads: set[str] = set()  # Workloads decided from an outdated version (live.queuedoor)
+        self._assumed_admissions: dict[str, tuple[str, Any]] = {}  # admissions written, not seen (live.queuedoor)
         # Kueue's Workloads as read, kept until their resourceVersion changes (live.workloadcache)
         self.workload_reads: ParsedByVersion[WorkloadRead] = ParsedByVersion()
         self._latest: dict[str, tuple[Any, ...]] = {}  # status writes waiting for their turn (live.queuedoor)
