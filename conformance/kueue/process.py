@@ -102,10 +102,10 @@ class KueueProcess:
     """One kueue process with its config, certificates and log under ``workdir``."""
 
     def __init__(self, binary: Path, kubeconfig: Path, kube: Kube, workdir: Path,
-                 fair_sharing: list[str] | None = None, long_requeue: bool = True, log_level: int = 2) -> None:
+                 fair_sharing: list[str] | None = None, long_requeue: bool = True, log_level: str = "2") -> None:
         self.binary = binary
         # zap's level: 2 logs every reconcile and scheduling attempt (a hundred thousand lines for 100 oracle
-        # scenarios); the oracle keeps 0, what it reads of the log is the tail when Kueue fails.
+        # scenarios); the oracle keeps "info": what it reads of the log is the tail when Kueue fails.
         self.log_level = log_level
         # False for timings (benchmarks/deepqueue.py): Kueue's default 1 s requeue batch, as it is deployed.
         self.long_requeue = long_requeue

@@ -113,7 +113,7 @@ class KueueCluster:
         binary = process.kueue_binary()
         assert binary is not None
         self.kueue = process.KueueProcess(binary, self.cp.kubeconfig, self.kube, self.workdir,
-                                          self.fair_sharing, log_level=0).start()
+                                          self.fair_sharing, log_level="info").start()
         for kind, query in (("Workload", {"label_selector": BATCH_LABEL}), ("ClusterQueue", {}), ("LocalQueue", {})):
             self.informers[kind] = Informer(self.kube, RESOURCES[kind], lambda *_: None, self._lock, **query)
             self.informers[kind].start()
