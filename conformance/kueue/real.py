@@ -14,9 +14,11 @@ Kueue answers each as if alone, and the batch pays the waits once. Per phase:
 The Workloads of each phase as created (uid, creationTimestamp) and as Kueue left them are kept for accelsched.
 
 The harness reads the Workloads, ClusterQueues and LocalQueues from watch caches (accelsched's informers), not by
-listing them: each wait looks at its batch every 0.2 s, and several batches run at once (``run`` is thread-safe:
-the runner starts the next batch while one settles), so listing every batch's objects five times a second cost the
-API server more than Kueue's own work.
+listing them: each wait looks every 0.2 s, and listing the batch's objects that often cost the API server more than
+Kueue's own work. ``run`` is thread-safe: the runner creates the next batch while the last one is deleted (and
+judged by accelsched), never while one settles: settling is read from the batch's own quiet, and a Kueue busy
+with another batch's cycles can leave a batch untouched for longer than ``QUIET`` while it still owes it a try
+(tried with three batches at once on the loaded machine: phase-2 workloads read before Kueue retried them).
 """
 
 from __future__ import annotations
@@ -139,9 +141,9 @@ class KueueCluster:
     # ------------------------------------------------------------------------------------------------ a batch
 
     def run(self, scenarios: list[Scenario], timeout: float = 60.0,
-            settling: Callable[[], None] | None = None) -> list[RealResult]:
-        """Kueue's answers for ``scenarios``; ``settling`` is called once the batch's first phase is created and
-        open (the runner starts the next batch then: this one only waits for Kueue from there on)."""
+            settled: Callable[[], None] | None = None) -> list[RealResult]:
+        """Kueue's answers for ``scenarios``; ``settled`` is called once Kueue has settled on the batch's last
+        phase, before its objects are deleted (the runner starts the next batch then)."""
         assert self.kube is not None and self.kueue is not None
         if not self.kueue.alive():
             raise OracleError(f"kueue is not running:\n{self.kueue.log_tail()}")
@@ -170,8 +172,6 @@ class KueueCluster:
                 self._wait_cached(created, max(timeout, TAKE_IN_TIMEOUT))
                 self._wait_refused(batch, phase, timeout)
                 list(self.pool.map(lambda i: self._open(slots[i], phase), todo))  # noqa: B023
-                if phase == 0 and settling is not None:
-                    settling()
                 for slot, why in self._settle(batch, [slots[i] for i in todo], max(timeout, SETTLE_TIMEOUT)).items():
                     results[slots.index(slot)].error = why
                 if not self.kueue.alive():
@@ -183,6 +183,8 @@ class KueueCluster:
                     before = [w for w in inputs[i] if _phase_of(w, slots[i]) < phase]
                     outcome = self._workloads(slots[i])
                     results[i].phases.append(PhaseResult(before + [_fresh(w) for w in created], outcome))
+            if settled is not None:
+                settled()
         finally:
             self._delete(slots)
         return results

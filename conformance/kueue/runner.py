@@ -14,10 +14,9 @@ from conformance.kueue.real import KueueCluster, OracleError, RealResult
 from conformance.kueue.scenario import JSON, Scenario
 
 BATCH = 100  # scenarios side by side on one Kueue: the waits (a second per wave, the settling) are paid once
-# Batches on Kueue at once. The next batch starts when the previous one's first phase is open: from there that one
-# only waits (for Kueue's requeue period and the quiet period), and its slots are disjoint from the next one's, so
-# Kueue answers each as if alone, as it does for the slots of one batch (real.py).
-INFLIGHT = 3
+# Batches in flight: the next batch is created once the previous one has settled, while that one's objects are
+# deleted and accelsched judges it (real.py says why never while it settles).
+INFLIGHT = 2
 
 
 @dataclass
@@ -68,10 +67,10 @@ def configuration(cluster: KueueCluster) -> list[JSON]:
 
 
 def judge_batch(cluster: KueueCluster, chunk: list[Scenario],
-                settling: Callable[[], None] | None = None) -> list[Verdict]:
+                settled: Callable[[], None] | None = None) -> list[Verdict]:
     """One batch on Kueue, then accelsched on each of its scenarios' phases."""
     try:
-        results = cluster.run(chunk, settling=settling)
+        results = cluster.run(chunk, settled=settled)
     except OracleError as exc:
         return [Verdict(s, error=str(exc)) for s in chunk]
     out = []
@@ -92,10 +91,10 @@ def judge_iter(cluster: KueueCluster, scenarios: list[Scenario], inflight: int =
         for chunk in chunks:
             while len([f for f in futures if not f.done()]) >= inflight:
                 concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_COMPLETED)
-            opened = threading.Event()
-            future = pool.submit(judge_batch, cluster, chunk, opened.set)
+            settled = threading.Event()
+            future = pool.submit(judge_batch, cluster, chunk, settled.set)
             futures.append(future)
-            while not opened.wait(0.5) and not future.done():  # the next batch starts once this one is open
+            while not settled.wait(0.5) and not future.done():  # the next batch starts once this one has settled
                 pass
             while futures and futures[0].done():  # what is finished is handed on in order at once
                 yield from futures.pop(0).result()
