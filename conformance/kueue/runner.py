@@ -89,15 +89,16 @@ def judge_iter(cluster: KueueCluster, scenarios: list[Scenario], inflight: int =
     with concurrent.futures.ThreadPoolExecutor(max(1, inflight), thread_name_prefix="kueue-batch") as pool:
         futures: list[concurrent.futures.Future[list[Verdict]]] = []
         for chunk in chunks:
-            while len([f for f in futures if not f.done()]) >= inflight:
-                concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_COMPLETED)
+            while len(running := [f for f in futures if not f.done()]) >= inflight:
+                concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
             settled = threading.Event()
             future = pool.submit(judge_batch, cluster, chunk, settled.set)
             futures.append(future)
-            while not settled.wait(0.5) and not future.done():  # the next batch starts once this one has settled
-                pass
-            while futures and futures[0].done():  # what is finished is handed on in order at once
-                yield from futures.pop(0).result()
+            while True:  # the next batch starts once this one has settled
+                while futures and futures[0].done():  # what is finished is handed on in order at once
+                    yield from futures.pop(0).result()
+                if settled.wait(0.5) or future.done():
+                    break
         for future in futures:
             yield from future.result()
 
