@@ -15,10 +15,9 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from conformance import cases, generator, runner, shrink
+from conformance import cases, cli, generator, runner, shrink
 from conformance.real import OracleError, RealCluster
 
 TARGET = 0.995
@@ -35,15 +34,8 @@ def _run(args: argparse.Namespace) -> int:
         wanted = {int(s) for s in args.only.split(",") if s}
         scenarios = [s for s in scenarios if s.seed in wanted]
     with tempfile.TemporaryDirectory(prefix="accelsched-conformance-") as tmp, RealCluster(Path(tmp)) as cluster:
-        started = time.monotonic()
-
-        def progress(n: int, verdict: runner.Verdict) -> None:
-            if args.verbose:
-                for d in verdict.diffs:
-                    print(f"  [{verdict.scenario.klass}/{verdict.scenario.config} {verdict.scenario.seed}] {d}")
-            if (n + 1) % 100 == 0:
-                print(f"  ... {n + 1}/{len(scenarios)} in {time.monotonic() - started:.0f} s", flush=True)
-
+        progress = cli.progress(len(scenarios), args.verbose,
+                                lambda v: f"{v.scenario.klass}/{v.scenario.config} {v.scenario.seed}")
         tally = runner.run_all(cluster, scenarios, progress)
         saved = _shrink_all(cluster, tally, args) if args.shrink else []
         if args.live_sample:
@@ -55,21 +47,12 @@ def _run(args: argparse.Namespace) -> int:
             tally_live = None
     report = tally.to_json()
     report["saved_cases"] = [str(p) for p in saved]
-    print(f"accelsched vs kube-scheduler v1.36.3: {len(scenarios)} scenarios, seed {args.seed}")
-    for klass, (agree, of) in tally.by_class().items():
-        print(f"  {klass:18} {agree:5}/{of:<5} {100 * agree / of:6.1f}%")
-    for kind, count in tally.kinds().most_common():
-        print(f"  disagreement {kind}: {count}")
-    errors = [v for v in tally.verdicts if v.error]
-    if errors:
-        print(f"  oracle errors (not counted): {len(errors)}; first: {errors[0].error.splitlines()[0]}")
+    extra = []
     if tally_live is not None:
         report["live"] = tally_live
-        print(f"  live sample (accelsched run vs offline): agree {tally_live['agree']}/{tally_live['of']}")
-    for path in saved:
-        print(f"  saved {path}")
-    per = tally.seconds / max(1, len(scenarios))
-    print(f"wall {tally.seconds:.1f} s, {per * 1000:.0f} ms per scenario (both sides; control plane start not counted)")
+        extra.append(f"live sample (accelsched run vs offline): agree {tally_live['agree']}/{tally_live['of']}")
+    cli.print_report(f"accelsched vs kube-scheduler v1.36.3: {len(scenarios)} scenarios, seed {args.seed}", tally,
+                     len(scenarios), saved, 18, extra)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2))

@@ -13,9 +13,9 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from conformance import cli
 from conformance.kueue import cases, generator, runner, shrink
 from conformance.kueue.real import KueueCluster
 
@@ -82,33 +82,14 @@ def main(argv: list[str] | None = None) -> int:
         scenarios = [s for s in scenarios if s.seed in wanted]
     with tempfile.TemporaryDirectory(prefix="accelsched-kueue-oracle-") as tmp, KueueCluster(
             Path(tmp), fair_sharing=generator.FAIR_SHARING_STRATEGIES if fair else None) as cluster:
-        started = time.monotonic()
-
-        def progress(n: int, v: runner.Verdict) -> None:
-            if args.verbose:
-                for d in v.diffs:
-                    print(f"  [{v.scenario.klass} {v.scenario.seed}] {d}")
-                if v.error:
-                    print(f"  [{v.scenario.klass} {v.scenario.seed}] error: {v.error.splitlines()[0]}")
-            if (n + 1) % 100 == 0:
-                print(f"  ... {n + 1}/{len(scenarios)} in {time.monotonic() - started:.0f} s", flush=True)
-
+        progress = cli.progress(len(scenarios), args.verbose, lambda v: f"{v.scenario.klass} {v.scenario.seed}")
         tally = runner.run_all(cluster, scenarios, progress)
         saved = _shrink_all(cluster, tally, args) if args.shrink else []
         if args.record:
             saved += [_record(v, args.cases_dir) for v in tally.decided if v.cases]
-    print(f"accelsched vs Kueue v0.19.2: {len(scenarios)} scenarios, seed {args.seed}")
-    for klass, (agree, of) in tally.by_class().items():
-        print(f"  {klass:12} {agree:5}/{of:<5} {100 * agree / of:6.1f}%")
-    for kind, count in tally.kinds().most_common():
-        print(f"  disagreement {kind}: {count}")
+    cli.print_report(f"accelsched vs Kueue v0.19.2: {len(scenarios)} scenarios, seed {args.seed}", tally,
+                     len(scenarios), saved, 12)
     errors = [v for v in tally.verdicts if v.error]
-    if errors:
-        print(f"  oracle errors (not counted): {len(errors)}; first: {errors[0].error.splitlines()[0]}")
-    for path in saved:
-        print(f"  saved {path}")
-    per = tally.seconds / max(1, len(scenarios))
-    print(f"wall {tally.seconds:.1f} s, {per * 1000:.0f} ms per scenario (both sides; control plane start not counted)")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         report = {"agree": sum(v.agree for v in tally.decided), "of": len(tally.decided),

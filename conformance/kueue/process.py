@@ -58,9 +58,15 @@ def kueue_binary(build: bool = True) -> Path | None:
     return Path(proc.stdout.decode().strip().splitlines()[-1]) / "kueue"
 
 
-def write_crds(target: Path) -> Path:
+def write_crds(target: Path, storage_only: bool = False) -> Path:
     """Kueue's CRDs as its kustomization (config/components/crd) makes them, into ``target``: the bases, with each
-    patch's conversion webhook pointing at the Service config/default names (``kueue-webhook-service``)."""
+    patch's conversion webhook pointing at the Service config/default names (``kueue-webhook-service``).
+
+    ``storage_only``: only the storage version (v1beta2) served. The API server keeps a watch cache per served
+    version; with no webhook Service to convert through, each v1beta1 cache's list fails and is retried (about 150
+    times a minute over the kinds), each reading every object from etcd, which cost the oracle more CPU than Kueue.
+    Nothing here reads or writes v1beta1 (Kueue's controllers use v1beta2).
+    """
     cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, check=True).stdout.decode().strip()
     src = Path(cache) / f"sigs.k8s.io/kueue@{VERSION}" / "config" / "components" / "crd"
     if not src.is_dir():
@@ -77,6 +83,9 @@ def write_crds(target: Path) -> Path:
         crd = yaml.safe_load((src / resource).read_text())
         if crd["metadata"]["name"] in conversions:
             crd["spec"]["conversion"] = conversions[crd["metadata"]["name"]]
+        if storage_only:
+            for version in crd["spec"]["versions"]:
+                version["served"] = bool(version.get("storage"))
         (target / Path(resource).name).write_text(yaml.safe_dump(crd))
     return target
 
@@ -93,8 +102,11 @@ class KueueProcess:
     """One kueue process with its config, certificates and log under ``workdir``."""
 
     def __init__(self, binary: Path, kubeconfig: Path, kube: Kube, workdir: Path,
-                 fair_sharing: list[str] | None = None, long_requeue: bool = True) -> None:
+                 fair_sharing: list[str] | None = None, long_requeue: bool = True, log_level: str = "2") -> None:
         self.binary = binary
+        # zap's level: 2 logs every reconcile and scheduling attempt (a hundred thousand lines for 100 oracle
+        # scenarios); the oracle keeps "info": what it reads of the log is the tail when Kueue fails.
+        self.log_level = log_level
         # False for timings (benchmarks/deepqueue.py): Kueue's default 1 s requeue batch, as it is deployed.
         self.long_requeue = long_requeue
         self.fair_sharing = fair_sharing  # preemptionStrategies: Kueue started with fair sharing on
@@ -135,7 +147,7 @@ class KueueProcess:
             # here runs in a pod (the scheduler does not use it).
             # SchedulerLongRequeueInterval: inadmissible workloads are retried 10 s after the event that asks for
             # it, not 1 s (real.REQUEUE_PERIOD says why); what is retried, and when in the order of events, is the same.
-            args = [str(self.binary), f"--config={path}", "--zap-log-level=2",
+            args = [str(self.binary), f"--config={path}", f"--zap-log-level={self.log_level}",
                     f"--feature-gates=VisibilityOnDemand=false,SchedulerLongRequeueInterval={str(self.long_requeue).lower()}"]
             self._proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         threading.Thread(target=self._mount_secret, name="kueue-secret-mount", daemon=True).start()

@@ -12,18 +12,30 @@ Kueue answers each as if alone, and the batch pays the waits once. Per phase:
 4. once no Workload of the batch has changed for ``QUIET`` seconds, the outcome is read.
 
 The Workloads of each phase as created (uid, creationTimestamp) and as Kueue left them are kept for accelsched.
+
+The harness reads the Workloads, ClusterQueues and LocalQueues from watch caches (accelsched's informers), not by
+listing them: each wait looks every 0.2 s, and listing the batch's objects that often cost the API server more than
+Kueue's own work. ``run`` is thread-safe: the runner creates the next batch while the last one is deleted (and
+judged by accelsched), never while one settles: settling is read from the batch's own quiet, and a Kueue busy
+with another batch's cycles can leave a batch untouched for longer than ``QUIET`` while it still owes it a try
+(tried with three batches at once on the loaded machine: phase-2 workloads read before Kueue retried them).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import copy
+import itertools
 import os
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelsched.live import kube as k
+from accelsched.live.informer import Informer, object_key
 from accelsched.live.kube import ApiError, Kube, api_client
 from conformance.kueue import process
 from conformance.kueue.scenario import GATE_LABEL, JSON, Scenario, namespace, place
@@ -57,6 +69,10 @@ CHURN = 30  # a workload changed this often in one phase never settles (a Strict
 REFUSED_WAIT = 180.0  # at most, for Kueue to refuse every workload of a phase before the gate opens
 REFUSED_QUIET = 8.0  # or until no workload of the phase changed for this long: Kueue reaches no more of them
 CLOSED_WAIT = 0.6  # after the last workload is refused, before opening: the refusals' own events are done
+POLL = 0.2  # how often a wait looks at the watch caches
+# At most, for Kueue to take in a batch's queues (and for the watches to show what was created): with batches
+# created while others settle or are deleted, a loaded machine takes minutes, not seconds.
+TAKE_IN_TIMEOUT = 240.0
 
 
 class OracleError(RuntimeError):
@@ -87,20 +103,30 @@ class KueueCluster:
         self.kueue: process.KueueProcess | None = None
         self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="kueue-oracle")
         self.run_tag = os.urandom(2).hex()
-        self.batches = 0
+        self._batches = itertools.count(1)
+        self._lock = threading.RLock()  # the informers' stores, read by every batch's thread
+        self.informers: dict[str, Informer] = {}
 
     def start(self) -> KueueCluster:
         self.cp.start()
         api = api_client(str(self.cp.kubeconfig), pool_size=32)
         self.kube = Kube(api)
-        apply_crds(api, process.write_crds(self.workdir / "crds"))
+        apply_crds(api, process.write_crds(self.workdir / "crds", storage_only=True))
         binary = process.kueue_binary()
         assert binary is not None
         self.kueue = process.KueueProcess(binary, self.cp.kubeconfig, self.kube, self.workdir,
-                                          self.fair_sharing).start()
+                                          self.fair_sharing, log_level="info").start()
+        for kind, query in (("Workload", {"label_selector": BATCH_LABEL}), ("ClusterQueue", {}), ("LocalQueue", {})):
+            self.informers[kind] = Informer(self.kube, RESOURCES[kind], lambda *_: None, self._lock, **query)
+            self.informers[kind].start()
+        for informer in self.informers.values():
+            if not informer.synced.wait(60.0):
+                raise OracleError(f"the {informer.resource.plural} watch did not start in 60s")
         return self
 
     def stop(self) -> None:
+        for informer in self.informers.values():
+            informer.stop()
         if self.kueue:
             self.kueue.stop()
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -114,12 +140,14 @@ class KueueCluster:
 
     # ------------------------------------------------------------------------------------------------ a batch
 
-    def run(self, scenarios: list[Scenario], timeout: float = 60.0) -> list[RealResult]:
+    def run(self, scenarios: list[Scenario], timeout: float = 60.0,
+            settled: Callable[[], None] | None = None) -> list[RealResult]:
+        """Kueue's answers for ``scenarios``; ``settled`` is called once Kueue has settled on the batch's last
+        phase, before its objects are deleted (the runner starts the next batch then)."""
         assert self.kube is not None and self.kueue is not None
         if not self.kueue.alive():
             raise OracleError(f"kueue is not running:\n{self.kueue.log_tail()}")
-        self.batches += 1
-        batch = f"k{self.run_tag}-{self.batches}"
+        batch = f"k{self.run_tag}-{next(self._batches)}"
         slots = [f"{batch}-{i}" for i in range(len(scenarios))]
         placed = [place(s, tag) for s, tag in zip(scenarios, slots, strict=True)]
         results = [RealResult(objects=[]) for _ in scenarios]
@@ -131,14 +159,17 @@ class KueueCluster:
                     results[i].error = str(exc)
 
             list(self.pool.map(create, range(len(scenarios))))
-            self._wait_queues_known(slots, timeout)
+            self._wait_cached([o for r in results for o in r.objects if o["kind"] in ("ClusterQueue", "LocalQueue")],
+                              max(timeout, TAKE_IN_TIMEOUT))
+            self._wait_queues_known(slots, max(timeout, TAKE_IN_TIMEOUT))
             live = [i for i, r in enumerate(results) if not r.error]
             phases_n = max((len(placed[i][1]) for i in live), default=0)
             for phase in range(phases_n):
                 todo = [i for i in live if phase < len(placed[i][1]) and not results[i].error]
                 inputs = {i: self._workloads(slots[i]) for i in todo}
-                self._create_waves(batch, [(i, placed[i][1][phase]) for i in todo], results)
+                created = self._create_waves(batch, [(i, placed[i][1][phase]) for i in todo], results)
                 todo = [i for i in todo if not results[i].error]
+                self._wait_cached(created, max(timeout, TAKE_IN_TIMEOUT))
                 self._wait_refused(batch, phase, timeout)
                 list(self.pool.map(lambda i: self._open(slots[i], phase), todo))  # noqa: B023
                 for slot, why in self._settle(batch, [slots[i] for i in todo], max(timeout, SETTLE_TIMEOUT)).items():
@@ -152,6 +183,8 @@ class KueueCluster:
                     before = [w for w in inputs[i] if _phase_of(w, slots[i]) < phase]
                     outcome = self._workloads(slots[i])
                     results[i].phases.append(PhaseResult(before + [_fresh(w) for w in created], outcome))
+            if settled is not None:
+                settled()
         finally:
             self._delete(slots)
         return results
@@ -177,12 +210,13 @@ class KueueCluster:
         deadline = time.monotonic() + timeout
         prefixes = tuple(f"{s}-" for s in slots)
         while time.monotonic() < deadline:
-            items = [o for kind in ("ClusterQueue", "LocalQueue") for o in self.kube.list(RESOURCES[kind])["items"]
-                     if (o["metadata"].get("namespace") or o["metadata"]["name"]).startswith(prefixes)]
+            with self._lock:
+                items = [o for kind in ("ClusterQueue", "LocalQueue") for o in self.informers[kind].store.values()
+                         if (o["metadata"].get("namespace") or o["metadata"]["name"]).startswith(prefixes)]
             if all(any(c["type"] == "Active" for c in (o.get("status") or {}).get("conditions") or [])
                    for o in items):
                 return
-            time.sleep(0.2)
+            time.sleep(POLL)
         raise OracleError(f"Kueue did not take in the batch's queues in {timeout:.0f}s")
 
     def _create(self, resource: k.Resource, obj: JSON, ns: str | None) -> JSON:
@@ -193,10 +227,12 @@ class KueueCluster:
             name = obj["metadata"]["name"]
             raise OracleError(f"the API server refused {obj['kind']} {name}: {exc.message}") from None
 
-    def _create_waves(self, batch: str, items: list[tuple[int, list[JSON]]], results: list[RealResult]) -> None:
+    def _create_waves(self, batch: str, items: list[tuple[int, list[JSON]]],
+                      results: list[RealResult]) -> list[JSON]:
         """The i-th workload of every scenario in a later second than its (i-1)-th (creationTimestamp has whole
-        seconds): each wave starts on the second after the previous one ended."""
+        seconds): each wave starts on the second after the previous one ended. Returns the workloads created."""
         waves = max((len(w) for _, w in items), default=0)
+        created: list[JSON] = []
         for wave in range(waves):
             _next_second()  # after the previous wave ended: every workload of this wave is created in a later second
 
@@ -206,11 +242,31 @@ class KueueCluster:
                     wl = workloads[wave]
                     wl["metadata"].setdefault("labels", {})[BATCH_LABEL] = batch
                     try:
-                        self._create(RESOURCES["Workload"], wl, wl["metadata"]["namespace"])
+                        created.append(self._create(RESOURCES["Workload"], wl, wl["metadata"]["namespace"]))
                     except OracleError as exc:
                         results[i].error = str(exc)
 
             list(self.pool.map(create, items))
+        return created
+
+    def _wait_cached(self, objects: list[JSON], timeout: float) -> None:
+        """Until the watch caches hold every one of ``objects`` as created or newer: what a wait reads next is
+        complete (the created versions are the API server's; a watch event follows each within milliseconds)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                missing = [o for o in objects if object_key(o) not in self.informers[o["kind"]].store]
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise OracleError(f"{len(missing)} objects created were not seen by the watch in {timeout:.0f}s, "
+                                  f"e.g. {object_key(missing[0])}")
+            time.sleep(0.05)
+
+    def _batch_workloads(self, batch: str) -> list[JSON]:
+        with self._lock:
+            return [w for w in self.informers["Workload"].store.values()
+                    if w["metadata"].get("labels", {}).get(BATCH_LABEL) == batch]
 
     def _wait_refused(self, batch: str, phase: int, timeout: float) -> None:
         """Until Kueue has tried, and refused, every workload of the phase (each carries a QuotaReserved condition:
@@ -224,7 +280,7 @@ class KueueCluster:
         changes = _Changes()
         phase_ns = f"-p{phase}"  # earlier phases' workloads may never go quiet (a churning StrictFIFO head)
         while True:
-            items = self.kube.list(RESOURCES["Workload"], None, label_selector=f"{BATCH_LABEL}={batch}")["items"]
+            items = self._batch_workloads(batch)
             now = changes.see(items)
             unseen = [_key(w) for w in items
                       if w["metadata"]["namespace"].endswith(phase_ns) and not _condition(w, "QuotaReserved")]
@@ -234,7 +290,7 @@ class KueueCluster:
                 print(f"kueue oracle: {len(unseen)} workloads of {batch} not refused after {REFUSED_WAIT:.0f}s, "
                       f"e.g. {unseen[:3]}", file=sys.stderr)
                 break
-            time.sleep(0.2)
+            time.sleep(POLL)
         time.sleep(CLOSED_WAIT)
 
     def _open(self, tag: str, phase: int) -> None:
@@ -249,7 +305,7 @@ class KueueCluster:
         deadline = time.monotonic() + timeout
         changes = _Changes()
         while True:
-            items = self.kube.list(RESOURCES["Workload"], None, label_selector=f"{BATCH_LABEL}={batch}")["items"]
+            items = self._batch_workloads(batch)
             for wl in items:
                 if _evicted_with_reservation(wl):
                     self._finish_eviction(wl)
@@ -262,12 +318,13 @@ class KueueCluster:
             if now > deadline:
                 return {s: f"Kueue did not settle in {timeout:.0f}s: {sorted(k_ for k_ in busy if k_.startswith(s))} "
                         "kept changing" for s in slots if any(k_.startswith(f"{s}-p") for k_ in busy)} | churning
-            time.sleep(0.2)
+            time.sleep(POLL)
 
     def _finish_eviction(self, wl: JSON) -> None:
         """jobframework's reconciler, "handle eviction", once the job is stopped: Requeued (True when preempted),
         the quota reservation released with the eviction's message, Admitted synced (the default feature gates)."""
         assert self.kube is not None
+        wl = copy.deepcopy(wl)  # the watch cache's object stays as the API server sent it
         conditions = wl["status"]["conditions"]
         evicted = _condition(wl, "Evicted") or {}
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -284,14 +341,9 @@ class KueueCluster:
                 raise
 
     def _workloads(self, tag: str) -> list[JSON]:
-        assert self.kube is not None
-        out = []
-        for ns in (namespace(tag, 0), namespace(tag, 1)):
-            try:
-                out += self.kube.list(RESOURCES["Workload"], ns)["items"]
-            except ApiError as exc:
-                if exc.status != 404:
-                    raise
+        spaces = {namespace(tag, 0), namespace(tag, 1)}
+        with self._lock:
+            out = [w for w in self.informers["Workload"].store.values() if w["metadata"]["namespace"] in spaces]
         return sorted(out, key=lambda w: (w["metadata"]["creationTimestamp"], w["metadata"]["namespace"],
                                           int(w["metadata"]["name"][1:])))
 

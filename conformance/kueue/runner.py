@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from conformance.kueue import compare
@@ -12,6 +14,9 @@ from conformance.kueue.real import KueueCluster, OracleError, RealResult
 from conformance.kueue.scenario import JSON, Scenario
 
 BATCH = 100  # scenarios side by side on one Kueue: the waits (a second per wave, the settling) are paid once
+# Batches in flight: the next batch is created once the previous one has settled, while that one's objects are
+# deleted and accelsched judges it (real.py says why never while it settles).
+INFLIGHT = 2
 
 
 @dataclass
@@ -61,23 +66,46 @@ def configuration(cluster: KueueCluster) -> list[JSON]:
              "fairSharing": {"preemptionStrategies": cluster.fair_sharing}}]
 
 
-def judge_all(cluster: KueueCluster, scenarios: list[Scenario]) -> list[Verdict]:
-    """Verdicts in the scenarios' order (one batch run on Kueue per ``BATCH`` scenarios)."""
+def judge_batch(cluster: KueueCluster, chunk: list[Scenario],
+                settled: Callable[[], None] | None = None) -> list[Verdict]:
+    """One batch on Kueue, then accelsched on each of its scenarios' phases."""
+    try:
+        results = cluster.run(chunk, settled=settled)
+    except OracleError as exc:
+        return [Verdict(s, error=str(exc)) for s in chunk]
     out = []
-    for start in range(0, len(scenarios), BATCH):
-        chunk = scenarios[start:start + BATCH]
-        try:
-            results = cluster.run(chunk)
-        except OracleError as exc:
-            out += [Verdict(s, error=str(exc)) for s in chunk]
+    for s, result in zip(chunk, results, strict=True):
+        if result.error:
+            out.append(Verdict(s, error=result.error))
             continue
-        for s, result in zip(chunk, results, strict=True):
-            if result.error:
-                out.append(Verdict(s, error=result.error))
-                continue
-            cases = cases_of(result, configuration(cluster))
-            out.append(Verdict(s, cases, [d for c in cases for d in c.diffs()]))
+        cases = cases_of(result, configuration(cluster))
+        out.append(Verdict(s, cases, [d for c in cases for d in c.diffs()]))
     return out
+
+
+def judge_iter(cluster: KueueCluster, scenarios: list[Scenario], inflight: int = INFLIGHT) -> Iterator[Verdict]:
+    """Verdicts in the scenarios' order, ``BATCH`` scenarios a batch, up to ``inflight`` batches at once."""
+    chunks = [scenarios[start:start + BATCH] for start in range(0, len(scenarios), BATCH)]
+    with concurrent.futures.ThreadPoolExecutor(max(1, inflight), thread_name_prefix="kueue-batch") as pool:
+        futures: list[concurrent.futures.Future[list[Verdict]]] = []
+        for chunk in chunks:
+            while len(running := [f for f in futures if not f.done()]) >= inflight:
+                concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+            settled = threading.Event()
+            future = pool.submit(judge_batch, cluster, chunk, settled.set)
+            futures.append(future)
+            while True:  # the next batch starts once this one has settled
+                while futures and futures[0].done():  # what is finished is handed on in order at once
+                    yield from futures.pop(0).result()
+                if settled.wait(0.5) or future.done():
+                    break
+        for future in futures:
+            yield from future.result()
+
+
+def judge_all(cluster: KueueCluster, scenarios: list[Scenario]) -> list[Verdict]:
+    """Verdicts in the scenarios' order."""
+    return list(judge_iter(cluster, scenarios))
 
 
 @dataclass
@@ -123,10 +151,9 @@ def run_all(cluster: KueueCluster, scenarios: list[Scenario],
             progress: Callable[[int, Verdict], None] | None = None) -> Tally:
     started = time.monotonic()
     tally = Tally()
-    for start in range(0, len(scenarios), BATCH):
-        for v in judge_all(cluster, scenarios[start:start + BATCH]):
-            tally.verdicts.append(v)
-            if progress:
-                progress(len(tally.verdicts) - 1, v)
+    for v in judge_iter(cluster, scenarios):
+        tally.verdicts.append(v)
+        if progress:
+            progress(len(tally.verdicts) - 1, v)
     tally.seconds = time.monotonic() - started
     return tally
