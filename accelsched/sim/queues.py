@@ -62,6 +62,10 @@ def load_queues(path: str | Path) -> QueueObjects:
     scaled.cohorts = {
         name: dataclasses.replace(c, resource_groups=_scaled(c.resource_groups)) for name, c in objects.cohorts.items()
     }
+    scaled.local_queues = {  # admission fair sharing's starting usage, in the same milli-GPUs
+        key: dataclasses.replace(lq, consumed={k: v * MILLI if k == GPU else v for k, v in lq.consumed.items()})
+        for key, lq in objects.local_queues.items()
+    }
     return scaled
 
 
@@ -256,6 +260,7 @@ def replay(
     k = 0
     while k < len(order) or leaving:
         now = next_instant(created, order, k, leaving)
+        admission.advance(now)
         left = False
         while leaving and leaving[0][0] == now:
             _, i, run, node, gpus = heapq.heappop(leaving)
