@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from accelsched.api.objects import Namespace, Node, Pod
-from accelsched.queues import admissionfairsharing, api, fairsharing, preemption, quota
+from accelsched.queues import admissionfairsharing, api, cohortusage, fairsharing, preemption, quota
 from accelsched.queues.api import ClusterQueue, QueueObjects
 from accelsched.queues.flavorassigner import Assignment, AssignmentMode, FlavorAssigner, pending_flavors
 from accelsched.queues.preemption import Admitted, Oracle, Preemptor, Target
@@ -165,6 +165,10 @@ class _Admission:
         self.prioritize_preemptor = objects.config.prioritize_preemptor
         # admission fair sharing: the LocalQueues' decayed usage orders the queues that ask for it
         self.afs = admissionfairsharing.ledger(objects)
+        # accelsched's fairness over time across a cohort's ClusterQueues (off unless a root Cohort asks for it)
+        self.cohort_history = cohortusage.history(
+            self.tree, {name: c.usage_half_life for name, c in objects.cohorts.items()}
+        )
         # per ClusterQueue, the workload waiting for its preemptions until it is admitted (Kueue's pw, IsPreemptor)
         self.preempting: dict[str, Outcome] = {}
         self.nominated: dict[int, list[Target]] = {}  # this cycle's preemption targets per head, found at nomination
@@ -378,6 +382,7 @@ class _Admission:
                 waiting(h),
             ),
             first,
+            self.cohort_history.usage if self.cohort_history is not None else None,
         )
 
     def _assign(self, outcome: Outcome, cq: ClusterQueue) -> Assignment:

@@ -130,6 +130,7 @@ class Cohort:
     resource_groups: tuple[ResourceGroup, ...] = ()
     fair_weight: Fraction = Fraction(1)
     source: str = ""
+    usage_half_life: float | None = None  # accelsched's annotation (queues.cohortusage): fairness over time
 
 
 @dataclass
@@ -480,11 +481,14 @@ def _consumed(where: Where, doc: Mapping[str, Any]) -> dict[str, float]:
 
 
 def parse_cohort(doc: Mapping[str, Any], source: str = "") -> Cohort:
-    where, name, _, _ = _where(doc, source, "Cohort")
+    from accelsched.queues import cohortusage  # the extension's module reads the quota tree, built from these
+
+    where, name, _, meta = _where(doc, source, "Cohort")
     spec = _mapping(where, doc.get("spec"), "spec")
     parent = rules.check_name(where, spec.get("parentName"), "spec.parentName")
     groups = _resource_groups(where, spec, bool(parent), cohort=True)
-    return Cohort(name, parent, groups, _weight(where, spec, "spec.fairSharing"), source)
+    half_life = cohortusage.half_life(where, _string_map(where, meta.get("annotations"), "metadata.annotations"))
+    return Cohort(name, parent, groups, _weight(where, spec, "spec.fairSharing"), source, half_life)
 
 
 def parse_local_queue(doc: Mapping[str, Any], source: str = "") -> LocalQueue:

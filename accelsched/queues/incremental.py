@@ -62,7 +62,10 @@ class OpenAdmission(_Admission):
 
     def advance(self, now: float) -> None:
         """The clock moves to ``now`` (seconds): admission fair sharing's sampling ticks decay each LocalQueue's
-        usage toward what it has admitted (queues.admissionfairsharing)."""
+        usage toward what it has admitted (queues.admissionfairsharing), and the cohort history of accelsched's
+        extension each ClusterQueue's (queues.cohortusage)."""
+        if self.cohort_history is not None:
+            self.cohort_history.advance(now)
         if self.afs is not None:
             usage: list[dict[str, dict[str, float]]] = []  # summed once, and only when a tick is due
 
