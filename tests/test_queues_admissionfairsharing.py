@@ -309,3 +309,53 @@ def test_over_time_the_queue_that_used_more_waits_until_its_usage_decays(tmp_pat
     _submit(run, "b-2", "lq-b", 3)
     _submit(run, "a-2", "lq-a", 4)  # (a-1 waits among the inadmissible, retried after this round's cycles)
     assert [o.info.name for o in run.run_cycles()[0]] == ["a-2"]
+
+
+def test_the_example_admits_the_least_recent_users_first() -> None:
+    """examples/queues/admission-fair-sharing.yaml through ``schedule -o json``: team-b (2 GPUs of recent usage)
+    and team-c (8 on weight 2) before team-a (12), though team-a's job was created first."""
+    from click.testing import CliRunner
+
+    from accelsched.cli import main
+
+    example = Path(__file__).resolve().parent.parent / "examples/queues/admission-fair-sharing.yaml"
+    result = CliRunner().invoke(main, ["schedule", "-f", str(example), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    admitted = {w["namespace"]: w["admitted"] for w in yaml.safe_load(result.output)["workloads"]}
+    assert admitted == {"team-a": False, "team-b": True, "team-c": True}
+
+
+def _running(name: str, queue: str, cpu: str) -> dict:
+    doc = _workload(name, queue, cpu, 0)
+    assignment = [{"name": "one", "flavors": {"cpu": "default"}, "count": 1, "resourceUsage": {"cpu": cpu}}]
+    doc["status"] = {"admission": {"clusterQueue": "cq1", "podSetAssignments": assignment}}
+    return doc
+
+
+@pytest.mark.parametrize(("fair", "victim"), [(True, "run-a"), (False, "run-b")])
+def test_preemption_takes_the_candidate_of_the_local_queue_that_used_more(
+    tmp_path: Path, fair: bool, victim: str
+) -> None:
+    """CandidatesOrdering: run-b was admitted more recently, the usual first victim; with AFS the candidate of
+    lq-a (usage 8 against 1) goes first."""
+    cq = _cluster_queue()
+    cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    incoming = _workload("urgent", "lq-c", "4", 9)
+    incoming["spec"]["priority"] = 100
+    docs = [
+        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
+        _config(afs_on=fair),
+        cq,
+        _local_queue("lq-a", "1", {"cpu": "8"}),
+        _local_queue("lq-b", "1", {"cpu": "1"}),
+        _local_queue("lq-c", "1", None),
+        _running("run-a", "lq-a", "4"),
+        _running("run-b", "lq-b", "4"),
+        incoming,
+    ]
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    inputs = loader.load([path])
+    result = admission.admit(inputs.queues, inputs.pods, inputs.namespaces, inputs.nodes)
+    preempted = {o.info.name for o in result.outcomes if o.preempted}
+    assert preempted == {victim}

@@ -165,6 +165,8 @@ class _Admission:
         self.prioritize_preemptor = objects.config.prioritize_preemptor
         # admission fair sharing: the LocalQueues' decayed usage orders the queues that ask for it
         self.afs = admissionfairsharing.ledger(objects)
+        if self.afs is not None:
+            self.preemptor.local_queue_usage = self.afs.preemption_usage(objects.config)
         # accelsched's fairness over time across a cohort's ClusterQueues (off unless a root Cohort asks for it)
         self.cohort_history = cohortusage.history(
             self.tree, {name: c.usage_half_life for name, c in objects.cohorts.items()}

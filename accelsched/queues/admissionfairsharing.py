@@ -9,6 +9,9 @@ v0.19.2 orders that ClusterQueue's queue by (pkg/cache/queue/cluster_queue.go qu
    summed, over the LocalQueue's ``spec.fairSharing.weight`` (+Inf for a weight of 0 or less): lower first;
 2. then the base order: the workload waiting for its preemptions (sticky), higher priority, earlier creation.
 
+Preemption reads the same usage (preemption/common CandidatesOrdering): among candidates in the preemptor's
+ClusterQueue, those of the LocalQueue that used more go first.
+
 The usage is kept per LocalQueue as Kueue's ledger keeps it (pkg/cache/queue/afs, the LocalQueue and Workload
 controllers): it starts from ``status.fairSharing.admissionFairSharingStatus.consumedResources`` (seeded with
 lastUpdate = now, as initializeAfsIfNeeded does: the time before is not decayed); each admission pushes an entry
@@ -132,6 +135,15 @@ class Ledger:
         local = self.local_queues.get(key)
         weight = float(local.fair_weight) if local is not None else 1.0
         return usage(entry.consumed, entry.penalty, weight, self.afs.resource_weights)
+
+    def preemption_usage(self, config: KueueConfig) -> Callable[[Info, api.ClusterQueue], float | None]:
+        """LocalQueueFSUsage as the snapshot gives it to preemption: a workload's LocalQueue usage, None in a
+        ClusterQueue without admission fair sharing."""
+
+        def usage_of(info: Info, cq: api.ClusterQueue) -> float | None:
+            return self.usage(f"{info.namespace}/{info.queue_name}") if enabled(config, cq) else None
+
+        return usage_of
 
     def push_penalty(self, info: Info) -> None:
         """updateEntryPenalty on assume: the workload's entry penalty joins its LocalQueue's pending ones."""
