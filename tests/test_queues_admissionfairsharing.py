@@ -325,32 +325,43 @@ def test_the_example_admits_the_least_recent_users_first() -> None:
     assert admitted == {"team-a": False, "team-b": True, "team-c": True}
 
 
-def _running(name: str, queue: str, cpu: str) -> dict:
+def _running(name: str, queue: str, cpu: str, second: int) -> dict:
     doc = _workload(name, queue, cpu, 0)
     assignment = [{"name": "one", "flavors": {"cpu": "default"}, "count": 1, "resourceUsage": {"cpu": cpu}}]
-    doc["status"] = {"admission": {"clusterQueue": "cq1", "podSetAssignments": assignment}}
+    reserved = {
+        "type": "QuotaReserved",
+        "status": "True",
+        "reason": "QuotaReserved",
+        "message": "Quota reserved in ClusterQueue cq1",
+        "lastTransitionTime": f"{T0}{second:02d}Z",
+    }
+    doc["status"] = {"admission": {"clusterQueue": "cq1", "podSetAssignments": assignment}, "conditions": [reserved]}
     return doc
 
 
+@pytest.mark.parametrize("fair_sharing", [False, True])
 @pytest.mark.parametrize(("fair", "victim"), [(True, "run-a"), (False, "run-b")])
 def test_preemption_takes_the_candidate_of_the_local_queue_that_used_more(
-    tmp_path: Path, fair: bool, victim: str
+    tmp_path: Path, fair: bool, victim: str, fair_sharing: bool
 ) -> None:
-    """CandidatesOrdering: run-b was admitted more recently, the usual first victim; with AFS the candidate of
-    lq-a (usage 8 against 1) goes first."""
+    """CandidatesOrdering, in classical and in fair-sharing preemption: run-b was admitted more recently, the
+    usual first victim; with AFS the candidate of lq-a (usage 8 against 1) goes first."""
+    config = _config(afs_on=fair)
+    if fair_sharing:
+        config["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
     cq = _cluster_queue()
     cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
     incoming = _workload("urgent", "lq-c", "4", 9)
     incoming["spec"]["priority"] = 100
     docs = [
         {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
-        _config(afs_on=fair),
+        config,
         cq,
         _local_queue("lq-a", "1", {"cpu": "8"}),
         _local_queue("lq-b", "1", {"cpu": "1"}),
         _local_queue("lq-c", "1", None),
-        _running("run-a", "lq-a", "4"),
-        _running("run-b", "lq-b", "4"),
+        _running("run-a", "lq-a", "4", 10),
+        _running("run-b", "lq-b", "4", 20),
         incoming,
     ]
     path = tmp_path / "in.yaml"

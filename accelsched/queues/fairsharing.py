@@ -369,7 +369,7 @@ class _Ordering:
 
 
 Reservation = tuple[int, str, int]  # (0, the input's QuotaReserved time, 0), or (1, "", admission order here)
-Rank = tuple[bool, int, tuple[int, ...], str]
+Rank = tuple[bool, float, int, tuple[int, ...], str]
 
 
 def _newest_first(reserved: Reservation) -> tuple[int, ...]:
@@ -396,10 +396,14 @@ class FairPreemptor:
         if not candidates:
             return []
 
+        usage = self.base.local_queue_usage
+
         def rank(w: Admitted) -> Rank:
-            """CandidatesOrdering (AdmissionFairSharing off): other queues first, lower priority, the quota
-            reserved more recently, then by UID."""
-            return (w.cluster_queue == cq.name, w.info.priority, _newest_first(self.reserved(w)), w.info.uid)
+            """CandidatesOrdering: other queues first; with admission fair sharing, in the preemptor's queue the
+            LocalQueue that used more first; lower priority, the quota reserved more recently, then by UID."""
+            same = w.cluster_queue == cq.name
+            afs = -(usage(w.info, cq) or 0.0) if same and usage is not None else 0.0
+            return (same, afs, w.info.priority, _newest_first(self.reserved(w)), w.info.uid)
 
         candidates.sort(key=rank)
         revert = _with_usage(node, requests)  # the shares count the incoming workload
