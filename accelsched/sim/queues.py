@@ -143,6 +143,7 @@ class QueueTimeline:
     seconds: float
     placement_waits: int = 0  # pods admitted by quota but not placeable: quota given back, waited for capacity
     unschedulable: int = 0
+    demands: np.ndarray | None = None  # (samples, tenants): GPU milli running or waiting per tenant
 
     def _span(self) -> np.ndarray:
         lo, hi = self.window
@@ -217,6 +218,7 @@ def replay(
     samples: list[tuple[int, int]] = []
     share_rows: list[np.ndarray] = []
     ideal_rows: list[np.ndarray] = []
+    demand_rows: list[np.ndarray] = []
     unschedulable = placement_waits = 0
     ever_parked: set[int] = set()
     wait_of: dict[int, int] = {}
@@ -312,6 +314,7 @@ def replay(
         samples.append((now, cluster.allocated))
         share_rows.append(use.copy())
         ideal_rows.append(water_fill(nodes.gpu_milli_capacity, weights, demand))
+        demand_rows.append(demand)
     times = np.array([t for t, _ in samples], dtype=np.int64)
     out = QueueTimeline(
         policy,
@@ -326,6 +329,7 @@ def replay(
         0.0,
         placement_waits,
         unschedulable,
+        np.array(demand_rows, dtype=np.float64).reshape(len(samples), len(names)),
     )
     span = out._span()
     for t, s in enumerate(stats):
