@@ -103,6 +103,17 @@ def first_pods(pods: Pods, n: int | None) -> Pods:
     return pods.take(np.sort(np.argsort(pods.creation, kind="stable")[:n]))
 
 
+def bursts(pods: Pods, objects: QueueObjects, windows: int) -> list[str]:
+    """Bursty tenants drawn from the trace's own arrivals: the arrival span cut in ``windows`` equal windows,
+    window k's pods all in the k-th LocalQueue of the file (in turn): each tenant asks in bursts, and the backlog
+    of one burst meets the next tenant's."""
+    assert pods.creation is not None
+    keys = list(objects.local_queues)
+    lo, hi = float(pods.creation.min()), float(pods.creation.max())
+    width = max((hi - lo) / windows, 1.0)
+    return [keys[min(int((c - lo) // width), windows - 1) % len(keys)] for c in pods.creation.tolist()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=None, help="the first N pods of the list (default: all)")
@@ -113,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compress", type=float, default=30000.0)
     parser.add_argument("--queues", type=Path, default=QUEUES)
     parser.add_argument("--out", type=Path, default=None, help="write cohort-fairness.png here")
+    parser.add_argument(
+        "--bursts", type=int, default=0, help="tenants in N bursts of arrivals instead of by qos (0: by qos)"
+    )
     args = parser.parse_args(argv)
     from accelsched.config.fields import Fields
 
@@ -120,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     node_path, pod_path = trace_paths("openb", "default")
     nodes, pods = load_nodes(node_path), first_pods(load_pods(pod_path), args.pods)
     objects = queues.load_queues(args.queues)
-    queue_of = queues.tenants(pods, objects, "qos")
+    queue_of = bursts(pods, objects, args.bursts) if args.bursts else queues.tenants(pods, objects, "qos")
     replayed, of = workload(nodes, pods, queue_of, args.inflation, args.seed)
     typical = trace_typical_pods(pods, nodes.models)
     print(f"{replayed.n} pods ({pods.n} of the trace, inflated to {args.inflation}), {args.policy}, seed {args.seed}")

@@ -16,7 +16,8 @@ from typing import Any
 from accelsched.api import objects, quantity
 from accelsched.api.object_fields import _int, _list, _mapping, _str, _string_map
 from accelsched.api.selectors import LabelSelector, Taint, Toleration
-from accelsched.errors import Where
+from accelsched.config.fields import Fields
+from accelsched.errors import InputError, Where
 from accelsched.queues import resources
 from accelsched.queues import validation as rules
 from accelsched.queues.config import KueueConfig
@@ -40,6 +41,8 @@ STOP_NONE, HOLD, HOLD_AND_DRAIN = "None", "Hold", "HoldAndDrain"
 MAY_STOP_SEARCH, TRY_NEXT_FLAVOR = "MayStopSearch", "TryNextFlavor"
 NEVER, ANY = "Never", "Any"
 USAGE_BASED_AFS, NO_AFS = "UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"  # spec.admissionScope
+# accelsched's own, on a root Cohort: fairness over time across its ClusterQueues (queues.cohortusage)
+USAGE_HALF_LIFE_ANNOTATION = "accelsched.io/fair-sharing-usage-half-life"
 
 
 def is_kueue(doc: Mapping[str, Any]) -> bool:
@@ -481,14 +484,27 @@ def _consumed(where: Where, doc: Mapping[str, Any]) -> dict[str, float]:
 
 
 def parse_cohort(doc: Mapping[str, Any], source: str = "") -> Cohort:
-    from accelsched.queues import cohortusage  # the extension's module reads the quota tree, built from these
-
     where, name, _, meta = _where(doc, source, "Cohort")
     spec = _mapping(where, doc.get("spec"), "spec")
     parent = rules.check_name(where, spec.get("parentName"), "spec.parentName")
     groups = _resource_groups(where, spec, bool(parent), cohort=True)
-    half_life = cohortusage.half_life(where, _string_map(where, meta.get("annotations"), "metadata.annotations"))
+    half_life = _usage_half_life(where, _string_map(where, meta.get("annotations"), "metadata.annotations"))
     return Cohort(name, parent, groups, _weight(where, spec, "spec.fairSharing"), source, half_life)
+
+
+def _usage_half_life(where: Where, annotations: Mapping[str, str]) -> float | None:
+    """accelsched's USAGE_HALF_LIFE_ANNOTATION in seconds (None without it; queues.cohortusage reads it)."""
+    if USAGE_HALF_LIFE_ANNOTATION not in annotations:
+        return None
+    path = f"metadata.annotations[{USAGE_HALF_LIFE_ANNOTATION}]"
+    try:
+        fields = Fields(where.source, annotations, "", {USAGE_HALF_LIFE_ANNOTATION})
+        seconds = fields.duration(USAGE_HALF_LIFE_ANNOTATION, 0.0)
+    except InputError as exc:
+        raise where.error(path, exc.message) from None
+    if seconds <= 0:
+        raise where.error(path, f"Invalid value: {annotations[USAGE_HALF_LIFE_ANNOTATION]!r}: must be greater than 0")
+    return seconds
 
 
 def parse_local_queue(doc: Mapping[str, Any], source: str = "") -> LocalQueue:

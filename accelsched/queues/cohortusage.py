@@ -18,26 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from accelsched.config.fields import Fields
-from accelsched.errors import InputError, Where
 from accelsched.queues.admissionfairsharing import alpha
+from accelsched.queues.api import USAGE_HALF_LIFE_ANNOTATION as ANNOTATION
 from accelsched.queues.quota import FlavorResource, Node, QuotaTree
 
-ANNOTATION = "accelsched.io/fair-sharing-usage-half-life"
-
-
-def half_life(where: Where, annotations: Mapping[str, str]) -> float | None:
-    """The annotation's half-life in seconds (None without it); a bad value is an error naming it."""
-    if ANNOTATION not in annotations:
-        return None
-    path = f"metadata.annotations[{ANNOTATION}]"
-    try:
-        seconds = Fields(where.source, annotations, "", {ANNOTATION}).duration(ANNOTATION, 0.0)
-    except InputError as exc:
-        raise where.error(path, exc.message) from None
-    if seconds <= 0:
-        raise where.error(path, f"Invalid value: {annotations[ANNOTATION]!r}: must be greater than 0")
-    return seconds
+__all__ = ["ANNOTATION", "History", "history"]
 
 
 class History:
