@@ -3,11 +3,15 @@
     python -m benchmarks.cohortfairness                              # openb default list, inflated 1.3, FGD, seed 42
     python -m benchmarks.cohortfairness --pods 3000 --half-life 30m  # the first 3,000 pods only
     python -m benchmarks.cohortfairness --out docs/img               # also cohort-fairness.png
+    python -m benchmarks.cohortfairness --bursts 6 --inflation 1.0   # bursty tenants (below), not the qos ones
 
 The replay of ``simulate --queues`` (sim/queues.py) on ``examples/queues/openb-cohort-fairness.yaml``: three
 tenants by the trace's qos in one cohort that holds every GPU, equal weights, fair sharing on, no preemption, so
 Kueue's fair-sharing tournament alone decides which tenant gets a GPU as it frees. It runs twice on the same pods:
 as Kueue does it, and with queues/cohortusage's history (the annotation on the Cohort, ``--half-life``).
+``--bursts N`` draws the tenants from the trace's arrivals instead: the arrival span cut in N windows, each
+window's pods in one of the file's LocalQueues in turn (bursty demand: one tenant's backlog meets the next burst).
+``--queues`` takes another file (e.g. the example with a smaller Cohort quota).
 
 Reported per tenant, over the replay's clock (arrivals compressed, run times kept, as ``simulate --queues``):
 
