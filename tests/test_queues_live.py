@@ -380,3 +380,49 @@ def test_a_preempted_workload_object_is_told_so_and_nothing_is_admitted_on_its_r
     assert admitted == []  # the owner waits for the room
     once_released = workloadstatus.status_writes(session.queues, store, {"accelsched"})
     assert [w.name for w in once_released] == ["owner"] and "admission" in once_released[0].patch["status"]
+
+
+def _kueue_config_map(text: str, name: str = live_kueue.CONFIG_MAP) -> dict:
+    meta = {"name": name, "namespace": live_kueue.CONFIG_NAMESPACE}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {live_kueue.CONFIG_KEY: text}}
+
+
+KUEUE_CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+manageJobsWithoutQueueName: false
+fairSharing:
+  preemptionStrategies: [LessThanOrEqualToFinalShare]
+admissionFairSharing:
+  usageHalfLifeTime: 1h
+  resourceWeights: {nvidia.com/gpu: 4}
+"""
+
+
+def test_kueues_configuration_is_read_from_its_config_map() -> None:
+    snap = cluster_of(TWO_TEAMS)
+    other = _kueue_config_map("fairSharing: {}", name="something-else")  # another ConfigMap of kueue-system
+    snap.kueue[live_kueue.CONFIG] = [other, _kueue_config_map(KUEUE_CONFIG)]
+    converted = live_convert.convert(snap)
+    assert not converted.errors
+    config = converted.inputs.queues.config
+    assert config.fair_sharing == ("LessThanOrEqualToFinalShare",)
+    assert config.admission_fair_sharing is not None
+    assert (config.admission_fair_sharing.usage_half_life, dict(config.admission_fair_sharing.resource_weights)) == (
+        3600.0,
+        {"nvidia.com/gpu": 4.0},
+    )
+    # without the ConfigMap (or with text that is no YAML mapping) Kueue's defaults hold: fair sharing off
+    for items in ([], [_kueue_config_map(": not yaml :")], [other]):
+        snap.kueue[live_kueue.CONFIG] = items
+        assert live_convert.convert(snap).inputs.queues.config.fair_sharing is None
+
+
+def test_a_bad_field_of_kueues_config_map_is_named() -> None:
+    snap = cluster_of(TWO_TEAMS)
+    bad = KUEUE_CONFIG.replace("[LessThanOrEqualToFinalShare]", "[Nope]")
+    snap.kueue[live_kueue.CONFIG] = [_kueue_config_map(bad)]
+    converted = live_convert.convert(snap)
+    (message,) = converted.errors.values()
+    assert "fairSharing.preemptionStrategies" in message
+    assert converted.inputs.queues.config.fair_sharing is None  # left out, the rest read
+    assert set(converted.inputs.queues.cluster_queues) == {"team-a", "team-b"}

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+import yaml
+
 from accelsched.api.loader import Document
 from accelsched.api.objects import Pod
 from accelsched.fabric import levels as fabric_levels
@@ -29,6 +31,11 @@ from accelsched.queues.admission import EVICTED, QueueResult
 API = f"/apis/{queue_api.API_VERSION}"
 HYPERNODE_API_VERSION = "topology.volcano.sh/v1alpha1"
 JOB = "Job"
+# Kueue's own Configuration (fair sharing, admission fair sharing), as Kueue's manifests install it: the
+# controller_manager_config.yaml key of the kueue-manager-config ConfigMap in kueue-system. Only that namespace's
+# ConfigMaps are listed (the namespace is in the path).
+CONFIG = "KueueConfiguration"
+CONFIG_NAMESPACE, CONFIG_MAP, CONFIG_KEY = "kueue-system", "kueue-manager-config", "controller_manager_config.yaml"
 TERMINATION_TARGET = "TerminationTarget"  # pkg/controller/jobs/pod ConditionTypeTerminationTarget
 WAITING = "waiting for quota"  # how a held pod's message starts (the queue layer's own, for a StrictFIFO wait)
 # kind -> where it lives: the informers every live reader keeps (all optional).
@@ -42,10 +49,12 @@ RESOURCES = {
     fabric_levels.KIND: Resource(API, "topologies", namespaced=False),
     "HyperNode": Resource(f"/apis/{HYPERNODE_API_VERSION}", "hypernodes", namespaced=False),
     JOB: Resource("/apis/batch/v1", "jobs"),
+    CONFIG: Resource(f"/api/v1/namespaces/{CONFIG_NAMESPACE}", "configmaps", namespaced=False),
 }
 API_VERSIONS = {kind: queue_api.API_VERSION for kind in RESOURCES} | {
     "HyperNode": HYPERNODE_API_VERSION,
     JOB: "batch/v1",
+    CONFIG: "v1",
 }
 
 
@@ -55,6 +64,9 @@ def documents(objects: Mapping[str, Iterable[JSON]], source: str) -> list[Docume
     controller has made them already (live.convert reads their labels)."""
     out = []
     for kind, items in objects.items():
+        if kind == CONFIG:
+            out += config_documents(items)
+            continue
         if kind == JOB:
             continue
         for doc in items:
@@ -62,6 +74,24 @@ def documents(objects: Mapping[str, Iterable[JSON]], source: str) -> list[Docume
                 doc = {**doc, "kind": kind, "apiVersion": doc.get("apiVersion") or API_VERSIONS[kind]}
             out.append(Document(doc, source, kind))
     return out
+
+
+def config_documents(config_maps: Iterable[JSON]) -> list[Document]:
+    """Kueue's Configuration from its ConfigMap, as a document of the input (queues.config reads it as it reads
+    the file given with -f; a bad field is an error naming it). A ConfigMap without the key, or whose text is not
+    one YAML mapping, gives none: Kueue itself would not have started with it."""
+    for config_map in config_maps:
+        if (config_map.get("metadata") or {}).get("name") != CONFIG_MAP:
+            continue
+        text = (config_map.get("data") or {}).get(CONFIG_KEY)
+        try:
+            doc = yaml.safe_load(text) if isinstance(text, str) else None
+        except yaml.YAMLError:
+            doc = None
+        if isinstance(doc, dict):
+            source = f"ConfigMap {CONFIG_NAMESPACE}/{CONFIG_MAP} ({CONFIG_KEY})"
+            return [Document(doc, source, str(doc.get("kind") or ""))]
+    return []
 
 
 def list_objects(kube: Kube) -> dict[str, list[JSON]]:

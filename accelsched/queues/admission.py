@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from accelsched.api.objects import Namespace, Node, Pod
-from accelsched.queues import api, fairsharing, preemption, quota
+from accelsched.queues import admissionfairsharing, api, cohortusage, fairsharing, preemption, quota
 from accelsched.queues.api import ClusterQueue, QueueObjects
 from accelsched.queues.flavorassigner import Assignment, AssignmentMode, FlavorAssigner, pending_flavors
 from accelsched.queues.preemption import Admitted, Oracle, Preemptor, Target
@@ -163,6 +163,14 @@ class _Admission:
             fair = fairsharing.FairPreemptor(self.preemptor, objects.config.fair_sharing, self._reservation)
             self.preemptor.fair_targets = fair.targets
         self.prioritize_preemptor = objects.config.prioritize_preemptor
+        # admission fair sharing: the LocalQueues' decayed usage orders the queues that ask for it
+        self.afs = admissionfairsharing.ledger(objects)
+        if self.afs is not None:
+            self.preemptor.local_queue_usage = self.afs.preemption_usage(objects.config)
+        # accelsched's fairness over time across a cohort's ClusterQueues (off unless a root Cohort asks for it)
+        self.cohort_history = cohortusage.history(
+            self.tree, {name: c.usage_half_life for name, c in objects.cohorts.items()}
+        )
         # per ClusterQueue, the workload waiting for its preemptions until it is admitted (Kueue's pw, IsPreemptor)
         self.preempting: dict[str, Outcome] = {}
         self.nominated: dict[int, list[Target]] = {}  # this cycle's preemption targets per head, found at nomination
@@ -306,11 +314,10 @@ class _Admission:
                 cq = self.objects.cluster_queues[name]
                 if not pending:
                     continue
-                sticky = self.preemptor_head.get(name)
-                head = sticky if sticky in pending else pending[0]
+                head = self._head(cq, pending)
                 if name in self.inactive:
                     head.refuse(PENDING, f"ClusterQueue {name} is inactive")
-                    pending.pop(0)  # an inactive queue yields no heads: each of its workloads waits
+                    pending.remove(head)  # an inactive queue yields no heads: each of its workloads waits
                     continue
                 selector = cq.namespace_selector
                 labels = self.namespace_labels.get(
@@ -318,7 +325,7 @@ class _Admission:
                 )
                 if selector is None or not selector.matches(labels):
                     head.refuse(PENDING, NAMESPACE_MISMATCH)
-                    pending.pop(0)  # requeued as inadmissible in both strategies
+                    pending.remove(head)  # requeued as inadmissible in both strategies
                     continue
                 assignment = self._assign(head, cq)
                 heads.append((head, cq, assignment))
@@ -345,6 +352,14 @@ class _Admission:
                 self._mark_blocked(queues)
                 break
 
+    def _head(self, cq: ClusterQueue, pending: list[Outcome]) -> Outcome:
+        """ClusterQueue.Pop: the workload waiting for its preemptions, else the first in queue order; with admission
+        fair sharing, the lowest LocalQueue usage first (queues.admissionfairsharing)."""
+        sticky = self.preemptor_head.get(cq.name)
+        if self.afs is not None and admissionfairsharing.enabled(self.objects.config, cq):
+            return self.afs.head(pending, sticky if sticky in pending else None)
+        return sticky if sticky in pending else pending[0]
+
     def _order(
         self, heads: list[tuple[Outcome, ClusterQueue, Assignment]]
     ) -> Iterable[tuple[Outcome, ClusterQueue, Assignment]]:
@@ -370,6 +385,7 @@ class _Admission:
                 waiting(h),
             ),
             first,
+            self.cohort_history.usage if self.cohort_history is not None else None,
         )
 
     def _assign(self, outcome: Outcome, cq: ClusterQueue) -> Assignment:
@@ -417,6 +433,8 @@ class _Admission:
             return False  # requeued at once: tried again next cycle
         self._hold(outcome, cq, dict(assignment.usage))
         outcome.admit(cq.name, assignment.flavors())
+        if self.afs is not None and admissionfairsharing.enabled(self.objects.config, cq):
+            self.afs.push_penalty(outcome.info)  # shouldApplyEntryPenalty: counts in the order at once
         pending.remove(outcome)
         self._status_changed(cq.name)
         if self.preempting.get(cq.name) is outcome:

@@ -16,7 +16,8 @@ from typing import Any
 from accelsched.api import objects, quantity
 from accelsched.api.object_fields import _int, _list, _mapping, _str, _string_map
 from accelsched.api.selectors import LabelSelector, Taint, Toleration
-from accelsched.errors import Where
+from accelsched.config.fields import Fields
+from accelsched.errors import InputError, Where
 from accelsched.queues import resources
 from accelsched.queues import validation as rules
 from accelsched.queues.config import KueueConfig
@@ -39,6 +40,9 @@ STRICT_FIFO, BEST_EFFORT_FIFO = "StrictFIFO", "BestEffortFIFO"
 STOP_NONE, HOLD, HOLD_AND_DRAIN = "None", "Hold", "HoldAndDrain"
 MAY_STOP_SEARCH, TRY_NEXT_FLAVOR = "MayStopSearch", "TryNextFlavor"
 NEVER, ANY = "Never", "Any"
+USAGE_BASED_AFS, NO_AFS = "UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"  # spec.admissionScope
+# accelsched's own, on a root Cohort: fairness over time across its ClusterQueues (queues.cohortusage)
+USAGE_HALF_LIFE_ANNOTATION = "accelsched.io/fair-sharing-usage-half-life"
 
 
 def is_kueue(doc: Mapping[str, Any]) -> bool:
@@ -119,6 +123,7 @@ class ClusterQueue:
     preemption: Preemption = field(default_factory=Preemption)
     fair_weight: Fraction = Fraction(1)
     source: str = ""
+    admission_mode: str = ""  # spec.admissionScope.admissionMode ("" without one): queues.admissionfairsharing
 
 
 @dataclass
@@ -128,6 +133,7 @@ class Cohort:
     resource_groups: tuple[ResourceGroup, ...] = ()
     fair_weight: Fraction = Fraction(1)
     source: str = ""
+    usage_half_life: float | None = None  # accelsched's annotation (queues.cohortusage): fairness over time
 
 
 @dataclass
@@ -137,6 +143,10 @@ class LocalQueue:
     cluster_queue: str
     stop_policy: str = STOP_NONE
     source: str = ""
+    fair_weight: Fraction = Fraction(1)  # spec.fairSharing.weight: admission fair sharing divides usage by it
+    # status.fairSharing.admissionFairSharingStatus.consumedResources as Kueue's floats (Quantity
+    # AsApproximateFloat64: cpu in cores): the decayed usage admission fair sharing starts from
+    consumed: dict[str, float] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -443,23 +453,70 @@ def parse_cluster_queue(doc: Mapping[str, Any], source: str = "") -> ClusterQueu
         preemption,
         _weight(where, spec, "spec.fairSharing"),
         source,
+        _admission_mode(where, spec),
     )
 
 
+def _admission_mode(where: Where, spec: Mapping[str, Any]) -> str:
+    """spec.admissionScope (the CRD: admissionMode required, one of two values)."""
+    scope = spec.get("admissionScope")
+    if scope is None:
+        return ""
+    mode = _str(where, _mapping(where, scope, "spec.admissionScope").get("admissionMode"), "")
+    path = "spec.admissionScope.admissionMode"
+    if not mode:
+        raise where.error(path, "Required value")
+    if mode not in (USAGE_BASED_AFS, NO_AFS):
+        raise where.error(path, f'Unsupported value: "{mode}": supported values: "{USAGE_BASED_AFS}", "{NO_AFS}"')
+    return mode
+
+
+def _consumed(where: Where, doc: Mapping[str, Any]) -> dict[str, float]:
+    """status.fairSharing.admissionFairSharingStatus.consumedResources, as Kueue's floats."""
+    path = "status.fairSharing.admissionFairSharingStatus"
+    status = _mapping(where, doc.get("status"), "status")
+    fair = _mapping(where, status.get("fairSharing"), "status.fairSharing")
+    afs = _mapping(where, fair.get("admissionFairSharingStatus"), path)
+    out = {}
+    for name, value in _mapping(where, afs.get("consumedResources"), f"{path}.consumedResources").items():
+        try:
+            out[str(name)] = float(quantity.parse_fraction(value))
+        except ValueError as exc:
+            raise where.error(f"{path}.consumedResources[{name}]", str(exc)) from None
+    return out
+
+
 def parse_cohort(doc: Mapping[str, Any], source: str = "") -> Cohort:
-    where, name, _, _ = _where(doc, source, "Cohort")
+    where, name, _, meta = _where(doc, source, "Cohort")
     spec = _mapping(where, doc.get("spec"), "spec")
     parent = rules.check_name(where, spec.get("parentName"), "spec.parentName")
     groups = _resource_groups(where, spec, bool(parent), cohort=True)
-    return Cohort(name, parent, groups, _weight(where, spec, "spec.fairSharing"), source)
+    half_life = _usage_half_life(where, _string_map(where, meta.get("annotations"), "metadata.annotations"))
+    return Cohort(name, parent, groups, _weight(where, spec, "spec.fairSharing"), source, half_life)
+
+
+def _usage_half_life(where: Where, annotations: Mapping[str, str]) -> float | None:
+    """accelsched's USAGE_HALF_LIFE_ANNOTATION in seconds (None without it; queues.cohortusage reads it)."""
+    if USAGE_HALF_LIFE_ANNOTATION not in annotations:
+        return None
+    path = f"metadata.annotations[{USAGE_HALF_LIFE_ANNOTATION}]"
+    try:
+        fields = Fields(where.source, annotations, "", {USAGE_HALF_LIFE_ANNOTATION})
+        seconds = fields.duration(USAGE_HALF_LIFE_ANNOTATION, 0.0)
+    except InputError as exc:
+        raise where.error(path, exc.message) from None
+    if seconds <= 0:
+        raise where.error(path, f"Invalid value: {annotations[USAGE_HALF_LIFE_ANNOTATION]!r}: must be greater than 0")
+    return seconds
 
 
 def parse_local_queue(doc: Mapping[str, Any], source: str = "") -> LocalQueue:
     where, name, namespace, _ = _where(doc, source, "LocalQueue")
     spec = _mapping(where, doc.get("spec"), "spec")
     cluster_queue = rules.check_name(where, spec.get("clusterQueue"), "spec.clusterQueue")
-    _weight(where, spec, "spec.fairSharing")
-    return LocalQueue(namespace, name, cluster_queue, _str(where, spec.get("stopPolicy"), "", STOP_NONE), source)
+    weight = _weight(where, spec, "spec.fairSharing")
+    stop = _str(where, spec.get("stopPolicy"), "", STOP_NONE)
+    return LocalQueue(namespace, name, cluster_queue, stop, source, weight, _consumed(where, doc))
 
 
 def parse_workload_priority_class(doc: Mapping[str, Any], source: str = "") -> WorkloadPriorityClass:

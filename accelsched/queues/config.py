@@ -8,7 +8,8 @@ Its other fields (webhooks, integrations, metrics, ...) do not change admission 
   ``preemptionStrategies`` is required; in v1beta1 it is on with ``enable: true``, the strategies defaulting to
   both, in order (v1beta1 defaults.go). Either way the list must be one of Kueue's valid sets
   (pkg/config/validation.go validateFairSharing).
-- ``featureGates``: ``PrioritizePreemptorWorkloads`` is honoured (its default, off, otherwise);
+- ``featureGates``: ``PrioritizePreemptorWorkloads`` is honoured (its default, off, otherwise), and
+  ``AdmissionFairSharing`` (beta, on by default: false turns admissionFairSharing off);
 - ``admissionFairSharing``: usageHalfLifeTime, usageSamplingInterval (default 5m) and resourceWeights, checked as
   validateAdmissionFairSharing checks them.
 """
@@ -30,6 +31,7 @@ LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 DEFAULT_STRATEGIES = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
 VALID_STRATEGY_SETS = ((LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,), (LESS_THAN_INITIAL_SHARE,), DEFAULT_STRATEGIES)
 PRIORITIZE_PREEMPTOR = "PrioritizePreemptorWorkloads"
+ADMISSION_FAIR_SHARING = "AdmissionFairSharing"
 DEFAULT_SAMPLING_INTERVAL = 300.0  # seconds (v1beta2 defaults.go: 5min)
 _NEGATIVE = "must be greater than or equal to 0"
 
@@ -91,6 +93,8 @@ def parse(doc: Mapping[str, Any], source: str = "") -> KueueConfig:
         raise InputError(
             "must be a map of feature names to true or false", source=source, obj=obj, field="featureGates"
         )
+    if not gates.get(ADMISSION_FAIR_SHARING, True):
+        afs = None  # afs.Enabled: the configuration and the gate (beta, on by default)
     # Other gates are read past: those that change admission keep Kueue's defaults here (docs/queues.md).
     return KueueConfig(strategies, afs, bool(gates.get(PRIORITIZE_PREEMPTOR, False)), source)
 

@@ -157,9 +157,16 @@ class Entry:
     preemptor: bool = False  # waiting for its victims (counts with PrioritizePreemptorWorkloads only)
 
 
-def tournament(entries: Sequence[E], entry: Callable[[E], Entry], prioritize_preemptor: bool = False) -> Iterator[E]:
+def tournament(
+    entries: Sequence[E],
+    entry: Callable[[E], Entry],
+    prioritize_preemptor: bool = False,
+    history: Callable[[Node], Mapping[FlavorResource, int]] | None = None,
+) -> Iterator[E]:
     """fairSharingIterator: the cycle's heads, one at a time; each pick is made on the tree's usage at that
-    moment, so a head admitted earlier in the cycle counts against its cohort's next one."""
+    moment, so a head admitted earlier in the cycle counts against its cohort's next one. ``history``
+    (accelsched's extension, queues.cohortusage): each ClusterQueue's decayed usage, added to the usage the
+    shares are compared on (not to the no-borrowing test)."""
     remaining = list(entries)
     while remaining:
         first = entry(remaining[0]).node  # getCq: any ClusterQueue with a head (here the first in input order)
@@ -168,7 +175,13 @@ def tournament(entries: Sequence[E], entry: Callable[[E], Entry], prioritize_pre
             root = first.root()
             by_node = {id(entry(e).node): e for e in remaining}
             drs, requested = _tournament_shares(root, by_node, entry)
-            best = _run(root, by_node, drs, requested, entry, prioritize_preemptor)
+            over_time = None
+            if history is not None:
+                past = [_with_usage(cq, history(cq)) for cq in _cluster_queues(root)]
+                over_time, _ = _tournament_shares(root, by_node, entry)
+                for revert in reversed(past):
+                    revert()
+            best = _run(root, by_node, drs, requested, entry, prioritize_preemptor, over_time)
             index = next(i for i, e in enumerate(remaining) if e is best)
         chosen = remaining.pop(index)
         yield chosen
@@ -210,12 +223,13 @@ def _run(
     requested: dict[int, Mapping[FlavorResource, int]],
     entry: Callable[[E], Entry],
     prioritize_preemptor: bool,
+    over_time: dict[tuple[int, int], DRS] | None = None,
 ) -> E | None:
     """runTournament: each child cohort's winner, then each ClusterQueue's head; the least of them wins."""
     candidates: list[E] = []
     for child in cohort.children:
         if child.is_cohort:
-            won = _run(child, by_node, drs, requested, entry, prioritize_preemptor)
+            won = _run(child, by_node, drs, requested, entry, prioritize_preemptor, over_time)
             if won is not None:
                 candidates.append(won)
     candidates += [by_node[id(c)] for c in cohort.children if not c.is_cohort and id(c) in by_node]
@@ -223,7 +237,7 @@ def _run(
         return None
     best = candidates[0]
     for current in candidates[1:]:
-        if _less(entry(current), entry(best), cohort, drs, requested, prioritize_preemptor):
+        if _less(entry(current), entry(best), cohort, drs, requested, prioritize_preemptor, over_time):
             best = current
     return best
 
@@ -235,8 +249,9 @@ def _less(
     drs: dict[tuple[int, int], DRS],
     requested: dict[int, Mapping[FlavorResource, int]],
     prioritize_preemptor: bool,
+    over_time: dict[tuple[int, int], DRS] | None = None,
 ) -> bool:
-    """entryComparer.less."""
+    """entryComparer.less; with ``over_time`` (queues.cohortusage) the shares compared count the decayed usage."""
     if prioritize_preemptor and a.preemptor != b.preemptor:
         return a.preemptor
     a_drs, b_drs = drs[(id(parent), id(a.node))], drs[(id(parent), id(b.node))]
@@ -244,6 +259,8 @@ def _less(
     b_borrows = b_drs.borrowing_on(requested[id(b.node)])
     if a_borrows != b_borrows:  # FairSharingPrioritizeNonBorrowing
         return not a_borrows
+    if over_time is not None:
+        a_drs, b_drs = over_time[(id(parent), id(a.node))], over_time[(id(parent), id(b.node))]
     c = compare(a_drs, b_drs)
     if c:
         return c < 0
@@ -352,7 +369,7 @@ class _Ordering:
 
 
 Reservation = tuple[int, str, int]  # (0, the input's QuotaReserved time, 0), or (1, "", admission order here)
-Rank = tuple[bool, int, tuple[int, ...], str]
+Rank = tuple[bool, float, int, tuple[int, ...], str]
 
 
 def _newest_first(reserved: Reservation) -> tuple[int, ...]:
@@ -379,10 +396,14 @@ class FairPreemptor:
         if not candidates:
             return []
 
+        usage = self.base.local_queue_usage
+
         def rank(w: Admitted) -> Rank:
-            """CandidatesOrdering (AdmissionFairSharing off): other queues first, lower priority, the quota
-            reserved more recently, then by UID."""
-            return (w.cluster_queue == cq.name, w.info.priority, _newest_first(self.reserved(w)), w.info.uid)
+            """CandidatesOrdering: other queues first; with admission fair sharing, in the preemptor's queue the
+            LocalQueue that used more first; lower priority, the quota reserved more recently, then by UID."""
+            same = w.cluster_queue == cq.name
+            afs = -(usage(w.info, cq) or 0.0) if same and usage is not None else 0.0
+            return (same, afs, w.info.priority, _newest_first(self.reserved(w)), w.info.uid)
 
         candidates.sort(key=rank)
         revert = _with_usage(node, requests)  # the shares count the incoming workload

@@ -12,6 +12,7 @@ import bisect
 from collections.abc import Iterable
 
 from accelsched.api.objects import Namespace, Node
+from accelsched.queues import admissionfairsharing
 from accelsched.queues.admission import Outcome, _Admission
 from accelsched.queues.api import ClusterQueue, QueueObjects
 from accelsched.queues.preemption import Admitted, Target
@@ -59,11 +60,32 @@ class OpenAdmission(_Admission):
         """A released workload back into its queue."""
         bisect.insort(self.queues.setdefault(outcome.cluster_queue, []), outcome, key=_queue_order)
 
+    def advance(self, now: float) -> None:
+        """The clock moves to ``now`` (seconds): admission fair sharing's sampling ticks decay each LocalQueue's
+        usage toward what it has admitted (queues.admissionfairsharing), and the cohort history of accelsched's
+        extension each ClusterQueue's (queues.cohortusage)."""
+        if self.cohort_history is not None:
+            self.cohort_history.advance(now)
+        if self.afs is not None:
+            usage: list[dict[str, dict[str, float]]] = []  # summed once, and only when a tick is due
+
+            def admitted(key: str) -> dict[str, float]:
+                if not usage:
+                    usage.append(self._local_queue_usage())
+                return usage[0].get(key, {})
+
+            self.afs.advance(now, self._fair_local_queues(), admitted)
+
     def run_cycles(self) -> tuple[list[Outcome], list[Outcome]]:
         """Kueue's cycles until nothing more moves: (admitted, evicted) by this call, each once, in order. A
         workload can be in both: evicted, then admitted again in a later cycle of the same call."""
         self._admitted_now, self._evicted_now = [], []
         self._cycles(self.queues)
+        if self.afs is not None and self.afs.pending():
+            # the Workload controller settles each entry penalty as its workload turns Admitted
+            usage = self._local_queue_usage()
+            for key in self.afs.pending():
+                self.afs.settle(key, usage.get(key, {}))
         evicted = list({id(o): o for o in self._evicted_now}.values())
         admitted = [o for o in {id(o): o for o in self._admitted_now}.values() if o.admitted]
         return admitted, evicted
@@ -73,6 +95,25 @@ class OpenAdmission(_Admission):
             yield from pending
         for inadmissible in self.inadmissible.values():
             yield from inadmissible
+
+    def _fair_local_queues(self) -> list[str]:
+        config = self.objects.config
+        return [
+            key
+            for key, lq in self.objects.local_queues.items()
+            if (cq := self.objects.cluster_queues.get(lq.cluster_queue)) is not None
+            and admissionfairsharing.enabled(config, cq)
+        ]
+
+    def _local_queue_usage(self) -> dict[str, dict[str, float]]:
+        """cacheLq.GetAdmittedUsage per LocalQueue: its admitted workloads' usage, flavors summed."""
+        out: dict[str, dict[str, float]] = {}
+        for records in self.admitted.values():
+            for record in records:
+                usage = out.setdefault(f"{record.info.namespace}/{record.info.queue_name}", {})
+                for (_, name), amount in record.usage.items():
+                    usage[name] = usage.get(name, 0.0) + admissionfairsharing.kueue_amount(name, amount)
+        return out
 
     # the base class's hooks, recorded
 

@@ -110,6 +110,9 @@ class Preemptor:
         self.tree, self.cluster_queues, self.admitted = tree, cluster_queues, admitted
         # With fair sharing on, Kueue's getTargets takes fairPreemptions instead (queues.fairsharing sets this).
         self.fair_targets: TargetsFn | None = None
+        # With admission fair sharing on a ClusterQueue, its LocalQueues' usage (queues.admissionfairsharing sets
+        # this): None for a ClusterQueue without it.
+        self.local_queue_usage: Callable[[Info, ClusterQueue], float | None] | None = None
 
     # ------------------------------------------------------------------------------------ the tree's usage
 
@@ -137,6 +140,11 @@ class Preemptor:
         hierarchy, priority = self._hierarchical(info, cq, node, requests, frs)
         for group in (same, hierarchy, priority):
             group.sort(key=lambda c: (c.workload.info.priority, -c.workload.sequence, c.workload.info.uid))
+        usage = self.local_queue_usage
+        if usage is not None and usage(info, cq) is not None:
+            # CandidatesOrdering with AFS: in the preemptor's ClusterQueue, the LocalQueue that used more gives
+            # first (a stable sort: the order above among equal usage). Candidates of other ClusterQueues keep it.
+            same.sort(key=lambda c: -(usage(c.workload.info, cq) or 0.0))
         candidates = hierarchy + priority + same
         forbidden = cq.preemption.borrow_within_cohort == api.NEVER
         if (not hierarchy and not priority) or (forbidden and not self._under_nominal(node, frs)):

@@ -62,6 +62,10 @@ def load_queues(path: str | Path) -> QueueObjects:
     scaled.cohorts = {
         name: dataclasses.replace(c, resource_groups=_scaled(c.resource_groups)) for name, c in objects.cohorts.items()
     }
+    scaled.local_queues = {  # admission fair sharing's starting usage, in the same milli-GPUs
+        key: dataclasses.replace(lq, consumed={k: v * MILLI if k == GPU else v for k, v in lq.consumed.items()})
+        for key, lq in objects.local_queues.items()
+    }
     return scaled
 
 
@@ -139,6 +143,7 @@ class QueueTimeline:
     seconds: float
     placement_waits: int = 0  # pods admitted by quota but not placeable: quota given back, waited for capacity
     unschedulable: int = 0
+    demands: np.ndarray | None = None  # (samples, tenants): GPU milli running or waiting per tenant
 
     def _span(self) -> np.ndarray:
         lo, hi = self.window
@@ -213,6 +218,7 @@ def replay(
     samples: list[tuple[int, int]] = []
     share_rows: list[np.ndarray] = []
     ideal_rows: list[np.ndarray] = []
+    demand_rows: list[np.ndarray] = []
     unschedulable = placement_waits = 0
     ever_parked: set[int] = set()
     wait_of: dict[int, int] = {}
@@ -256,6 +262,7 @@ def replay(
     k = 0
     while k < len(order) or leaving:
         now = next_instant(created, order, k, leaving)
+        admission.advance(now)
         left = False
         while leaving and leaving[0][0] == now:
             _, i, run, node, gpus = heapq.heappop(leaving)
@@ -307,6 +314,7 @@ def replay(
         samples.append((now, cluster.allocated))
         share_rows.append(use.copy())
         ideal_rows.append(water_fill(nodes.gpu_milli_capacity, weights, demand))
+        demand_rows.append(demand)
     times = np.array([t for t, _ in samples], dtype=np.int64)
     out = QueueTimeline(
         policy,
@@ -321,6 +329,7 @@ def replay(
         0.0,
         placement_waits,
         unschedulable,
+        np.array(demand_rows, dtype=np.float64).reshape(len(samples), len(names)),
     )
     span = out._span()
     for t, s in enumerate(stats):

@@ -379,3 +379,29 @@ def test_run_admits_workload_objects_writing_their_status_as_kueues_scheduler(te
         teams.api.delete(live_kueue.RESOURCES["Workload"], "w2", teams.namespaces["a"])
         wait_for("w3 admitted", lambda: _workload_status(teams, "a", "w3").get("admission"))
         assert _condition(_workload_status(teams, "a", "w3"), "Admitted")["status"] == "True"
+
+
+def test_from_cluster_reads_kueues_configuration_from_its_config_map(teams: Teams) -> None:
+    """The kueue-manager-config ConfigMap's controller_manager_config.yaml, as Kueue's manifests install it: fair
+    sharing and admission fair sharing on for --from-cluster (and run's and the web view's informers alike)."""
+    teams.set_up(nodes=1)
+    ensure_namespace(teams.kube.api, live_kueue.CONFIG_NAMESPACE)
+    text = (
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        "fairSharing: {preemptionStrategies: [LessThanInitialShare]}\n"
+        "admissionFairSharing: {usageHalfLifeTime: 10m, usageSamplingInterval: 1m}\n"
+    )
+    config_maps = k.Resource("/api/v1", "configmaps")
+    meta = {"name": live_kueue.CONFIG_MAP, "namespace": live_kueue.CONFIG_NAMESPACE}
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {live_kueue.CONFIG_KEY: text}}
+    _, before = session_from_cluster(teams.api)
+    assert before.inputs.queues.config.fair_sharing is None
+    teams.api.create(config_maps, body, live_kueue.CONFIG_NAMESPACE)
+    try:
+        _, converted = session_from_cluster(teams.api)
+        config = converted.inputs.queues.config
+        assert config.fair_sharing == ("LessThanInitialShare",)
+        assert config.admission_fair_sharing is not None
+        assert config.admission_fair_sharing.usage_sampling_interval == 60.0
+    finally:
+        teams.api.delete(config_maps, live_kueue.CONFIG_MAP, live_kueue.CONFIG_NAMESPACE)
