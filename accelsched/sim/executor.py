@@ -202,7 +202,9 @@ def _connect(ray: Any, address: str) -> None:
     try:
         # A driver on the head's own loopback says so: Ray would otherwise take the host's interface address.
         loopback = {"_node_ip_address": "127.0.0.1"} if _is_loopback(address) else {}
-        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, configure_logging=True, **loopback)
+        ray.init(
+            address=address, logging_level=logging.ERROR, log_to_driver=False, configure_logging=True, **loopback
+        )
     except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... for the same thing
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot join the Ray cluster at {address}: {first}", field=FIELD) from None
