@@ -144,3 +144,12 @@ def test_scale_options_are_checked_before_anything_runs():
     result = runner.invoke(main, ["simulate", "--mode", "timeline", "--scale-pods", "0"])
     assert result.exit_code == 2 and "--scale-pods: must be from 1 to" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.integration  # a fresh simulate process, as the benchmarks' smoke tests
+def test_the_benchmark_row_runs_simulate_at_a_scaled_size():
+    from benchmarks.simulate import scale_rows
+
+    (row,) = scale_rows([60], 10.5, timeout=300)
+    assert row["rc"] == 0 and row["nodes"] == 60 and row["pods"] == 630
+    assert 0 < row["peak_waiting"] < row["pods"] and row["peak_rss_mib"] > 0
