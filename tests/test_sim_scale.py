@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -147,7 +148,9 @@ def test_scale_options_are_checked_before_anything_runs():
 
 
 @pytest.mark.integration  # a fresh simulate process, as the benchmarks' smoke tests
-def test_the_benchmark_row_runs_simulate_at_a_scaled_size():
+def test_the_benchmark_row_runs_simulate_at_a_scaled_size(monkeypatch):
+    # benchmarks/ is not an installed package: import it from the checkout
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
     from benchmarks.simulate import scale_rows
 
     (row,) = scale_rows([60], 10.5, timeout=300)
