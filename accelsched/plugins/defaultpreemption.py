@@ -10,7 +10,9 @@ kube-scheduler's evaluator (pkg/scheduler/framework/preemption), step by step:
    a lower-priority pod as "No preemption victims found for incoming pod" (SelectVictimsOnNode).
 3. A dry run per node (SelectVictimsOnNode): remove every pod of lower priority; if the pod still does not fit,
    the node keeps its filter reasons. Otherwise add the removed pods back, most important first, keeping each one
-   with which the pod still fits: the rest are the victims.
+   with which the pod still fits: the rest are the victims. When every filter of the profile reads only the node at
+   hand, this runs on a copy of the node (its free amounts and device ledger), as kube-scheduler's runs on a
+   NodeInfo clone; otherwise on the live state, restored after.
 4. The candidate: lowest highest-victim priority, then lowest priority sum, then fewest victims, then first.
 5. The victims are evicted and the pod is nominated to that node.
 
