@@ -555,8 +555,9 @@ def _timeline(con, nodes, pods, chosen, seeds, tie_break, compress, out, command
             rows,
             images,
             [
-                f"{pods_run.n} pods of {Path(pods.source).name} on {nodes_run.n} nodes, arrivals compressed "
-                f"x{compress:g}."
+                f"{pods_run.n} pods of {Path(pods.source).name}"
+                + (f" copied to {nodes_run.n} nodes" if pods_run is not pods else "")
+                + f", arrivals compressed x{compress:g}."
             ],
         )
 
