@@ -161,9 +161,8 @@ def generate(case: Case, directory: Path) -> tuple[Path, int]:
 # ---------------------------------------------------------------------------------------------- a run
 
 
-def run_cli(path: Path, timeout: float | None) -> dict[str, Any]:
-    """``accelsched schedule -f PATH -o json`` in a fresh process: wall, CPU and that process's own peak RSS."""
-    cmd = [sys.executable, "-m", "accelsched.cli", "schedule", "-f", str(path), "-o", "json"]
+def run_measured(cmd: list[str], timeout: float | None) -> tuple[dict[str, Any], bytes]:
+    """``cmd`` in a fresh process, its stdout to a file: wall, CPU and that process's own peak RSS, and stdout."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=out, stderr=err)
@@ -188,9 +187,18 @@ def run_cli(path: Path, timeout: float | None) -> dict[str, Any]:
         if proc.returncode != 0:
             err.seek(0)
             result["error"] = err.read().decode(errors="replace").strip()[-2000:] or f"exit {proc.returncode}"
-            return result
+            return result, b""
         out.seek(0)
-        pods = json.load(out)["pods"]
+        return result, out.read()
+
+
+def run_cli(path: Path, timeout: float | None) -> dict[str, Any]:
+    """``accelsched schedule -f PATH -o json`` in a fresh process: wall, CPU and that process's own peak RSS."""
+    cmd = [sys.executable, "-m", "accelsched.cli", "schedule", "-f", str(path), "-o", "json"]
+    result, body = run_measured(cmd, timeout)
+    if "error" in result:
+        return result
+    pods = json.loads(body)["pods"]
     result["scheduled"] = sum(1 for p in pods if p["node"])
     result["pending_after"] = sum(1 for p in pods if not p["node"])
     # Victims of preemption: each preemption's search (DefaultPreemption's dry runs over up to 100 candidate

@@ -243,3 +243,23 @@ def test_a_profile_no_node_advertises_is_pending():
     _, results = schedule(node("n", MIG_A100), pod("p", "nvidia.com/mig-2g.20gb", 1))
     assert results["p"].node is None
     assert results["p"].message == "0/1 nodes are available: 1 Insufficient nvidia.com/mig-2g.20gb." + NOT_HELPFUL
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 1000), min_size=1, max_size=8),
+    st.sampled_from([MILLI_RESOURCE, "nvidia.com/gpu"]),
+    st.integers(1, 1200),
+)
+def test_a_sharing_nodes_quick_fit_agrees_with_planning_the_allocation(used, resource, amount):
+    """``fits`` answers one milli or whole-GPU request without planning it; the answer is the plan's."""
+    from accelsched.devices.partition import Partition
+
+    part = Partition("milli", [f"gpu-{d}" for d in range(len(used))], milli=list(used))
+    amount = amount if resource == MILLI_RESOURCE else 1 + amount % len(used) + amount % 2
+    try:
+        part.plan({resource: amount}, "binpack")
+        planned = True
+    except ValueError:
+        planned = False
+    assert part.fits({resource: amount}) == planned

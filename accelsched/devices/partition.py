@@ -150,6 +150,13 @@ class Partition:
                 or (self.dynamic and _placements(self.model.name, tuple(i for i, _ in dev), profile))
                 for dev in self.instances
             )
+        if len(managed) == 1 and self.mode == "milli":
+            # One resource on a sharing node: plan's own test without its trial copy (DefaultPreemption asks this
+            # for every victim it tries to reprieve).
+            resource, amount = managed[0]
+            if resource == MILLI_RESOURCE:
+                return amount <= MILLI and any(MILLI - used >= amount for used in self.milli)
+            return sum(1 for used in self.milli if used == 0) >= amount
         try:
             self.plan(requests, "binpack")
         except ValueError:

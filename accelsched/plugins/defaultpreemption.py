@@ -10,7 +10,9 @@ kube-scheduler's evaluator (pkg/scheduler/framework/preemption), step by step:
    a lower-priority pod as "No preemption victims found for incoming pod" (SelectVictimsOnNode).
 3. A dry run per node (SelectVictimsOnNode): remove every pod of lower priority; if the pod still does not fit,
    the node keeps its filter reasons. Otherwise add the removed pods back, most important first, keeping each one
-   with which the pod still fits: the rest are the victims.
+   with which the pod still fits: the rest are the victims. When every filter of the profile reads only the node at
+   hand, this runs on a copy of the node (its free amounts and device ledger), as kube-scheduler's runs on a
+   NodeInfo clone; otherwise on the live state, restored after.
 4. The candidate: lowest highest-victim priority, then lowest priority sum, then fewest victims, then first.
 5. The victims are evicted and the pod is nominated to that node.
 
@@ -200,9 +202,11 @@ class DefaultPreemption:
     ) -> tuple[int, Candidate | None, list[str]]:
         """(the node's version it holds for, or -1 when it depends on other nodes; the candidate; the reasons)."""
         if by_fit is not None:
-            victims, reasons = self.select_victims_by_fit(pod, node, handle, exclude, by_fit, gangs)
+            local = [by_fit]
+        if local is not None:
+            victims, reasons = self.select_victims_here(pod, node, handle, exclude, local, gangs)
         else:
-            victims, reasons = self.select_victims(pod, node, handle, exclude, allowed, gangs, local)
+            victims, reasons = self.select_victims(pod, node, handle, exclude, allowed, gangs)
         spans = any(gang.group_key(v) is not None for v in handle.cluster.pods_on[node].values())
         version = -1 if spans else int(handle.cluster.node_version[node])
         return version, (Candidate(node, victims) if victims is not None else None), reasons
@@ -242,18 +246,17 @@ class DefaultPreemption:
         gangs: Gangs | None = None,
         local: list[Any] | None = None,
     ) -> tuple[list[Pod] | None, list[str]]:
-        """SelectVictimsOnNode on the live state, which is restored before returning. With ``local``
-        (``_node_local_filters``) each dry run reads this node alone, as kube-scheduler's does, not every node."""
+        """SelectVictimsOnNode. With ``local`` (``_node_local_filters``) on a copy of this node alone
+        (``select_victims_here``), as kube-scheduler's dry run on a NodeInfo clone; otherwise every filter runs
+        on the live state, which is restored before returning."""
+        if local is not None:
+            return self.select_victims_here(pod, node, handle, exclude, local, gangs)
         units = eviction_units(pod, node, handle, exclude, gangs)
         if not units:
             return None, [NO_VICTIMS]
-
-        def dry_run() -> list[str] | None:
-            return handle.dry_run(pod, node, allowed) if local is None else _dry_run_here(local, pod, node, handle)
-
         home = {v.key: handle.evict(v) for unit in units for v in unit}
         try:
-            reasons = dry_run()
+            reasons = handle.dry_run(pod, node, allowed)
             if reasons is not None:
                 return None, reasons
             victims: list[Pod] = []
@@ -262,7 +265,7 @@ class DefaultPreemption:
             for unit in sorted(units, key=functools.partial(_importance, handle.cluster)):
                 for v in unit:
                     handle.restore(v, home[v.key])
-                if dry_run() is not None:
+                if handle.dry_run(pod, node, allowed) is not None:
                     for v in unit:
                         handle.evict(v)
                     victims.extend(unit)
@@ -273,9 +276,68 @@ class DefaultPreemption:
                     if v.key not in handle.cluster.pod_node:
                         handle.restore(v, home[v.key])
 
-
     @staticmethod
+    def select_victims_here(
+        pod: Pod,
+        node: int,
+        handle: Scheduler,
+        exclude: frozenset[str],
+        local: list[Any],
+        gangs: Gangs | None = None,
+    ) -> tuple[list[Pod] | None, list[str]]:
+        """SelectVictimsOnNode for the filters ``_node_local_filters`` allows, on a copy of the node: its free
+        amounts for NodeResourcesFit's checks and a copy of its device ledger for the others (``node_reasons``).
+        The same removal and reprieve as ``select_victims``, with nothing of the cluster's state touched: evicting
+        and restoring every victim there (accounting, label indexes, caches) was most of a preemption's time."""
+        cluster = handle.cluster
+        units = eviction_units(pod, node, handle, exclude, gangs)
+        if not units:
+            return None, [NO_VICTIMS]
+        rows = {row for check in local if isinstance(check, list) for row, _, _ in check}
+        free = {row: int(cluster.free[row, node]) for row in rows}
+        devices = cluster.devices[node].copy() if any(not isinstance(c, list) for c in local) else None
+        # A gang's members on other nodes are evicted with it, but these filters read this node alone.
+        here = [[v for v in unit if cluster.pod_node.get(v.key) == node] for unit in units]
+        held = [_held(cluster, unit, rows) for unit in here]
+
+        def move(k: int, sign: int) -> None:
+            """Evict unit ``k`` from the copy (sign 1) or put it back (-1)."""
+            for row, amount in held[k].items():
+                free[row] += sign * amount
+            if devices is not None:
+                for v in here[k]:
+                    if sign > 0:
+                        devices.release(v.devices)
+                    else:
+                        devices.claim(v.devices, owner=v.key)
+
+        def dry_run() -> list[str] | None:
+            for check in local:
+                if isinstance(check, list):  # NodeResourcesFit's (row, amount, reason)
+                    reasons = [reason for row, amount, reason in check if free[row] < amount]
+                else:
+                    reasons = check.node_reasons(pod, cluster, node, devices)
+                if reasons:
+                    return reasons
+            return None
+
+        for k in range(len(units)):
+            move(k, 1)
+        reasons = dry_run()
+        if reasons is not None:
+            return None, reasons
+        victims: list[Pod] = []
+        # Most important first, as select_victims: each one the pod can live beside is reprieved.
+        for k in sorted(range(len(units)), key=lambda k: _importance(cluster, units[k])):
+            move(k, -1)
+            if dry_run() is not None:
+                move(k, 1)
+                victims.extend(units[k])
+        return victims, []
+
+    @classmethod
     def select_victims_by_fit(
+        cls,
         pod: Pod,
         node: int,
         handle: Scheduler,
@@ -283,40 +345,19 @@ class DefaultPreemption:
         checks: list[tuple[int, int, str]],
         gangs: Gangs | None = None,
     ) -> tuple[list[Pod] | None, list[str]]:
-        """SelectVictimsOnNode in arithmetic, for a pod only NodeResourcesFit can reject once static filters
-        passed (``_fit_decides``): the same removal and reprieve, on the node's free amounts, with no dry run."""
-        cluster = handle.cluster
-        units = eviction_units(pod, node, handle, exclude, gangs)
-        if not units:
-            return None, [NO_VICTIMS]
-        rows = {row for row, _, _ in checks}
-        free = {row: int(cluster.free[row, node]) for row in rows}
+        """SelectVictimsOnNode for a pod only NodeResourcesFit can reject once static filters passed
+        (``_fit_decides``): arithmetic on the node's free amounts, no dry run."""
+        return cls.select_victims_here(pod, node, handle, exclude, [checks], gangs)
 
-        def held_here(unit: list[Pod]) -> dict[int, int]:
-            out: dict[int, int] = {}
-            for v in unit:
-                if cluster.pod_node.get(v.key) == node:
-                    for row, amount in cluster.request_vector(v):
-                        if row in rows:
-                            out[row] = out.get(row, 0) + amount
-            return out
 
-        held = [held_here(unit) for unit in units]
-        for give in held:
-            for row, amount in give.items():
-                free[row] += amount
-        short = [reason for row, amount, reason in checks if free[row] < amount]
-        if short:
-            return None, short
-        victims: list[Pod] = []
-        order = sorted(range(len(units)), key=lambda k: _importance(cluster, units[k]))
-        for k in order:
-            if all(free[row] - held[k].get(row, 0) >= amount for row, amount, _ in checks):
-                for row, amount in held[k].items():  # reprieved: it stays
-                    free[row] -= amount
-            else:
-                victims.extend(units[k])
-        return victims, []
+def _held(cluster: Any, pods: list[Pod], rows: set[int]) -> dict[int, int]:
+    """What ``pods`` hold of the capacity ``rows``, together."""
+    out: dict[int, int] = {}
+    for v in pods:
+        for row, amount in cluster.request_vector(v):
+            if row in rows:
+                out[row] = out.get(row, 0) + amount
+    return out
 
 
 def _started(pod: Pod) -> float:
@@ -369,20 +410,6 @@ def _node_local_filters(pod: Pod, handle: Scheduler) -> list[Any] | None:
         elif not (hasattr(plugin, "pod_independent") and plugin.pod_independent(pod, cluster)):
             return None
     return out
-
-
-def _dry_run_here(local: list[Any], pod: Pod, node: int, handle: Scheduler) -> list[str] | None:
-    """Scheduler.dry_run on ``node`` for the filters ``_node_local_filters`` allows: the first one's reasons that
-    rejects it, None when the pod fits."""
-    cluster = handle.cluster
-    for check in local:
-        if isinstance(check, list):  # NodeResourcesFit's (row, amount, reason)
-            reasons = [reason for row, amount, reason in check if cluster.free[row, node] < amount]
-        else:
-            reasons = check.node_reasons(pod, cluster, node)
-        if reasons:
-            return reasons
-    return None
 
 
 def eviction_units(
@@ -446,6 +473,7 @@ def new(args: dict[str, Any], handle: object) -> DefaultPreemption:
             bound = f"a whole number between 0 and {top}" if top is not None else "a whole number >= 0"
             raise InputError(f"must be {bound}, got {value!r}", obj=where, field=f"args.{name}")
     if pct == 0 and absolute == 0:
-        raise InputError("minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0", obj=where,
-                         field="args")
+        raise InputError(
+            "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0", obj=where, field="args"
+        )
     return DefaultPreemption(pct, absolute)

@@ -14,6 +14,7 @@ import numpy as np
 
 from accelsched.api import quantity
 from accelsched.api.objects import Pod
+from accelsched.cluster.devices import NodeDevices
 from accelsched.cluster.state import ClusterState
 from accelsched.devices.partition import GPU_RESOURCE, MILLI, MILLI_RESOURCE
 from accelsched.errors import InputError
@@ -48,6 +49,7 @@ def used_units(cluster: ClusterState) -> np.ndarray:
 
 def milli_nodes(cluster: ClusterState) -> np.ndarray:
     """The nodes whose devices are shared in thousandths (the ``milli`` partition mode)."""
+
     def build() -> np.ndarray:
         return np.array([d.partition is not None and d.partition.mode == "milli" for d in cluster.devices], dtype=bool)
 
@@ -116,7 +118,7 @@ class DevicePartition:
             split = _requests(pod, cluster, i)
             if not split or cluster.devices[i].partition.fits(split):
                 return -1
-            reason = self._reason(pod, cluster, i)
+            reason = self._reason(_requests(pod, cluster, i), cluster.devices[i])
             if reason not in reasons:
                 reasons.append(reason)
             return reasons.index(reason)
@@ -155,24 +157,25 @@ class DevicePartition:
             result.reject(reasons[code], codes == code)
         return result
 
-    def node_reasons(self, pod: Pod, cluster: ClusterState, node: int) -> list[str]:
-        """This filter's reasons on one node (none: it passes): it reads that node's own ledger only, so
-        DefaultPreemption's dry runs ask this node alone instead of filtering every node."""
-        split = _requests(pod, cluster, node)
-        if not split or cluster.devices[node].partition.fits(split):
+    def node_reasons(self, pod: Pod, cluster: ClusterState, node: int, devices: NodeDevices | None = None) -> list[str]:
+        """This filter's reasons on one node (none: it passes): it reads that node's own ledger only (or
+        ``devices``, a copy of it), so DefaultPreemption's dry runs ask this node alone, on a copy."""
+        devices = devices or cluster.devices[node]
+        split = devices.partitioned(pod.requests)
+        if not split or devices.partition.fits(split):
             return []
-        return [self._reason(pod, cluster, node)]
+        return [self._reason(split, devices)]
 
     @staticmethod
-    def _reason(pod: Pod, cluster: ClusterState, i: int) -> str:
-        part = cluster.devices[i].partition
-        for resource, amount in sorted(_requests(pod, cluster, i).items()):
+    def _reason(split: dict[str, int], devices: NodeDevices) -> str:
+        part = devices.partition
+        for resource, amount in sorted(split.items()):
             if part.mode == "mig" and part.resource_profile(resource):
                 profile = part.resource_profile(resource)
                 return f"node(s) had no free {profile} MIG placement"
             if not part.fits({resource: amount}):
                 return f"node(s) had no device with {amount} free {resource}"
-        return f"node(s) could not place the pod's {', '.join(sorted(_requests(pod, cluster, i)))} together"
+        return f"node(s) could not place the pod's {', '.join(sorted(split))} together"
 
     def explain(self, state: CycleState, pod: Pod, cluster: ClusterState, node: int) -> NodeExplanation:
         part = cluster.devices[node].partition

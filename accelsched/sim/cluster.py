@@ -49,14 +49,21 @@ class SimCluster:
 
     def feasible(self, pod: PodShape, spec: int) -> np.ndarray:
         """Nodes where the pod fits: CPU, memory, GPU model, and one GPU with its share or enough whole free GPUs."""
-        mask = (self.cpu_free >= pod.cpu) & (self.mem_free >= pod.memory)
+        return np.flatnonzero(self._fit_mask(pod, spec, slice(None)))
+
+    def fits_any(self, pod: PodShape, spec: int, idx: np.ndarray) -> bool:
+        """Whether the pod fits one of the nodes ``idx`` (the filter of ``feasible``, on those nodes only)."""
+        return bool(idx.size) and bool(self._fit_mask(pod, spec, idx).any())
+
+    def _fit_mask(self, pod: PodShape, spec: int, idx: np.ndarray | slice) -> np.ndarray:
+        mask = (self.cpu_free[idx] >= pod.cpu) & (self.mem_free[idx] >= pod.memory)
         if spec:
-            mask &= self.spec_mask[spec]
+            mask &= self.spec_mask[spec][idx]
         if pod.sharing:
-            mask &= self.widest >= pod.milli
+            mask &= self.widest[idx] >= pod.milli
         elif pod.whole:
-            mask &= self.full >= pod.whole
-        return np.flatnonzero(mask)
+            mask &= self.full[idx] >= pod.whole
+        return mask
 
     def fits_empty(self, pod: PodShape, spec: int) -> bool:
         """Whether the pod fits some node of the empty cluster (capacity, GPU model, GPU count): a pod that does

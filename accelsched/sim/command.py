@@ -19,7 +19,7 @@ from rich.table import Table
 
 from accelsched.config import load_config
 from accelsched.errors import InputError
-from accelsched.sim import fabriccli, generic, report, timeline
+from accelsched.sim import fabriccli, generic, report, scale, timeline
 from accelsched.sim.executor import make_executor
 from accelsched.sim.fragmentation import trace_typical_pods
 from accelsched.sim.policies import PLUGIN_KEYS, POLICIES
@@ -182,6 +182,21 @@ def _profile_experiment(
     help="timeline: divide creation times by this (denser arrivals, same run times).",
 )
 @click.option(
+    "--scale-nodes",
+    type=int,
+    default=None,
+    metavar="N",
+    help="timeline: copy the trace's nodes and pods to N nodes, same mix and pods per node (copies arrive "
+    "jittered by the seed; docs/simulate.md).",
+)
+@click.option(
+    "--scale-pods",
+    type=int,
+    default=None,
+    metavar="P",
+    help="timeline: copy the trace's pods to P pods, same mix [default: as many per node as the trace].",
+)
+@click.option(
     "--tie-break",
     type=click.Choice(TIE_BREAKS),
     default="paper",
@@ -242,6 +257,8 @@ def simulate(
     inflation: float,
     mode: str,
     compress: float,
+    scale_nodes: int | None,
+    scale_pods: int | None,
     tie_break: str,
     devices: str,
     jobs: int | None,
@@ -266,6 +283,11 @@ def simulate(
                 raise InputError(f"must be at most {most:g}, got {value}", field=name)
         if jobs is not None and jobs < 1:
             raise InputError(f"must be at least 1, got {jobs}", field="--jobs")
+        if scale_nodes is not None or scale_pods is not None:
+            scale.check_targets(scale_nodes, scale_pods)
+            if mode != "timeline" or fabric_opts["fabric"] or queues_path is not None:
+                field = "--scale-nodes" if scale_nodes is not None else "--scale-pods"
+                raise InputError("scales the time-based replay (--mode timeline) only", field=field)
         if fabric_opts["fabric"]:
             fabriccli.parse_topologies(fabric_opts["gang_topology"])
             if queues_path is not None:
@@ -304,7 +326,8 @@ def simulate(
         if mode == "inflation":
             check_inflatable(pods)
         if mode == "timeline":
-            _timeline(con, nodes, pods, chosen, seed_list, tie_break, compress, out, command, output)
+            targets = (scale_nodes, scale_pods)
+            _timeline(con, nodes, pods, chosen, seed_list, tie_break, compress, out, command, output, targets)
         else:
             _inflation(
                 con,
@@ -456,17 +479,22 @@ def _percentile(delays: np.ndarray, q: float) -> str:
     return f"{np.percentile(delays, q):.0f}" if delays.size else "-"
 
 
-def _timeline(con, nodes, pods, chosen, seeds, tie_break, compress, out, command, output) -> None:
+def _timeline(con, nodes, pods, chosen, seeds, tie_break, compress, out, command, output, targets) -> None:
     if any(p not in POLICIES for p in chosen):
         raise InputError("the time-based replay runs the built-in policies only", field="--policy")
+    if pods.creation is None:  # before scaling: the replay says so, naming the file
+        timeline.replay(nodes, pods, chosen[0], seeds[0], tie_break=tie_break, compress=compress)
     runs: list[timeline.Timeline] = []
     typical = trace_typical_pods(pods, nodes.models)
     started = time.perf_counter()
     with _progress(con) as progress:
         task = progress.add_task("replaying on the trace's clock", total=len(chosen) * len(seeds))
-        for policy in chosen:
-            for seed in seeds:
-                runs.append(timeline.replay(nodes, pods, policy, seed, typical, tie_break, compress))
+        for seed in seeds:
+            nodes_run, pods_run = scale.scale_trace(nodes, pods, *targets, seed)  # copies jittered by the seed
+            if pods_run is not pods:  # a part copy shifts the mix a little: the typical pods of what runs
+                typical = trace_typical_pods(pods_run, nodes.models)
+            for policy in chosen:
+                runs.append(timeline.replay(nodes_run, pods_run, policy, seed, typical, tie_break, compress))
                 progress.advance(task)
     wall = time.perf_counter() - started
     header = [
@@ -475,6 +503,7 @@ def _timeline(con, nodes, pods, chosen, seeds, tie_break, compress, out, command
         "peak alloc",
         "mean frag ratio",
         "pods that waited",
+        "peak waiting",
         "median wait s",
         "p95 wait s",
         "max wait s",
@@ -493,6 +522,7 @@ def _timeline(con, nodes, pods, chosen, seeds, tie_break, compress, out, command
                 f"{np.median([t.allocated.max() / t.capacity for t in mine]):.1%}",
                 f"{np.median([t.mean_fragmentation() for t in mine]):.0%}",
                 f"{np.median([len(t.delays) for t in mine]):.0f}",
+                f"{np.median([t.waiting.max(initial=0) for t in mine]):.0f}",
                 _percentile(delays, 50),
                 _percentile(delays, 95),
                 _percentile(delays, 100),
@@ -502,10 +532,14 @@ def _timeline(con, nodes, pods, chosen, seeds, tie_break, compress, out, command
             ]
         )
     if output == "json":
-        click.echo(json.dumps({"command": command, "header": header, "rows": rows, "wall_seconds": wall}, indent=2))
+        size = {"nodes": nodes_run.n, "pods": pods_run.n}
+        click.echo(
+            json.dumps({"command": command, **size, "header": header, "rows": rows, "wall_seconds": wall}, indent=2)
+        )
     else:
         title = (
-            f"Time-based replay of {pods.n} pods (arrivals compressed x{compress:g}), median of {len(seeds)} seed(s)"
+            f"Time-based replay of {pods_run.n} pods on {nodes_run.n} nodes (arrivals compressed x{compress:g}), "
+            f"median of {len(seeds)} seed(s)"
         )
         _print_table(con, title, header, rows)
         con.print(f"{len(runs)} replays in {wall:.1f} s")
@@ -520,7 +554,11 @@ def _timeline(con, nodes, pods, chosen, seeds, tie_break, compress, out, command
             header,
             rows,
             images,
-            [f"{pods.n} pods of {Path(pods.source).name}, arrivals compressed x{compress:g}."],
+            [
+                f"{pods_run.n} pods of {Path(pods.source).name}"
+                + (f" copied to {nodes_run.n} nodes" if pods_run is not pods else "")
+                + f", arrivals compressed x{compress:g}."
+            ],
         )
 
 

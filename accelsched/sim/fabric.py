@@ -33,7 +33,7 @@ from accelsched.sim import timeline
 from accelsched.sim.fragmentation import trace_typical_pods
 from accelsched.sim.policies import PodShape
 from accelsched.sim.replay import FastEngine, shapes_of
-from accelsched.sim.timeline import Arrivals, Placed, Timeline
+from accelsched.sim.timeline import Arrivals, Placed, Timeline, Waiting
 from accelsched.sim.trace import Nodes, Pods
 
 BLOCK = "cloud.provider.com/topology-block"
@@ -293,14 +293,14 @@ class FabricArrivals(Arrivals):
             placed.append(one)
         return placed
 
-    def instant(self, now: int, engine: FastEngine, waiting: list[list[int]]) -> None:
+    def instant(self, now: int, engine: FastEngine, waiting: Waiting) -> None:
         """Stranded and free nodes are counted on the state this instant leaves, and weighted by how long it
         lasts (until the next instant); only while a gang waits."""
         span, self._last = now - self._last, now
         self.stranded_time += span * self._now[0]
         self.free_time += span * self._now[1]
         self.queued_time += span * self._queued
-        gangs = [g for g in waiting if len(g) > 1]
+        gangs = waiting.in_order(more_than=1)
         self._queued = bool(gangs)
         if not gangs:
             self._now = (0, 0)

@@ -19,8 +19,10 @@ What arrives together is an ``Arrivals``: by default each pod alone, placed by t
 
 from __future__ import annotations
 
+import functools
 import heapq
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -52,8 +54,71 @@ class Arrivals:
         placed = engine.schedule(shapes[group[0]], specs[group[0]])
         return None if placed is None else [placed]
 
-    def instant(self, now: int, engine: FastEngine, waiting: list[list[int]]) -> None:
+    def may_start(
+        self, engine: FastEngine, shapes: list[PodShape], specs: list[int], group: list[int], changed: np.ndarray
+    ) -> bool:
+        """False when ``group`` surely cannot start, knowing that it fit nowhere before the nodes ``changed`` did:
+        then only those can have room (a queueing hint). A single pod fits on one of them or nowhere; a gang is
+        always tried (a failed try may have effects, such as random draws)."""
+        return len(group) != 1 or engine.cluster.fits_any(shapes[group[0]], specs[group[0]], changed)
+
+    def instant(self, now: int, engine: FastEngine, waiting: Waiting) -> None:
         """Called once per instant, after its arrivals and departures (measures over time)."""
+
+
+class Waiting:
+    """The groups that found no room, queued by request (pod count, shape, GPU models), each queue in arrival
+    order, with ``len(cluster.changes)`` when that request last fit nowhere. A retry pass then costs the number
+    of distinct requests plus the groups it starts, not the number of groups waiting: kube-scheduler's cost, which
+    grows with the cluster, never with Pending pods x nodes."""
+
+    def __init__(self, groups: list[list[int]], shapes: list[PodShape], specs: list[int]) -> None:
+        self.groups, self.shapes, self.specs = groups, shapes, specs
+        self.queues: dict[tuple, deque[tuple[int, int]]] = {}  # request -> (arrival rank, group)
+        self.failed_at: dict[tuple, int] = {}
+        self.pods = 0  # pods waiting, all groups together
+        self._rank = 0
+
+    def request(self, g: int) -> tuple:
+        first = self.groups[g][0]
+        return len(self.groups[g]), self.shapes[first], self.specs[first]
+
+    def add(self, g: int) -> None:
+        self.queues.setdefault(self.request(g), deque()).append((self._rank, g))
+        self._rank += 1
+        self.pods += len(self.groups[g])
+
+    def __bool__(self) -> bool:
+        return bool(self.queues)
+
+    def __len__(self) -> int:
+        return sum(len(q) for q in self.queues.values())
+
+    def in_order(self, more_than: int = 0) -> list[list[int]]:
+        """The waiting groups of more than ``more_than`` pods, in arrival order (for measures over them)."""
+        queues = [queue for key, queue in self.queues.items() if key[0] > more_than]
+        return [self.groups[g] for _, g in heapq.merge(*queues)]
+
+    def retry(self, start: Callable[[int], bool], may_start: Callable[[int, int], bool], changes: list[int]) -> None:
+        """One pass in arrival order; a request that does not fit is not tried again in the pass (nothing has
+        left since, so it still cannot fit). ``may_start(g, since)`` answers first for a request known to fit
+        nowhere at ``changes[since]``."""
+        heads = [(queue[0][0], key) for key, queue in self.queues.items()]
+        heapq.heapify(heads)
+        while heads:
+            _, key = heapq.heappop(heads)
+            queue = self.queues[key]
+            g = queue[0][1]
+            since = self.failed_at.get(key)
+            if (since is not None and not may_start(g, since)) or not start(g):
+                self.failed_at[key] = len(changes)
+                continue
+            queue.popleft()
+            self.pods -= len(self.groups[g])
+            if queue:
+                heapq.heappush(heads, (queue[0][0], key))
+            else:
+                del self.queues[key]
 
 
 @dataclass
@@ -137,7 +202,7 @@ def replay(
     order = sorted(range(len(groups)), key=lambda g: (group_created[g], groups[g][0]))
     window = (int(np.percentile(created, 1)), int(np.percentile(created, 99)))
     leaving: list[tuple[int, int, int, tuple[int, ...]]] = []  # (time, pod, node, GPUs)
-    waiting: list[int] = []  # groups
+    waiting = Waiting(groups, shapes, specs)
     delays: list[int] = []
     samples: list[tuple[int, int, float, int]] = []
 
@@ -152,16 +217,9 @@ def replay(
                 delays.append(now - created[i])
         return True
 
-    def retry(now: int) -> None:
-        failed: set[tuple] = set()
-        still = []
-        for g in waiting:
-            first = groups[g][0]
-            key = (len(groups[g]), shapes[first], specs[first])
-            if key in failed or not start_group(g, now):
-                failed.add(key)
-                still.append(g)
-        waiting[:] = still
+    def may_start(g: int, since: int) -> bool:
+        changed = np.unique(np.array(cluster.changes[since:], dtype=np.int64))
+        return arrivals.may_start(engine, shapes, specs, groups[g], changed)
 
     unschedulable = 0
     k = 0
@@ -173,16 +231,17 @@ def replay(
             cluster.remove(node, shapes[i], gpus)
             left = True
         if left and waiting:
-            retry(now)
+            waiting.retry(functools.partial(start_group, now=now), may_start, cluster.changes)
         while k < len(order) and created[groups[order[k]][0]] == now:
             g = order[k]
             k += 1
             if not arrivals.fits_empty(engine, shapes, specs, groups[g]):
                 unschedulable += len(groups[g])
             elif not start_group(g, now):
-                waiting.append(g)
-        arrivals.instant(now, engine, [groups[g] for g in waiting])
-        samples.append((now, cluster.allocated, cluster.fragmentation_milli, sum(len(groups[g]) for g in waiting)))
+                waiting.failed_at[waiting.request(g)] = len(cluster.changes)
+                waiting.add(g)
+        arrivals.instant(now, engine, waiting)
+        samples.append((now, cluster.allocated, cluster.fragmentation_milli, waiting.pods))
         if observe is not None:
             observe(now, cluster)
     t, alloc, frag, wait = (np.array(c) for c in zip(*samples, strict=True)) if samples else [np.zeros(0)] * 4
@@ -195,7 +254,7 @@ def replay(
         frag,
         wait,
         np.array(delays, dtype=np.int64),
-        sum(len(groups[g]) for g in waiting),
+        waiting.pods,
         pods.n,
         time.perf_counter() - start,
         window,
