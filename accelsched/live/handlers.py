@@ -85,6 +85,7 @@ class EventHandlers:
         """Move the unschedulable pods to backoff; after a pod's deletion (``pod_deleted``) only those it may help:
         not a pod that every filter that rejected it rejects by the node object alone (the offline queue's
         hint, Scheduler.pod_delete_may_help), which would fail again the same way."""
+        self._room_freed()
         woken = self.unschedulable
         if pod_deleted and self.rejected_by and self.session is not None:
             may_help = self.session.scheduler.pod_delete_may_help

@@ -65,6 +65,8 @@ from accelsched.live.trim import trim
 from accelsched.live.workloadcache import ParsedByVersion
 from accelsched.live.writer import OrderedWriter
 from accelsched.live.writes import BindOutcome, Decision, WritePipeline
+from accelsched.queues.admission import Outcome
+from accelsched.queues.room import RoomWaits
 
 log = logging.getLogger("accelsched.live")
 
@@ -207,6 +209,8 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._job_unknown: dict[str, float] = {}  # pods whose Job is not in the cache yet -> since (live.queuedoor)
         self._status_in_flight: dict[str, tuple[str, tuple, float]] = {}  # status writes in flight (live.queuedoor)
         self._stale_workloads: set[str] = set()  # Workloads decided from an outdated version (live.queuedoor)
+        self.room_waits: RoomWaits[str] = RoomWaits()  # queued workloads not placeable: wait for room (live.queuedoor)
+        self.queue_admitted: dict[str, Outcome] = {}  # pending pods of workloads the second door admitted (queuedoor)
         # Kueue's Workloads as read, kept until their resourceVersion changes (live.workloadcache)
         self.workload_reads: ParsedByVersion[WorkloadRead] = ParsedByVersion()
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
