@@ -7,6 +7,10 @@ Job carrying the label: live/kueue.is_queued) is tried only from a session rebui
 so a queued pod that arrived since, or one whose quota may have been freed, waits for the next rebuild. Then:
 
 - a pod of an admitted workload goes to the engine with its flavor's node labels and tolerations, as offline;
+  admitted means placeable (queues/room.py): one the engine cannot place gives its workload's quota back (the
+  session is rebuilt without it in its queue, so the next workload may take the quota) and is held as below with
+  ``waiting for room: ...`` and the engine's reason, until a cluster event puts it back in its queue. Workload
+  objects (the first door) are never held so: they are admitted as Kueue admits them;
 - a pod of a workload not admitted is not tried: it gets ``PodScheduled=False`` with reason ``SchedulingGated``
   (never ``Unschedulable``: the cluster autoscaler adds nodes for pods whose PodScheduled reason is
   Unschedulable, and a quota wait is no reason to) and the message ``waiting for quota in ClusterQueue team-a:
