@@ -27,9 +27,10 @@ kube-apiserver; Nodes are Node objects, no kubelet; a pod that has run its time 
   hundredths of one node fit, whichever GPU they are on, more than the real devices would take; Kueue's count here
   is a lower bound.
 - ``accelsched-live``: ``accelsched run`` on the same objects (the same Nodes, queue objects and pods, the pods
-  carrying ``kueue.x-k8s.io/queue-name``: issue 23's second door, no Kueue). A pod it holds for quota is
-  ``SchedulingGated``; one it lets through and cannot place is ``Unschedulable``: that is its admitted and not
-  placed.
+  carrying ``kueue.x-k8s.io/queue-name``: issue 23's second door, no Kueue). A pod it holds for quota, or holds
+  because quota admits it and no node can take it (queues/room.py: its quota given back, "waiting for room"), is
+  ``SchedulingGated``; one it lets through and cannot place would be ``Unschedulable``: that is its admitted and not
+  placed, the count. Those held waiting for room are counted apart ("waited for room").
 - ``accelsched``: offline, the same nodes, pods, times and quota through ``simulate --queues``' replay
   (sim/queues.py) with FGD placement on the real GPUs (shares on one device): a workload is admitted only when it
   is placed; one that quota admits and no node can take gives its quota back and waits ("waited for room").
@@ -55,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from accelsched.queues.room import ROOM
 from accelsched.sim.trace import MILLI, Nodes, Pods, load_nodes, load_pods, trace_paths
 
 REPO = Path(__file__).resolve().parents[1]
@@ -244,6 +246,7 @@ class LiveRun:
         self.admitted: dict[int, float] = {}
         self.bound: dict[int, float] = {}
         self.finished: set[int] = set()
+        self.room: set[int] = set()  # accelsched-live: held waiting for room (admitted by quota, not placeable)
         self._due: list[tuple[float, int]] = []
         self._stop = threading.Event()
 
@@ -381,6 +384,7 @@ class LiveRun:
         with self.lock:
             figures.ran = len(self.bound)
             figures.stuck_end = sum(1 for i in self.admitted if i not in self.bound)
+            figures.waited_for_room = len(self.room)
         figures.stuck = len(stuck)
         figures.allocation = alloc_sum / alloc_n if alloc_n else 0.0
         self._stop.set()
@@ -429,11 +433,13 @@ class LiveRun:
                 # not place is Unschedulable: admitted and not placed, the count (Kueue's side counts from the
                 # Workload's QuotaReserved)
                 conditions = (obj.get("status") or {}).get("conditions") or []
-                if self.system != "kueue" and any(
-                    c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable" for c in conditions
-                ):
+                scheduled = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
+                if self.system != "kueue" and scheduled.get("reason") == "Unschedulable":
                     with self.lock:
                         self.admitted.setdefault(i, time.monotonic())
+                elif self.system != "kueue" and str(scheduled.get("message", "")).startswith(ROOM):
+                    with self.lock:
+                        self.room.add(i)
                 return
             with self.lock:
                 if i in self.bound:
@@ -528,7 +534,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row.system} over time (s: stuck, allocation): "
                 + ", ".join(f"{t:.0f}: {s}, {100 * a:.0f}%" for t, s, a in points)
             )
-    return 0 if all(r.stuck == 0 for r in rows if r.system == "accelsched") else 1
+    return 0 if all(r.stuck == 0 for r in rows if r.system != "kueue") else 1
 
 
 if __name__ == "__main__":

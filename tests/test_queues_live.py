@@ -12,6 +12,7 @@ from kubernetes import client as k8s
 
 from accelsched.api.loader import load, read_documents
 from accelsched.engine import Session
+from accelsched.framework.scheduler import ScheduleResult
 from accelsched.live import convert as live_convert
 from accelsched.live import kueue as live_kueue
 from accelsched.live import snapshot as live_snapshot
@@ -180,6 +181,41 @@ def test_a_queued_pod_not_in_the_session_waits_for_a_rebuild_that_admits_it() ->
         # Not queued (no label, no queued Job): placed as without Kueue.
         plain = {**late, "metadata": {**late["metadata"], "name": "plain", "labels": {}}}
         assert [p.name for p in live._pods_for({"team-a/plain": plain}, rebuilt=False)] == ["plain"]
+    finally:
+        live.stopped.set()
+        live._pool.shutdown(wait=True)
+
+
+def test_a_workload_admitted_and_not_placeable_gives_its_quota_back_and_waits_for_room() -> None:
+    live, snap = _live_two_teams()
+    try:
+        live._rebuild(snap)
+        pods = live._pods_for(dict(live.new_pending), rebuilt=True)
+        (ablation,) = [key for key in live.queue_held if key.startswith("team-a/ablation-")]  # 4 more needed
+        (finetune,) = [p for p in pods if p.owner_name == "finetune"]  # team-a's 4, borrowed from team-b
+        reason = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+        live.dirty = False
+        assert live._wait_for_room(ScheduleResult(finetune, message=reason))
+        room = (
+            f"waiting for room: quota in ClusterQueue team-a admits it but no node can take it whole ({reason}); "
+            "its quota is given back until capacity frees"
+        )
+        assert live.queue_held[finetune.key] == room and finetune.key in live.unschedulable
+        assert live.dirty
+        # The rebuild admits without it: the quota it gave back goes to the next in line, ablation.
+        live._rebuild(snap)
+        assert live.queue_held == {finetune.key: room}
+        assert ablation in live.queue_admitted
+        # A pod of a workload not admitted by this door is no room wait (it fails as without queues).
+        (other,) = [p for p in pods if p.owner_name == "eval"]
+        live.queue_admitted.pop(other.key)
+        assert not live._wait_for_room(ScheduleResult(other, message=reason))
+        # A cluster event frees room: it goes back to its queue, and the next rebuild admits it again.
+        live.dirty = False
+        live._wake_unschedulable(pod_deleted=True)
+        assert live.dirty and not live.room_waits and finetune.key in live.backing_off
+        live._rebuild(snap)
+        assert finetune.key in live.queue_admitted
     finally:
         live.stopped.set()
         live._pool.shutdown(wait=True)

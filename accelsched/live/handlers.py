@@ -92,6 +92,7 @@ class EventHandlers:
         hint, Scheduler.pod_delete_may_help), which would fail again the same way. After a node event
         (``node_event``; ``node``: the node as it is now, None when it left or cannot be read) not a pod whose
         node-object filters that node does not pass either (live.nodehint)."""
+        self._room_freed()
         woken = self.unschedulable
         if pod_deleted and self.rejected_by and self.session is not None:
             may_help = self.session.scheduler.pod_delete_may_help

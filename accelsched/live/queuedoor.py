@@ -7,6 +7,10 @@ Job carrying the label: live/kueue.is_queued) is tried only from a session rebui
 so a queued pod that arrived since, or one whose quota may have been freed, waits for the next rebuild. Then:
 
 - a pod of an admitted workload goes to the engine with its flavor's node labels and tolerations, as offline;
+  admitted means placeable (queues/room.py): one the engine cannot place gives its workload's quota back (the
+  session is rebuilt without it in its queue, so the next workload may take the quota) and is held as below with
+  ``waiting for room: ...`` and the engine's reason, until a cluster event puts it back in its queue. Workload
+  objects (the first door) are never held so: they are admitted as Kueue admits them;
 - a pod of a workload not admitted is not tried: it gets ``PodScheduled=False`` with reason ``SchedulingGated``
   (never ``Unschedulable``: the cluster autoscaler adds nodes for pods whose PodScheduled reason is
   Unschedulable, and a quota wait is no reason to) and the message ``waiting for quota in ClusterQueue team-a:
@@ -25,7 +29,9 @@ import logging
 import time
 from typing import Any
 
+from accelsched.api.loader import Inputs
 from accelsched.api.objects import SCHEDULING_GATED_REASON
+from accelsched.framework.scheduler import ScheduleResult
 from accelsched.live import clusterqueuestatus, workloadstatus
 from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
@@ -34,6 +40,8 @@ from accelsched.live.informer import object_key
 from accelsched.live.kube import JSON, ApiError
 from accelsched.live.podjson import labels, write_key
 from accelsched.queues import api as queue_api
+from accelsched.queues.admission import Outcome
+from accelsched.queues.room import RoomWaits, room_message
 
 log = logging.getLogger("accelsched.live")
 
@@ -47,6 +55,8 @@ class QueueDoor:
     """LiveScheduler's admission of queued pods (see the module docstring)."""
 
     queue_held: dict[str, str]  # pending pods of workloads not admitted in the current session -> their message
+    queue_admitted: dict[str, Outcome]  # pending pods of workloads this door admitted in the current session
+    room_waits: RoomWaits[str]  # workloads this door admitted and the engine could not place: waiting for room
     # Workload status writes in flight: namespace/name -> (the resourceVersion decided from, what it writes, when)
     _status_in_flight: dict[str, tuple[str, tuple, float]]
     _stale_workloads: set[str]  # decided from a version that has moved on: their next event rebuilds the session
@@ -59,7 +69,7 @@ class QueueDoor:
     def _admit_queues(self, session: Any) -> None:
         """After a rebuild: the pods admission holds back, and the running ones it stopped sent to be stopped
         (and accounted until they are gone)."""
-        self.queue_held = {}
+        self.queue_held, self.queue_admitted = {}, {}
         if session.queues is None:
             return
         with self.lock:
@@ -84,6 +94,15 @@ class QueueDoor:
             )
             self._cq_written.update((name, patch["status"]) for name, patch in cq_patches.items())
         self.queue_held = live_kueue.held_pods(session.queues, preempting)
+        if not preempting:  # the second door's admitted workloads: placed whole, or they wait for room
+            workloads = session.queues.objects.workloads
+            self.queue_admitted = {
+                p.key: o
+                for o in session.queues.outcomes
+                if o.admitted and o.info.admitted is None and o.info.key not in workloads
+                for p in o.info.pods
+                if not p.node_name
+            }
         for write in self._status_writes_due(writes):
             self._submit_latest(f"workload:{write.namespace}/{write.name}", self._write_workload_status, write)
         for name, patch in cq_patches.items():  # the ClusterQueue controller's part (live/clusterqueuestatus.py)
@@ -104,6 +123,41 @@ class QueueDoor:
         with self._latest_lock:
             fn, *args = self._latest.pop(key)
         fn(*args)
+
+    def _with_room_waits(self, inputs: Inputs) -> None:
+        """Before a rebuild's admission: the workloads waiting for room stay out of their queues."""
+        if inputs.queues:
+            with self.lock:
+                inputs.queues.room_waits = self.room_waits.messages()
+
+    def _wait_for_room(self, result: ScheduleResult) -> bool:
+        """A pod the engine could not place, of a workload this door admitted in this session: admitted means
+        placeable (queues/room.py), so its workload gives its quota back (the rebuild this asks for admits without
+        it, and the next workload in line may take the quota) and waits for room, its pods held SchedulingGated
+        with the engine's reason, never Unschedulable. True when so (the pod's condition is written here)."""
+        outcome = self.queue_admitted.get(result.pod.key)
+        if outcome is None:
+            return False
+        message = room_message(outcome.cluster_queue, result.message)
+        with self.lock:
+            self.room_waits.park(outcome.info.key, outcome.info.key, message)
+            self.queue_held.update({p.key: message for p in outcome.info.pods if not p.node_name})
+            obj = self.pods.store.get(result.pod.key)
+            if obj is not None and (obj.get("metadata") or {}).get("uid") == result.pod.uid:
+                self.unschedulable[result.pod.key] = obj  # woken by a cluster event, as a quota wait is
+                self.rejected_by.pop(result.pod.key, None)
+            self._invalidate("workload not placeable: quota given back")
+            self.wake.set()
+        if obj is not None:
+            self.writes.submit(write_key(obj), self.recorder.unschedulable, obj, message, SCHEDULING_GATED_REASON)
+        log.info("workload waits for room", extra={"workload": outcome.info.key, "reason": result.message})
+        return True
+
+    def _room_freed(self) -> None:
+        """A cluster event (a pod gone, a node joined or changed: called under the lock as the unschedulable pods
+        are woken): the workloads waiting for room go back to their queues, admitted again by the next rebuild."""
+        if self.room_waits.freed():
+            self._invalidate("room freed for workloads waiting for it")
 
     def _status_writes_due(self, writes: list[workloadstatus.StatusWrite]) -> list[workloadstatus.StatusWrite]:
         """The writes to send, less those a write in flight makes moot. A round decides from the cache, which shows

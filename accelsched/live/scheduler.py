@@ -66,6 +66,8 @@ from accelsched.live.trim import trim
 from accelsched.live.workloadcache import ParsedByVersion
 from accelsched.live.writer import OrderedWriter
 from accelsched.live.writes import BindOutcome, Decision, WritePipeline
+from accelsched.queues.admission import Outcome
+from accelsched.queues.room import RoomWaits
 
 log = logging.getLogger("accelsched.live")
 
@@ -214,6 +216,8 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._status_in_flight: dict[str, tuple[str, tuple, float]] = {}  # status writes in flight (live.queuedoor)
         self._stale_workloads: set[str] = set()  # Workloads decided from an outdated version (live.queuedoor)
         self._assumed_admissions: dict[str, tuple[str, Any]] = {}  # admissions written, not seen (live.queuedoor)
+        self.room_waits: RoomWaits[str] = RoomWaits()  # queued workloads not placeable: wait for room (live.queuedoor)
+        self.queue_admitted: dict[str, Outcome] = {}  # pending pods of workloads the second door admitted (queuedoor)
         # Kueue's Workloads as read, kept until their resourceVersion changes (live.workloadcache)
         self.workload_reads: ParsedByVersion[WorkloadRead] = ParsedByVersion()
         self._latest: dict[str, tuple[Any, ...]] = {}  # status writes waiting for their turn (live.queuedoor)

@@ -94,6 +94,8 @@ class WritePipeline:
                         self.rejected_by.pop(r.pod.key, None)
                         self.wake.set()
                 continue
+            if self._wait_for_room(r):  # a queued workload not placeable: held, its quota given back (queuedoor)
+                continue
             started = self._attempt_started.get(r.pod.key, ended)
             name = r.pod.scheduler_name
             self.metrics.schedule_attempts.labels("unschedulable", name).inc()

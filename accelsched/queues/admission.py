@@ -147,6 +147,8 @@ class _Admission:
         self.tree = quota.build(objects)
         self.outcomes = [Outcome(info) for info in find(objects, pods)]
         for outcome in self.outcomes:  # a Workload object's conditions carry on (a readmitted one's "Previously: ...")
+            if outcome.info.admitted is None and outcome.info.key in objects.room_waits:
+                outcome.info.waiting = objects.room_waits[outcome.info.key]  # out of its queue (queues/room.py)
             written = objects.workloads.get(outcome.info.key)
             outcome.conditions = [
                 _condition(c["type"], str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", "")))

@@ -208,6 +208,10 @@ class QueueObjects:
     # cluster the Job controller makes the pods one by one, and the workload is the Job's whole count.
     job_pods: dict[str, int] = field(default_factory=dict)
     config: KueueConfig = field(default_factory=KueueConfig)  # Kueue's Configuration (fair sharing), queues.config
+    # Workloads (namespace/name) quota admitted and the engine could not place, waiting for room with this message
+    # (queues/room.py): admission leaves them out of their queues. Set by live mode's second door only; empty, the
+    # admission is Kueue's (the Kueue oracle, the first door).
+    room_waits: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         """Whether Kueue is in play: without any of its objects a queue-name label is inert (no Kueue to read it)."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import heapq
 import time
 from collections.abc import Iterable
@@ -34,8 +35,10 @@ import numpy as np
 
 from accelsched.api.loader import load
 from accelsched.errors import InputError
+from accelsched.queues.admission import Outcome
 from accelsched.queues.api import QueueObjects, ResourceGroup, ResourceQuota, map_quotas
 from accelsched.queues.incremental import OpenAdmission
+from accelsched.queues.room import RoomWaits
 from accelsched.queues.workloads import Info, PodSet
 from accelsched.sim.fragmentation import TypicalPods, trace_typical_pods
 from accelsched.sim.replay import FastEngine, shapes_of
@@ -211,7 +214,7 @@ def replay(
     placed: dict[int, tuple[int, tuple[int, ...]]] = {}
     outcome_of: dict[int, object] = {}
     pod_of: dict[int, int] = {}  # id(Outcome) -> pod
-    parked: list = []  # admitted, not placeable: wait for a pod to leave
+    parked: RoomWaits[Outcome] = RoomWaits()  # admitted, not placeable: wait for a pod to leave (queues/room.py)
     cpu_waiting: list[int] = []
     use = np.zeros(len(names), dtype=np.int64)
     outstanding = np.zeros(len(names), dtype=np.int64)
@@ -219,8 +222,7 @@ def replay(
     share_rows: list[np.ndarray] = []
     ideal_rows: list[np.ndarray] = []
     demand_rows: list[np.ndarray] = []
-    unschedulable = placement_waits = 0
-    ever_parked: set[int] = set()
+    unschedulable = 0
     wait_of: dict[int, int] = {}
 
     def tenant(i: int) -> int:
@@ -240,8 +242,15 @@ def replay(
             wait_of[i] = now - created[i]  # a preempted pod's wait counts from its arrival to its last start
         return True
 
+    def may_fit(fits: dict[tuple, bool], o: Outcome) -> bool:
+        """Whether a parked workload's shape is feasible now (``fits``: per shape, for one instant)."""
+        i = pod_of[id(o)]
+        key = (shapes[i], specs[i])
+        if key not in fits:
+            fits[key] = cluster.feasible(shapes[i], specs[i]).size > 0
+        return fits[key]
+
     def admit(now: int) -> None:
-        nonlocal placement_waits
         admitted, evicted = admission.run_cycles()
         for o in evicted:
             i = pod_of[id(o)]
@@ -255,9 +264,7 @@ def replay(
             i = pod_of[id(o)]
             if not begin(i, now):
                 admission.release(o)
-                parked.append(o)
-                placement_waits += i not in ever_parked
-                ever_parked.add(i)
+                parked.park(str(i), o, "")
 
     k = 0
     while k < len(order) or leaving:
@@ -278,18 +285,8 @@ def replay(
         if left:
             # only what could be placed now goes back to its queue: the others would be admitted and given back
             # again at every departure (a shape that fits nowhere stays parked until one that frees room for it)
-            fits: dict[tuple, bool] = {}
-            still = []
-            for o in parked:
-                i = pod_of[id(o)]
-                key = (shapes[i], specs[i])
-                if key not in fits:
-                    fits[key] = cluster.feasible(shapes[i], specs[i]).size > 0
-                if fits[key]:
-                    admission.requeue(o)
-                else:
-                    still.append(o)
-            parked[:] = still
+            for o in parked.freed(functools.partial(may_fit, {})):
+                admission.requeue(o)
             cpu_waiting[:] = [i for i in cpu_waiting if not begin(i, now)]
         while k < len(order) and created[order[k]] == now:
             i = order[k]
@@ -327,7 +324,7 @@ def replay(
         stats,
         window,
         0.0,
-        placement_waits,
+        len(parked.ever),
         unschedulable,
         np.array(demand_rows, dtype=np.float64).reshape(len(samples), len(names)),
     )

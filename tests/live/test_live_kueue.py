@@ -238,6 +238,52 @@ def test_run_admits_queued_pods_borrowing_holding_and_readmitting_as_quota_is_fr
         assert f"{ns_b}/b1" not in scheduler.queue_held
 
 
+def test_run_admits_only_what_it_can_place_a_workload_without_room_waits_for_it_gated(teams: Teams) -> None:
+    """Admitted means placeable: both workloads fit team a's quota, the nodes take only one. The other gives its
+    quota back and is held SchedulingGated, saying it waits for room (never Unschedulable, no FailedScheduling),
+    and is admitted and placed once the first finishes."""
+    teams.set_up()
+    ns_a = teams.namespaces["a"]
+    for node, used in ((f"{teams.prefix}-n0", 2), (f"{teams.prefix}-n1", 3)):  # free: 2 on n0, 1 on n1
+        filler = accel_pod(f"filler-{node}", ns_a, used)
+        filler["spec"]["nodeName"] = node  # bound already, outside the queues
+        teams.api.create(k.PODS, filler, ns_a)
+    with running_scheduler(teams.kube.kubeconfig) as scheduler:
+        teams.submit("a", "w1", 2)
+        teams.submit("a", "w2", 2)
+        placed = wait_for(
+            "one of the two bound", lambda: [w for w in ("w1", "w2") if node_of(teams.api, ns_a, w)], timeout=30
+        )
+        assert len(placed) == 1 and node_of(teams.api, ns_a, placed[0]) == f"{teams.prefix}-n0"
+        other = "w2" if placed == ["w1"] else "w1"
+        held = wait_for(
+            f"{other}'s condition", lambda: _scheduled(pod_json(teams.api, ns_a, other)).get("message"), timeout=30
+        )
+        condition = _scheduled(pod_json(teams.api, ns_a, other))
+        assert condition["status"] == "False"
+        assert condition["reason"] == "SchedulingGated"
+        assert held.startswith(
+            f"waiting for room: quota in ClusterQueue {teams.cluster_queue('a')} admits it but no node can take it "
+            "whole (0/2 nodes are available: "
+        ), held
+        assert held.endswith("; its quota is given back until capacity frees")
+        assert f"Insufficient {ACCELERATOR}" in held
+        assert not node_of(teams.api, ns_a, other)
+        failed = [e for e in teams.api.list(k.EVENTS, ns_a).get("items") or [] if e.get("reason") == "FailedScheduling"]
+        assert failed == []
+        # its quota went back: the session's admission holds it out of the queue
+        wait_for("the rebuilt session", lambda: f"{ns_a}/{other}" in (scheduler.session.queues.held() or {}))
+        outcome = next(
+            o for o in scheduler.session.queues.outcomes if f"{ns_a}/{other}" in {p.key for p in o.info.pods}
+        )
+        assert not outcome.admitted
+
+        teams.api.request("DELETE", k.PODS.path(ns_a, placed[0]), body={"gracePeriodSeconds": 0})
+        assert wait_for(f"{other} bound once room frees", lambda: node_of(teams.api, ns_a, other), timeout=30) == (
+            f"{teams.prefix}-n0"
+        )
+
+
 def test_run_reclaims_borrowed_quota_stopping_the_borrower_as_kueue_does(teams: Teams) -> None:
     teams.set_up(preemption={"reclaimWithinCohort": "Any"})
     ns_a, ns_b = teams.namespaces["a"], teams.namespaces["b"]
