@@ -111,3 +111,18 @@ def test_bindings_do_not_queue_behind_reports_and_a_waiting_report_is_replaced_b
     binds.shutdown(wait=True)
     assert [d for d in write.done if d.startswith("old-")] == ["old-report-1", "old-report-3"]
     assert len(write.done) == 1 + 2 + 20 and writer.in_flight == 0
+
+
+def test_the_reports_of_a_gangs_members_waiting_behind_one_key_each_stand() -> None:
+    """A gang's members share the gang's write key: a member's report waiting behind another's replaces only an
+    earlier report of the same member, never another member's (each member must get its condition)."""
+    reports = concurrent.futures.ThreadPoolExecutor(1)
+    writer = OrderedWriter(concurrent.futures.ThreadPoolExecutor(1), reports)
+    write = _Recorder()
+    writer.report("ns/gang", write, "m0-report-1", True, subject="ns/m0")  # holds the only report thread
+    writer.report("ns/gang", write, "m1-report", subject="ns/m1")
+    writer.report("ns/gang", write, "m2-report-1", subject="ns/m2")
+    writer.report("ns/gang", write, "m2-report-2", subject="ns/m2")  # replaces m2's waiting report only
+    write.release.set()
+    reports.shutdown(wait=True)
+    assert write.done == ["m0-report-1", "m1-report", "m2-report-2"] and writer.in_flight == 0

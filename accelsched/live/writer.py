@@ -27,12 +27,12 @@ log = logging.getLogger("accelsched.live")
 
 class _Write:
     """One write and the keys it is ordered by; ``blocked`` counts the keys where an earlier write still runs;
-    ``report``: a report (an event, a condition) that a later one of the same key and function replaces while it
-    has not started."""
+    ``report``: the object a report (an event, a condition) is about, or "" for another write: a later report of
+    the same key, function and object replaces it while it has not started."""
 
     __slots__ = ("args", "blocked", "fn", "keys", "report")
 
-    def __init__(self, keys: tuple[str, ...], fn: Callable[..., Any], args: tuple[Any, ...], report: bool) -> None:
+    def __init__(self, keys: tuple[str, ...], fn: Callable[..., Any], args: tuple[Any, ...], report: str) -> None:
         self.keys, self.fn, self.args, self.blocked, self.report = keys, fn, args, 0, report
 
 
@@ -53,21 +53,23 @@ class OrderedWriter:
         self._queues: dict[str, deque[_Write]] = {}  # key -> its writes, the head running (or about to)
 
     def submit(self, key: str | tuple[str, ...], fn: Callable[..., Any], *args: Any) -> None:
-        self._submit(_Write((key,) if isinstance(key, str) else tuple(dict.fromkeys(key)), fn, args, False))
+        self._submit(_Write((key,) if isinstance(key, str) else tuple(dict.fromkeys(key)), fn, args, ""))
 
-    def report(self, key: str, fn: Callable[..., Any], *args: Any) -> None:
+    def report(self, key: str, fn: Callable[..., Any], *args: Any, subject: str = "") -> None:
         """A report of a pod's state (its FailedScheduling event and condition), on the report pool, so that
         bindings never queue behind a backlog's reports (kube-scheduler's API dispatcher sends a binding before
         status patches); one still waiting behind an earlier write of its key is replaced by this newer one, as
         the dispatcher merges a pod's queued status patches, so a backlog retried faster than its reports are
-        written keeps one report per pod."""
+        written keeps one report per pod. ``subject``: the object reported on, when it is not the key itself (a
+        gang's members share the gang's key, and each member's report stands)."""
+        subject = subject or key
         with self._lock:
             queue = self._queues.get(key)
             last = queue[-1] if queue else None
-            if last is not None and last.report and last.fn == fn and last.blocked and last.keys == (key,):
+            if last is not None and last.report == subject and last.fn == fn and last.blocked and last.keys == (key,):
                 last.args = args
                 return
-        self._submit(_Write((key,), fn, args, True))
+        self._submit(_Write((key,), fn, args, subject))
 
     def _submit(self, write: _Write) -> None:
         with self._lock:

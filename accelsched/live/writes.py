@@ -111,7 +111,9 @@ class WritePipeline:
                     if plugins & set(self.session.scheduler.hints):
                         self.hinted[r.pod.key] = (r.pod, plugins)
             if obj is not None:
-                self.writes.report(write_key(obj), self._record_failure, obj, r.message, r.reason)
+                self.writes.report(
+                    write_key(obj), self._record_failure, obj, r.message, r.reason, subject=r.pod.key
+                )
                 if nominated(obj):  # it gave up its nominated node: PostFilter found no room (kube-scheduler's
                     # NominatedNodeName "" in ModeOverride)
                     self.writes.submit(write_key(obj), self._nominate, obj, None)
