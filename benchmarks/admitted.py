@@ -58,8 +58,8 @@ import numpy as np
 
 from accelsched.queues.room import ROOM
 from accelsched.sim.trace import MILLI, Nodes, Pods, load_nodes, load_pods, trace_paths
+from benchmarks.harness import Unavailable, kueue_binary, kueue_control_plane
 
-REPO = Path(__file__).resolve().parents[1]
 # kube-scheduler knows no GPU shares: a node's GPUs are one extended resource counted in hundredths of a GPU (the
 # trace's shares are all whole tens of milli); not accelsched.io/gpu-milli, which accelsched reads as its milli
 # partitioning (shares placed on devices), so that both live systems read the very same objects
@@ -69,10 +69,6 @@ GPUS = 8
 NAMESPACE = "admitted"
 KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"
 SYSTEMS = ("kueue", "accelsched", "accelsched-live")
-
-
-class Unavailable(RuntimeError):
-    """The control plane or the Kueue binary is not built."""
 
 
 # ------------------------------------------------------------------------------------------------ the segment
@@ -228,20 +224,9 @@ class LiveRun:
 
     def __init__(self, seg: Segment, workdir: Path, stuck: float, system: str = "kueue") -> None:
         self.system = system
-        sys.path.insert(0, str(REPO / "tests" / "live"))
-        try:
-            from conformance.kueue import process
-        except ImportError as exc:
-            raise Unavailable("conformance/kueue is not in this checkout") from exc
-        from controlplane import ControlPlane, find_binaries
-
-        if find_binaries() is None:
-            raise Unavailable("the test control plane is not built (hack/build-controlplane.sh)")
-        self.binary = process.kueue_binary(build=False)
-        if self.binary is None:
-            raise Unavailable("the Kueue binary is not built (hack/build-controlplane.sh kueue)")
+        process, self.cp = kueue_control_plane(workdir)
+        self.binary = kueue_binary(process)
         self.process, self.seg, self.workdir, self.stuck_after = process, seg, workdir, stuck
-        self.cp = ControlPlane(workdir / "cp", find_binaries())
         self.lock = threading.Lock()
         self.admitted: dict[int, float] = {}
         self.bound: dict[int, float] = {}

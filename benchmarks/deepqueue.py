@@ -34,17 +34,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import Unavailable, kueue_binary, kueue_control_plane
 from benchmarks.live import _percentiles, start_scheduler, stop_scheduler
 
-REPO = Path(__file__).resolve().parents[1]
 GPU = "nvidia.com/gpu"
 GPUS = 8
 KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"
 SYSTEMS = ("kueue", "accelsched")
-
-
-class Unavailable(RuntimeError):
-    """The control plane or the Kueue binary is not built."""
 
 
 def workload(name: str, gpus: int, scheduler: str) -> dict[str, Any]:
@@ -128,17 +124,8 @@ class Cluster:
     """The test control plane with Kueue's CRDs and the Nodes; ``drain`` runs one system over its own queue."""
 
     def __init__(self, workdir: Path, nodes: int) -> None:
-        sys.path.insert(0, str(REPO / "tests" / "live"))
-        try:
-            from conformance.kueue import process
-        except ImportError as exc:
-            raise Unavailable("conformance/kueue is not in this checkout") from exc
-        from controlplane import ControlPlane, find_binaries
-
-        if find_binaries() is None:
-            raise Unavailable("the test control plane is not built (hack/build-controlplane.sh)")
-        self.process, self.workdir, self.nodes = process, workdir, nodes
-        self.cp = ControlPlane(workdir / "cp", find_binaries())
+        self.process, self.cp = kueue_control_plane(workdir)
+        self.workdir, self.nodes = workdir, nodes
 
     def __enter__(self) -> Cluster:
         from controlplane import apply_crds, make_node
@@ -223,11 +210,8 @@ class Cluster:
 
     def _start(self, system: str, log: Path) -> Any:
         if system == "kueue":
-            binary = self.process.kueue_binary(build=False)
-            if binary is None:
-                raise Unavailable("the Kueue binary is not built (hack/build-controlplane.sh kueue)")
             kueue = self.process.KueueProcess(
-                binary, self.cp.kubeconfig, self.kube, self.workdir / "kueue", long_requeue=False
+                kueue_binary(self.process), self.cp.kubeconfig, self.kube, self.workdir / "kueue", long_requeue=False
             ).start()
             return kueue.stop
         proc, _ = start_scheduler(str(self.cp.kubeconfig), log)

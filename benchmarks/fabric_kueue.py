@@ -42,8 +42,8 @@ from typing import Any
 from accelsched.api.loader import Document, Inputs, build_inputs
 from accelsched.engine import Session
 from benchmarks.fabric import BLOCK, GPU, GPUS, HOST, INDEX, PER_POD, RACK, crossings, indexed_job
+from benchmarks.harness import Unavailable, kueue_binary, kueue_control_plane
 
-REPO = Path(__file__).resolve().parents[1]
 RACKS, HOSTS = 4, 4
 POOL = "fabric.accelsched.io/pool"  # the ResourceFlavor's nodeLabels (required with a topologyName)
 NAMESPACE = "fabric"
@@ -155,30 +155,12 @@ def accelsched(case: Fabric) -> Outcome:
 # ------------------------------------------------------------------------------------------------ Kueue
 
 
-class KueueUnavailable(RuntimeError):
-    """The Kueue binary or conformance/kueue (the queues branch) is not here."""
-
-
 class RealKueue:
     """etcd, kube-apiserver and the Kueue controller; ``run`` answers one Fabric in its own namespace."""
 
     def __init__(self, workdir: Path) -> None:
-        try:
-            from conformance.kueue import process
-        except ImportError as exc:
-            raise KueueUnavailable(
-                "conformance/kueue is not in this checkout (it comes with the queues branch)"
-            ) from exc
-        sys.path.insert(0, str(REPO / "tests" / "live"))
-        from controlplane import ControlPlane, find_binaries
-
-        binary = process.kueue_binary(build=False)
-        if binary is None:
-            raise KueueUnavailable("the Kueue binary is not built (make kueue)")
-        if find_binaries() is None:
-            raise KueueUnavailable("the test control plane is not built (hack/build-controlplane.sh)")
-        self._process, self._binary, self.workdir = process, binary, workdir
-        self.cp = ControlPlane(workdir / "cp", find_binaries())
+        self._process, self.cp = kueue_control_plane(workdir)
+        self._binary, self.workdir = kueue_binary(self._process), workdir
         self.kueue: Any = None
         self.trials = 0
 
@@ -404,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="fabric-kueue-") as tmp:
             rows = side_by_side(list(range(args.seeds)), args.blocks, args.gangs, Path(tmp), args.request)
-    except KueueUnavailable as exc:
+    except Unavailable as exc:
         print(f"benchmarks.fabric_kueue: {exc}", file=sys.stderr)
         return 2
     keys = [k for k in rows[0] if k != "seed"]

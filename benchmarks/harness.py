@@ -23,6 +23,7 @@ import tempfile
 import time
 import tracemalloc
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from accelsched.cluster.state import ClusterState
@@ -35,6 +36,37 @@ from benchmarks.workloads import BY_NAME, Workload
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_RATIO = 10.0
 MAX_PROBLEMS = 10
+
+
+class Unavailable(RuntimeError):
+    """What a live benchmark needs (conformance/kueue, the test control plane, the Kueue binary) is not here."""
+
+
+def kueue_control_plane(workdir: Path) -> tuple[ModuleType, Any]:
+    """Kueue's process module (conformance/kueue/process.py) and a test control plane (tests/live/controlplane.py)
+    under ``workdir / "cp"``, not started: how every live benchmark against Kueue begins. Raises ``Unavailable``
+    naming what is missing, so that the benchmark exits 2 with why instead of building for minutes."""
+    live = str(ROOT / "tests" / "live")
+    if live not in sys.path:
+        sys.path.insert(0, live)
+    try:
+        from conformance.kueue import process
+    except ImportError as exc:
+        raise Unavailable("conformance/kueue is not in this checkout") from exc
+    from controlplane import ControlPlane, find_binaries
+
+    binaries = find_binaries()
+    if binaries is None:
+        raise Unavailable("the test control plane is not built (hack/build-controlplane.sh)")
+    return process, ControlPlane(workdir / "cp", binaries)
+
+
+def kueue_binary(process: ModuleType) -> Path:
+    """The cached Kueue binary (``process`` from ``kueue_control_plane``), never built here: ``Unavailable``."""
+    binary = process.kueue_binary(build=False)
+    if binary is None:
+        raise Unavailable("the Kueue binary is not built (hack/build-controlplane.sh kueue)")
+    return binary
 
 
 def _mib_from_kib(kib: int) -> float:
