@@ -5,7 +5,7 @@ as a watch delivers them, decisions are made by its own engine run and marked as
 bind outcomes go through ``_drain_outcomes``. After every step the session is brought current (``sync_session``:
 in place, or a rebuild for node changes) and compared with ``Session.start`` over the same cache: the columnar
 arrays, where every pod is accounted, the free devices per node, and what a probe pod's filters and scores say
-(the incremental side through its per-shape caches, node_values and _Best, the fresh side computed from scratch).
+(the incremental side through its per-shape caches, node_values and BestNodes, the fresh side computed from scratch).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ import numpy as np
 
 from accelsched.api.objects import parse_node, parse_pod
 from accelsched.api.selectors import LabelSelector, Requirement
-from accelsched.cluster.state import ClusterState, pod_matches_all
+from accelsched.cluster.podmatch import pod_matches_all
+from accelsched.cluster.state import ClusterState
 
 
 def _pod(i: int, rng: random.Random):

@@ -4,14 +4,17 @@ Everything a filter or score plugin needs is an array indexed by node: free and 
 resource, label codes per label key, taint masks, and counts of bound pods matching a label selector.
 After a bind only one node changes, so every cached array is updated at that one index, never rebuilt:
 the work per pod does not grow with the number of pods already bound (design principle 3).
+
+What a scheduling cycle reads and changes is here; beside it, cluster/nodecache.py keeps node_values' caches and
+the change log, cluster/podmatch.py the rules for which bound pods a selector or affinity term counts, and
+cluster/nodeset.py takes a node changing, joining or leaving (and copies a state).
 """
 
 from __future__ import annotations
 
-import copy
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,7 +30,25 @@ from accelsched.api.selectors import (
     Taint,
     Toleration,
 )
-from accelsched.cluster.devices import NodeDevices, is_device_resource
+from accelsched.cluster import nodeset
+from accelsched.cluster.devices import NodeDevices
+from accelsched.cluster.nodecache import (
+    NODE_CACHE_SIZE,
+    SCALAR_UPDATE_LIMIT,
+    BestNodes,
+    ChangeLog,
+    NodeCache,
+    NodeFunction,
+)
+from accelsched.cluster.nodeset import NO_PODS_PRIORITY
+from accelsched.cluster.podmatch import (
+    ALL_NAMESPACES,
+    Conditions,
+    NamespaceFilter,
+    TermGroup,
+    index_key,
+    pod_matches_all,
+)
 
 # kube-scheduler scores pods without cpu/memory requests as if they asked for these (util.GetNonzeroRequests).
 DEFAULT_MILLI_CPU_REQUEST = 100
@@ -35,12 +56,6 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 _MISSING = object()
 CORE_RESOURCES = (quantity.CPU, quantity.MEMORY, quantity.EPHEMERAL_STORAGE, quantity.PODS)
-NO_PODS_PRIORITY = np.iinfo(np.int64).max  # min_priority of a node without pods
-ALL_NAMESPACES = None  # a namespace filter of None means every namespace
-
-NamespaceFilter = frozenset[str] | None
-# Pods matching all of several (selector, namespaces) pairs: how required pod affinity terms are counted.
-Conditions = tuple[tuple[LabelSelector, NamespaceFilter], ...]
 
 
 @dataclass(frozen=True)
@@ -53,98 +68,6 @@ class LabelColumn:
     @property
     def present(self) -> np.ndarray:
         return self.codes >= 0
-
-
-@dataclass(frozen=True)
-class TermGroup:
-    """Bound pods carrying the same affinity term (same selector, namespaces, key): counted per node.
-
-    ``namespaces`` holds the term's listed namespaces (or its owner's); a namespaceSelector stays a selector,
-    matched against the incoming pod's namespace labels when asked, as kube-scheduler does at filter time.
-    """
-
-    selector: LabelSelector | None
-    namespaces: NamespaceFilter
-    topology_key: str
-    weight: int
-    namespace_selector: LabelSelector | None = None
-
-
-# Values per node derived from that node's state alone, given the node indices to compute.
-NodeFunction = Callable[[np.ndarray], np.ndarray]
-NODE_CACHE_SIZE = 256
-SCALAR_UPDATE_LIMIT = 8
-
-
-@dataclass
-class _NodeCache:
-    values: np.ndarray
-    seen: int  # position in ClusterState.changes up to which ``values`` is current
-    epoch: int = field(default=0)
-    best: _Best | None = None
-
-
-class _Best:
-    """The nodes holding the maximum of a cached array, kept as values change one node at a time, so the
-    scheduler picks among the best nodes without scanning every node (O(1) per bind in the common case)."""
-
-    def __init__(self, values: np.ndarray) -> None:
-        self.top = int(values.max())
-        self.members = np.flatnonzero(values == self.top).tolist()
-        self.pos = {node: k for k, node in enumerate(self.members)}
-
-    def update(self, node: int, value: int) -> bool:
-        """Record ``node``'s new value; False when the maximum left every node (rebuild from the array)."""
-        if value > self.top:
-            self.top, self.members, self.pos = value, [node], {node: 0}
-        elif value == self.top:
-            if node not in self.pos:
-                self.pos[node] = len(self.members)
-                self.members.append(node)
-        elif node in self.pos:
-            k = self.pos.pop(node)
-            last = self.members.pop()
-            if last != node:
-                self.members[k] = last
-                self.pos[last] = k
-        return bool(self.members)
-
-
-class ChangeLog:
-    """Node indices in the order they changed (assume/forget/touch), addressed by absolute position so that
-    each reader (node_values, the volume indexes, learned shapes) keeps a cursor, ``log[seen:]``.
-
-    A state that lives for days (live mode applies every cluster change in place) must not keep its whole
-    history: past ``4 n`` entries the older half is dropped. A reader whose cursor falls before what is kept
-    gets every node (it recomputes all), which node_values would do anyway that far behind."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.offset = 0  # absolute position of _items[0]
-        self._items: list[int] = []
-        self.limit = max(4 * n, 4096)
-
-    def append(self, node: int) -> None:
-        self._items.append(node)
-        if len(self._items) > self.limit:
-            drop = len(self._items) // 2
-            del self._items[:drop]
-            self.offset += drop
-
-    def __len__(self) -> int:
-        return self.offset + len(self._items)
-
-    def __getitem__(self, where: slice) -> list[int]:
-        if not isinstance(where, slice) or where.stop is not None or where.step is not None:
-            raise TypeError("ChangeLog supports log[start:] only")
-        start = where.start or 0
-        if start < self.offset:
-            return list(range(self.n))
-        return self._items[start - self.offset :]
-
-    @property
-    def retained(self) -> int:
-        return len(self._items)
 
 
 # Caches keyed by what pending pods asked (selectors, tolerations, request shapes) grow with the shapes seen, not
@@ -206,13 +129,11 @@ class ClusterState:
         self._next_seq = 0
         self._label_columns: dict[str, LabelColumn] = {}
         self._requirement_masks: dict[Requirement, np.ndarray] = {}
-        self._taints = sorted({t for n in self.nodes for t in n.taints}, key=str)
-        self._taint_nodes = {t: np.array([t in n.taints for n in self.nodes], dtype=bool) for t in self._taints}
-        self.has_hard_taints = any(t.effect in (NO_SCHEDULE, NO_EXECUTE) for t in self._taints)
         self._toleration_masks: dict[tuple[tuple[Toleration, ...], tuple[str, ...]], np.ndarray] = {}
+        self._index_taints()
         self._selector_counts: dict[Conditions, np.ndarray] = {}
         # Bound pods by (namespace, label key, value), and the cached conditions by the one such triple every pod
-        # they match must carry (see _index_key): a new selector visits only its candidates, and a bind only the
+        # they match must carry (see podmatch.index_key): a new selector visits only its candidates, and a bind only the
         # conditions that could count it, instead of every pod or every condition (thousands of workloads).
         self._pods_by_label: dict[tuple[str, str, str], dict[str, Pod]] = {}
         self._conditions_by_label: dict[tuple[str, str, str], list[Conditions]] = {}
@@ -226,7 +147,7 @@ class ClusterState:
         # Node indices in the order they changed (assume/forget): caches catch up by recomputing only these.
         self.changes = ChangeLog(self.n)
         self.epoch = 0  # bumped when a change touches every node (a new resource row)
-        self._node_caches: OrderedDict[Hashable, _NodeCache] = OrderedDict()
+        self._node_caches: OrderedDict[Hashable, NodeCache] = OrderedDict()
         # Small lookups plugins derive per request shape from this cluster's layout (one entry per shape).
         self.memo: dict[Hashable, object] = {}
         self.topology_index: object | None = None  # topology.alignment.TopologyIndex, built on first use
@@ -243,6 +164,13 @@ class ClusterState:
         self._index_images()
         self.nodes_added = 0  # nodes joined and left in place (add_node / remove_node), for live mode's counters
         self.nodes_removed = 0
+
+    def _index_taints(self) -> None:
+        """The taints over all nodes and the nodes carrying each; the toleration masks built from them start over."""
+        self._taints: list[Taint] = sorted({t for n in self.nodes for t in n.taints}, key=str)
+        self._taint_nodes = {t: np.array([t in n.taints for n in self.nodes], dtype=bool) for t in self._taints}
+        self.has_hard_taints = any(t.effect in (NO_SCHEDULE, NO_EXECUTE) for t in self._taints)
+        self._toleration_masks.clear()
 
     def _index_images(self) -> None:
         self._images.clear()
@@ -280,7 +208,7 @@ class ClusterState:
         by node_values from then on."""
         cache = self._node_caches[key]
         if cache.best is None:
-            cache.best = _Best(cache.values)
+            cache.best = BestNodes(cache.values)
         return cache.best.members
 
     def node_values(
@@ -298,7 +226,7 @@ class ClusterState:
         # a few nodes thousands of times, and counting those would rebuild every cached shape over every node.
         dirty = sorted(set(self.changes[cache.seen :])) if cache is not None and cache.epoch == self.epoch else None
         if cache is None or dirty is None or len(dirty) > self.n // 4:
-            cache = _NodeCache(compute(np.arange(self.n)), len(self.changes), self.epoch)
+            cache = NodeCache(compute(np.arange(self.n)), len(self.changes), self.epoch)
             self._node_caches[key] = cache
             if len(self._node_caches) > NODE_CACHE_SIZE:
                 self._node_caches.popitem(last=False)
@@ -469,7 +397,7 @@ class ClusterState:
         counts = self._selector_counts.get(conditions)
         if counts is None:
             counts = np.zeros(self.n, dtype=np.int32)
-            key = _index_key(conditions)
+            key = index_key(conditions)
             if key is None:
                 for i, pods in enumerate(self.pods_on):
                     counts[i] = sum(1 for p in pods.values() if pod_matches_all(p, conditions))
@@ -619,210 +547,12 @@ class ClusterState:
                 self.bound_seq[pod.key] = self._next_seq
                 self._next_seq += 1
 
-    def update_node(self, node: Node) -> bool:
-        """Take a changed Node (labels, taints, cordon, allocatable amounts) in place at its index; False when the
-        change is one this cannot follow (then the state is rebuilt): a new resource, another device inventory
-        (device resources, named devices, partitions, topology layout), other images, another zone.
-
-        The base arrays change at that one node. What is derived from node labels and taints over all nodes
-        (label columns, requirement and toleration masks, per-shape memos, node_values caches) is dropped for the
-        keys that changed and rebuilt on first use: a vectorized pass per shape, once per node update, which is
-        rare next to pod churn (heartbeats and conditions never get here)."""
-        i = self.index.get(node.name)
-        if i is None:
-            return False
-        old = self.nodes[i]
-        if (
-            set(node.allocatable) - set(self.res_index)
-            or any(
-                is_device_resource(r) and old.allocatable.get(r) != node.allocatable.get(r)
-                for r in set(old.allocatable) | set(node.allocatable)
-            )
-            or old.device_ids != node.device_ids
-            or old.layout is not None
-            or node.layout is not None
-            or old.partition is not None
-            or node.partition is not None
-            or old.images != node.images
-            or any(old.labels.get(k) != node.labels.get(k) for k in ZONE_KEYS)
-        ):
-            return False
-        self.nodes[i] = node
-        column = np.zeros(len(self.resources), dtype=np.int64)
-        for res, amount in node.allocatable.items():
-            column[self.res_index[res]] = amount
-        self.allocatable[:, i] = column
-        self.free[:, i] = column - self.requested[:, i]
-        self.unschedulable[i] = node.unschedulable
-        self.any_unschedulable = bool(self.unschedulable.any())
-        changed = {k for k in set(old.labels) | set(node.labels) if old.labels.get(k) != node.labels.get(k)}
-        for key in changed:
-            self._label_columns.pop(key, None)
-        for req in [r for r in self._requirement_masks if r.key in changed]:
-            del self._requirement_masks[req]
-        if old.taints != node.taints:
-            self._taints = sorted({t for n in self.nodes for t in n.taints}, key=str)
-            self._taint_nodes = {t: np.array([t in n.taints for n in self.nodes], dtype=bool) for t in self._taints}
-            self.has_hard_taints = any(t.effect in (NO_SCHEDULE, NO_EXECUTE) for t in self._taints)
-            self._toleration_masks.clear()
-        self.memo.clear()
-        self.epoch += 1  # node_values caches (scores per shape) start over: they may read labels or allocatable
-        self.generation += 1
-        self.touch(i)
-        return True
-
-    def copy(self) -> ClusterState:
-        """A state that changes apart from this one: the web view's incremental what-if (ui/incremental.py) copies
-        the state a run starts from (its bound pods admitted) instead of building it again from every object.
-
-        Only what follows_node_set() allows is copied (no CPU/NUMA topology, partitions, DRA or storage objects:
-        ValueError otherwise). The per-node arrays, the pods per node and the counts kept as pods come and go are
-        copied; what is derived from them per request shape (label columns, masks, selector counts, node_values
-        caches, memos) is left out and built again on first use, as trim_caches drops it (no decision changes).
-        The Pod objects are shared: a caller that may change one (a re-admission) puts a copy in its place."""
-        if not self.follows_node_set():
-            raise ValueError("this cluster state keeps per-node state outside its arrays: it cannot be copied")
-        new = copy.copy(self)
-        new.nodes = list(self.nodes)
-        new.index = dict(self.index)
-        new.namespaces = dict(self.namespaces)
-        new.res_index = dict(self.res_index)
-        new.resources = list(self.resources)
-        for name in ("names", "allocatable", "requested", "free", "nonzero_requested", "unschedulable",
-                     "min_priority", "node_version"):  # fmt: skip
-            setattr(new, name, getattr(self, name).copy())
-        new.devices = [d.copy() for d in self.devices]
-        new.pods_on = [dict(pods) for pods in self.pods_on]
-        new.pod_node = dict(self.pod_node)
-        new.bound_seq = dict(self.bound_seq)
-        new._pods_by_label = {triple: dict(pods) for triple, pods in self._pods_by_label.items()}
-        new.term_groups = {kind: {g: a.copy() for g, a in groups.items()} for kind, groups in self.term_groups.items()}
-        new._port_nodes = {port: a.copy() for port, a in self._port_nodes.items()}
-        new._port_ips = {port: a.copy() for port, a in self._port_ips.items()}
-        new._images = dict(self._images)
-        new._taint_nodes = dict(self._taint_nodes)
-        new._taints = list(self._taints)
-        new._label_columns, new._requirement_masks, new._toleration_masks = {}, {}, {}
-        new._selector_counts, new._conditions_by_label, new._conditions_unindexed = {}, {}, []
-        new._below, new.memo = {}, {}
-        new._node_caches = OrderedDict()
-        changes = ChangeLog(self.n)
-        changes.offset = len(self.changes)
-        new.changes = changes
-        if self.volumes is not None:  # no storage objects: its per-node indexes start over, as _node_set_changed
-            new.volumes = type(self.volumes)(self.volumes.storage, new)  # type: ignore[attr-defined]
-        new.epoch += 1
-        return new
-
-    # ------------------------------------------------------------------------------------ the node set
-
-    def follows_node_set(self, node: Node | None = None) -> bool:
-        """Whether a node joining or leaving can be taken in place (add_node, remove_node). Not with what keeps
-        its own per-node state outside these arrays: a CPU/NUMA topology, device partitions, DRA objects, storage
-        objects (their node masks); then the state is rebuilt."""
-        storage = getattr(self.volumes, "storage", None)
-        return (
-            not self.has_topology
-            and self.topology_index is None
-            and not self.has_partitions
-            and self.dra is None
-            and (storage is None or not any(vars(storage).values()))
-            and (node is None or (node.layout is None and node.partition is None))
-        )
-
-    def add_node(self, node: Node, at: int | None = None) -> bool:
-        """A node joined: inserted at index ``at`` (default n, where a rebuild from the cache, whose store appends
-        it, puts it; a node replaced in place keeps its index), every per-node array given an empty column there.
-        False when it cannot be taken in place (follows_node_set) or the name is known already."""
-        if node.name in self.index or not self.follows_node_set(node):
-            return False
-        i = self.n if at is None else at
-        for res in node.allocatable:
-            if res not in self.res_index:
-                self._add_resource(res)
-        column = np.zeros(len(self.resources), dtype=np.int64)
-        for res, amount in node.allocatable.items():
-            column[self.res_index[res]] = amount
-        self.nodes.insert(i, node)
-        self.names = np.insert(self.names, i, np.array([node.name], dtype=object))
-        self.allocatable = np.insert(self.allocatable, i, column, axis=1)
-        self.requested = np.insert(self.requested, i, 0, axis=1)
-        self.free = np.insert(self.free, i, column, axis=1)
-        self.nonzero_requested = np.insert(self.nonzero_requested, i, 0, axis=1)
-        self.unschedulable = np.insert(self.unschedulable, i, node.unschedulable)
-        self.devices.insert(i, NodeDevices.for_node(node.allocatable, node.device_ids, None))
-        self.pods_on.insert(i, {})
-        self.min_priority = np.insert(self.min_priority, i, NO_PODS_PRIORITY)
-        self.node_version = np.insert(self.node_version, i, 0)
-        for priority, below in self._below.items():
-            self._below[priority] = np.insert(below, i, 0, axis=1)
-        self._per_node_counts(lambda a: np.insert(a, i, 0))
-        if i < self.n:
-            for key, k in self.pod_node.items():
-                if k >= i:
-                    self.pod_node[key] = k + 1
-        self.nodes_added += 1
-        self._node_set_changed()
-        return True
-
-    def remove_node(self, name: str) -> bool:
-        """A node left: its column taken out of every per-node array, the nodes after it one index lower (their
-        order kept, as in a rebuild). Its pods must have been taken off first (Scheduler.evict): a rebuild does
-        not count pods bound to a node it does not have. False when it cannot be taken in place."""
-        i = self.index.get(name)
-        if i is None or self.pods_on[i] or not self.follows_node_set():
-            return False
-        del self.nodes[i]
-        self.names = np.delete(self.names, i)
-        self.allocatable = np.delete(self.allocatable, i, axis=1)
-        self.requested = np.delete(self.requested, i, axis=1)
-        self.free = np.delete(self.free, i, axis=1)
-        self.nonzero_requested = np.delete(self.nonzero_requested, i, axis=1)
-        self.unschedulable = np.delete(self.unschedulable, i)
-        del self.devices[i]
-        del self.pods_on[i]
-        self.min_priority = np.delete(self.min_priority, i)
-        self.node_version = np.delete(self.node_version, i)
-        for priority, below in self._below.items():
-            self._below[priority] = np.delete(below, i, axis=1)
-        self._per_node_counts(lambda a: np.delete(a, i))
-        for key, node in self.pod_node.items():
-            if node > i:
-                self.pod_node[key] = node - 1
-        self.nodes_removed += 1
-        self._node_set_changed()
-        return True
-
-    def _per_node_counts(self, resize: Callable[[np.ndarray], np.ndarray]) -> None:
-        """The counts kept per node as pods are assumed and forgotten (selector matches, affinity terms, host
-        ports), resized to the new node set; the column a node leaves holds zeros (its pods are gone)."""
-        for table in (self._selector_counts, *self.term_groups.values(), self._port_nodes, self._port_ips):
-            for key, values in table.items():
-                table[key] = resize(values)
-
-    def _node_set_changed(self) -> None:
-        """What is derived from every node (label columns, taint and requirement masks, images, per-shape memos,
-        node_values caches, the change log's indices) starts over, built again on first use."""
-        self.n = len(self.nodes)
-        self.index = {node.name: k for k, node in enumerate(self.nodes)}
-        self.any_unschedulable = bool(self.unschedulable.any())
-        self._label_columns.clear()
-        self._requirement_masks.clear()
-        self._taints = sorted({t for n in self.nodes for t in n.taints}, key=str)
-        self._taint_nodes = {t: np.array([t in n.taints for n in self.nodes], dtype=bool) for t in self._taints}
-        self.has_hard_taints = any(t.effect in (NO_SCHEDULE, NO_EXECUTE) for t in self._taints)
-        self._toleration_masks.clear()
-        self._index_images()
-        self.memo.clear()
-        self._node_caches.clear()
-        # Readers behind the new log's start see every node (ChangeLog.__getitem__); the indices before it are void.
-        changes = ChangeLog(self.n)
-        changes.offset = len(self.changes)
-        self.changes = changes
-        if self.volumes is not None:  # no storage objects (follows_node_set): its per-node indexes start over
-            self.volumes = type(self.volumes)(self.volumes.storage, self)  # type: ignore[attr-defined]
-        self.epoch += 1
-        self.generation += 1
+    # A Node changed, joined or left in place, and copies: cluster/nodeset.py (rare next to assume/forget).
+    update_node = nodeset.update_node
+    copy = nodeset.copy_state
+    follows_node_set = nodeset.follows_node_set
+    add_node = nodeset.add_node
+    remove_node = nodeset.remove_node
 
     def trim_caches(self) -> bool:
         """Drop the per-shape caches when they hold more than SHAPE_CACHE_LIMIT entries (True when dropped).
@@ -887,36 +617,3 @@ class ClusterState:
                 counts[node] += delta
                 if delta < 0 and not counts.any():
                     del groups[group]
-
-
-# The labels the scheduler's zone order is made of (framework.scheduler.zone_key): a change there reorders nodes.
-ZONE_KEYS = (
-    "failure-domain.beta.kubernetes.io/zone",
-    "topology.kubernetes.io/zone",
-    "failure-domain.beta.kubernetes.io/region",
-    "topology.kubernetes.io/region",
-)
-
-
-def _index_key(conditions: Conditions) -> tuple[str, str, str] | None:
-    """A (namespace, label key, value) that every pod matching ``conditions`` carries: from a condition of one
-    namespace whose selector has matchLabels. None when there is none (all namespaces, expressions only)."""
-    for selector, namespaces in conditions:
-        if namespaces is not None and len(namespaces) == 1 and selector.match_labels:
-            (namespace,) = namespaces
-            key, value = selector.match_labels[0]
-            return namespace, key, value
-    return None
-
-
-def _pod_matches(pod: Pod, selector: LabelSelector, namespaces: NamespaceFilter) -> bool:
-    return (namespaces is None or pod.namespace in namespaces) and selector.matches(pod.labels)
-
-
-def pod_matches_all(pod: Pod, conditions: Conditions) -> bool:
-    return all(_pod_matches(pod, sel, ns) for sel, ns in conditions)
-
-
-def pod_matches_term(pod: Pod, selector: LabelSelector | None, namespaces: NamespaceFilter) -> bool:
-    """Whether ``pod`` is selected by an affinity term (a nil selector selects nothing)."""
-    return selector is not None and _pod_matches(pod, selector, namespaces)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from accelsched.api.objects import Pod, PodAffinityTerm
-from accelsched.cluster.state import ClusterState, LabelColumn, NamespaceFilter, pod_matches_term
+from accelsched.cluster.podmatch import NamespaceFilter, pod_matches_term
+from accelsched.cluster.state import ClusterState, LabelColumn
 from accelsched.errors import InputError
 from accelsched.framework.interface import (
     MAX_NODE_SCORE,
