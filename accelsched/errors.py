@@ -2,6 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+# How much of a user's value an error quotes: a field may hold megabytes, and the error must stay one short line.
+QUOTED_LIMIT = 80
+
+
+def clipped(text: str, limit: int = QUOTED_LIMIT) -> str:
+    """``text`` cut after ``limit`` characters, saying how many more there were: for a value a message quotes in
+    its own way (kube-apiserver's ``Invalid value: "text"``)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def quoted(value: Any, limit: int = QUOTED_LIMIT) -> str:
+    """``value`` as Python's repr quotes it ('text', 12, [1, 2]), bounded as ``clipped``: a string is cut before it
+    is quoted, so its quotes stay whole."""
+    if isinstance(value, str):  # the limit counts the value's characters, not its quotes or escapes
+        return repr(value) if len(value) <= limit else f"{value[:limit]!r}... ({len(value) - limit} more characters)"
+    return clipped(repr(value), limit)
+
 
 class InputError(Exception):
     """Bad user input. Printed as ``FILE: KIND NS/NAME: FIELD: what is wrong`` and exit code 2."""

@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from accelsched.errors import quoted
+
 MERGE = "<<"
 _WORDS: dict[str, Any] = {
     **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
@@ -105,7 +107,7 @@ def json_key(key: Any) -> str:
         if math.isinf(key):
             return ".inf" if key > 0 else "-.inf"
         return f"{key:.7g}".replace("e+0", "e+").replace("e-0", "e-")  # FormatFloat(k, 'g', -1, 32), near enough
-    raise ValueError(f"unsupported map key of type {type(key).__name__}: {key!r}")
+    raise ValueError(f"unsupported map key of type {type(key).__name__}: {quoted(key)}")
 
 
 class SafeDumper(yaml.CSafeDumper):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from accelsched.errors import quoted
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -50,10 +52,10 @@ def parse_overrides(items: tuple[str, ...] | list[str]) -> dict[str, int]:
         name, sep, value = item.partition("=")
         name = name.strip().replace("-", "_")
         if not sep or name not in NAMES:
-            raise ValueError(f"{item!r}: expected NAME=N with NAME one of {', '.join(NAMES)}")
+            raise ValueError(f"{quoted(item)}: expected NAME=N with NAME one of {', '.join(NAMES)}")
         value = value.strip()
         if not value.isdigit() or len(value) > 18 or int(value) < 1:
-            raise ValueError(f"{item!r}: the limit must be a whole number >= 1")
+            raise ValueError(f"{quoted(item)}: the limit must be a whole number >= 1")
         out[name] = int(value)
     return out
 

@@ -20,7 +20,7 @@ from accelsched.devices import partition as partitioning
 from accelsched.dra import claims as dra_claims
 from accelsched.dra import objects as dra_objects
 from accelsched.dra.model import DRAInputs
-from accelsched.errors import InputError, Where
+from accelsched.errors import InputError, Where, quoted
 from accelsched.fabric import hypernode as fabric_hypernode
 from accelsched.fabric import levels as fabric_levels
 from accelsched.fabric import request as fabric_request
@@ -372,7 +372,7 @@ def _apply_topology(docs: list[Document], nodes: Mapping[str, Node]) -> None:
         node = nodes.get(node_name)
         if node is None:
             field = "metadata.name" if d.kind == "NodeResourceTopology" else "spec.nodeName"
-            raise where.error(field, f"node {node_name!r} does not exist in the input")
+            raise where.error(field, f"node {quoted(node_name)} does not exist in the input")
         node.layout = node.layout or topology_layout.NodeLayout()
         if d.kind == "NodeResourceTopology":
             devices = {r for r in node.allocatable if quantity.is_extended(r)}
@@ -412,7 +412,7 @@ def _admit(pod: Pod, inputs: Inputs, facts: _NodeFacts, default: PriorityClass |
     """What admission does before a pod reaches the scheduler: priority from its class, and sanity checks."""
     _priority(pod, inputs, default)
     if pod.node_name and not pod.terminal and pod.node_name not in facts.nodes:
-        raise _where(pod).error("spec.nodeName", f"node {pod.node_name!r} does not exist in the input")
+        raise _where(pod).error("spec.nodeName", f"node {quoted(pod.node_name)} does not exist in the input")
     if facts.nodes:
         for res, amount in pod.requests.items():
             problem = facts.partition_problem(res, amount)

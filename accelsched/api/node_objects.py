@@ -25,6 +25,7 @@ from accelsched.api.pod_objects import (
 )
 from accelsched.api.selectors import Taint
 from accelsched.devices import partition as partitioning
+from accelsched.errors import quoted
 from accelsched.topology import layout as topology_layout
 
 # ---------------------------------------------------------------------------------------------- nodes
@@ -77,7 +78,7 @@ def parse_node(doc: Mapping[str, Any], source: str = "") -> Node:
                 )
     unschedulable = spec.get("unschedulable", False)
     if not isinstance(unschedulable, bool):
-        raise where.error("spec.unschedulable", f"must be true or false, got {unschedulable!r}")
+        raise where.error("spec.unschedulable", f"must be true or false, got {quoted(unschedulable)}")
     node = Node(
         name=name,
         source=source,

@@ -20,7 +20,7 @@ from accelsched.api.selectors import (
     Toleration,
     parse_int64,
 )
-from accelsched.errors import Where
+from accelsched.errors import Where, quoted
 
 DEFAULT_SCHEDULER = "default-scheduler"
 DEVICES_ANNOTATION = "accelsched.io/devices"
@@ -72,7 +72,7 @@ def _int(where: Where, value: Any, path: str, default: int | None = None, minimu
             raise where.error(path, "is required")
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise where.error(path, f"must be an integer, got {value!r}")
+        raise where.error(path, f"must be an integer, got {quoted(value)}")
     if minimum is not None and value < minimum:
         raise where.error(path, f"must be >= {minimum}, got {value}")
     return value
@@ -87,7 +87,7 @@ def _string_map(where: Where, value: Any, path: str) -> dict[str, str]:
 
 def _choice(where: Where, value: str, path: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
-        raise where.error(path, f"unknown value {value!r} (expected one of {', '.join(allowed)})")
+        raise where.error(path, f"unknown value {quoted(value)} (expected one of {', '.join(allowed)})")
     return value
 
 
@@ -141,7 +141,7 @@ def parse_requirements(where: Where, value: Any, path: str, operators: tuple[str
             if len(values) != 1:
                 raise where.error(f"{p}.values", f"must hold exactly one integer for operator {op}")
             if parse_int64(values[0]) is None:
-                raise where.error(f"{p}.values[0]", f"{values[0]!r} is not an integer")
+                raise where.error(f"{p}.values[0]", f"{quoted(values[0])} is not an integer")
         reqs.append(Requirement(key, op, values))
     return tuple(reqs)
 
@@ -169,7 +169,9 @@ def parse_node_selector_terms(where: Where, value: Any, path: str) -> tuple[Node
         fields = parse_requirements(where, term.get("matchFields"), f"{p}.matchFields", NODE_SELECTOR_OPERATORS)
         for j, req in enumerate(fields):
             if req.key != "metadata.name":
-                raise where.error(f"{p}.matchFields[{j}].key", f"unsupported field {req.key!r} (only metadata.name)")
+                raise where.error(
+                    f"{p}.matchFields[{j}].key", f"unsupported field {quoted(req.key)} (only metadata.name)"
+                )
         terms.append(NodeSelectorTerm(exprs, fields))
     return tuple(terms)
 

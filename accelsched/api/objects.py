@@ -61,7 +61,7 @@ from accelsched.api.pod_objects import (
     pod_images,
     writable_copy,
 )
-from accelsched.errors import InputError
+from accelsched.errors import InputError, quoted
 
 # ---------------------------------------------------------------------------------------------- small kinds
 
@@ -88,7 +88,7 @@ def parse_priority_class(doc: Mapping[str, Any], source: str = "") -> PriorityCl
         raise where.error("value", "must be <= 1000000000 for user-defined priority classes")
     gd = doc.get("globalDefault", False)
     if not isinstance(gd, bool):
-        raise where.error("globalDefault", f"must be true or false, got {gd!r}")
+        raise where.error("globalDefault", f"must be true or false, got {quoted(gd)}")
     policy = _choice(
         where,
         _str(where, doc.get("preemptionPolicy"), "preemptionPolicy", "PreemptLowerPriority"),

@@ -37,7 +37,7 @@ from accelsched.api.selectors import (
     Toleration,
 )
 from accelsched.api.volumes import PodVolume, parse_volumes
-from accelsched.errors import Where
+from accelsched.errors import Where, clipped, quoted
 
 # ---------------------------------------------------------------------------------------------- pods
 
@@ -285,7 +285,7 @@ def parse_host_ports(where: Where, spec: Mapping[str, Any]) -> tuple[HostPort, .
             for k, (ip, protocol, port) in enumerate(own):
                 text = f"{protocol}/{ip}/{port}"
                 if text in seen:
-                    raise where.error(f"{path}.ports[{k}].hostPort", f'Duplicate value: "{text}"')
+                    raise where.error(f"{path}.ports[{k}].hostPort", f'Duplicate value: "{clipped(text)}"')
                 seen.add(text)
             if kind == "containers" or c.get("restartPolicy") == "Always":
                 ports.extend(own)
@@ -337,7 +337,7 @@ def parse_scheduling_group(where: Where, spec: Mapping[str, Any]) -> str:
     name = _str(where, name, "spec.schedulingGroup.podGroupName")
     problem = validation.dns1123_subdomain_problem(name)
     if problem:
-        raise where.error("spec.schedulingGroup.podGroupName", f"Invalid value: {name!r}: {problem}")
+        raise where.error("spec.schedulingGroup.podGroupName", f"Invalid value: {quoted(name)}: {problem}")
     return name
 
 
@@ -352,9 +352,9 @@ def parse_scheduling_gates(where: Where, spec: Mapping[str, Any]) -> tuple[str, 
         name = _str(where, _mapping(where, gate, p).get("name"), f"{p}.name")
         problem = label_key_problem(name)
         if problem:
-            raise where.error(p, f'Invalid value: "{name}": {problem}')
+            raise where.error(p, f'Invalid value: "{clipped(name)}": {problem}')
         if name in gates:
-            raise where.error(p, f'Duplicate value: "{name}"')
+            raise where.error(p, f'Duplicate value: "{clipped(name)}"')
         gates.append(name)
     if gates and spec.get("nodeName"):
         raise where.error("spec.nodeName", "Forbidden: cannot be set until all schedulingGates have been cleared")
@@ -466,7 +466,7 @@ def _timestamp(where: Where, value: Any, path: str) -> float | None:
         except ValueError:
             moment = None
         if moment is None or moment.tzinfo is None:
-            raise where.error(path, f"{value!r} is not an RFC 3339 time such as 2026-01-02T15:04:05Z")
+            raise where.error(path, f"{quoted(value)} is not an RFC 3339 time such as 2026-01-02T15:04:05Z")
     else:
         raise where.error(path, f"must be an RFC 3339 time string, got {type(value).__name__}")
     if moment.tzinfo is None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from accelsched.errors import quoted
+
 CPU = "cpu"
 MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
@@ -56,8 +58,7 @@ def parse(name: str, value: object) -> int:
         return int(text) * 1000 if name == CPU else int(text)
     match = GRAMMAR.fullmatch(text)
     if match is None:
-        shown = text if len(text) <= 40 else text[:40] + "..."
-        raise ValueError(f"{shown!r} is not a valid quantity (examples: 500m, 2, 1.5Gi, 1e3)")
+        raise ValueError(f"{quoted(text)} is not a valid quantity (examples: 500m, 2, 1.5Gi, 1e3)")
     sign, whole, frac, frac_only, exponent, suffix = match.groups()
     frac = frac or frac_only
     digits = (whole or "") + (frac or "")
@@ -68,7 +69,7 @@ def parse(name: str, value: object) -> int:
         negative_exp = exponent.startswith("-")
         exp_digits = exponent.lstrip("-").lstrip("0") or "0"
         if len(exp_digits) > 18:  # past int64: resource.Quantity cannot parse the suffix either
-            raise ValueError(f"{text[:40]!r}: unable to parse quantity's suffix (exponent out of range)")
+            raise ValueError(f"{quoted(text)}: unable to parse quantity's suffix (exponent out of range)")
         scale += -int(exp_digits) if negative_exp else int(exp_digits)
     elif suffix:
         if suffix.endswith("i"):
@@ -81,17 +82,17 @@ def parse(name: str, value: object) -> int:
     if not stripped:
         return 0
     if sign == "-":
-        raise ValueError(f"{text[:40]!r} is negative; quantities must be >= 0")
+        raise ValueError(f"{quoted(text)} is negative; quantities must be >= 0")
     trimmed = stripped.rstrip("0")
     scale += len(stripped) - len(trimmed)
     # Magnitude first, in digits: 2**60 is below 10**19, int64 max below 10**19.
     magnitude = len(trimmed) + scale + (binary * 3 + 9) // 10
     if magnitude > 20:
-        raise ValueError(f"{text[:40]!r} is too large (more than {_INT64_MAX} {_UNIT.get(name, 'units')})")
+        raise ValueError(f"{quoted(text)} is too large (more than {_INT64_MAX} {_UNIT.get(name, 'units')})")
     whole_units = is_extended(name) or name == PODS
     if magnitude < -20:  # far below one unit: rounds up to 1, as MilliValue()/Value() do
         if whole_units:
-            raise ValueError(f"{text[:40]!r} must be a whole number for {name}")
+            raise ValueError(f"{quoted(text)} must be a whole number for {name}")
         return 1
     # Past 40 significant digits only "is there a remainder" matters; the digits left out are not all zero.
     sticky = len(trimmed) > 40
@@ -105,10 +106,10 @@ def parse(name: str, value: object) -> int:
         amount, remainder = divmod(numerator, 10**-scale)
     if remainder or sticky:
         if whole_units:
-            raise ValueError(f"{text[:40]!r} must be a whole number for {name}")
+            raise ValueError(f"{quoted(text)} must be a whole number for {name}")
         amount += 1
     if amount > _INT64_MAX:
-        raise ValueError(f"{text[:40]!r} is too large (more than {_INT64_MAX} {_UNIT.get(name, 'units')})")
+        raise ValueError(f"{quoted(text)} is too large (more than {_INT64_MAX} {_UNIT.get(name, 'units')})")
     return amount
 
 
@@ -130,23 +131,22 @@ def parse_fraction(text: object) -> Fraction:
     2^63 in the quantity's own units, or finer than 1e-9), so time and memory stay linear in the text.
     """
     if isinstance(text, bool) or not isinstance(text, (str, int)):
-        raise ValueError(f"{text!r} is not a quantity")
+        raise ValueError(f"{quoted(text)} is not a quantity")
     text = str(text).strip()
     match = GRAMMAR.fullmatch(text)
     if match is None:
-        shown = text if len(text) <= 40 else text[:40] + "..."
-        raise ValueError(f"{shown!r} is not a valid quantity (examples: 500m, 2, 1.5Gi, 1e3)")
+        raise ValueError(f"{quoted(text)} is not a valid quantity (examples: 500m, 2, 1.5Gi, 1e3)")
     sign, whole, frac, frac_only, exponent, suffix = match.groups()
     frac = frac or frac_only or ""
     digits = ((whole or "") + frac).lstrip("0") or "0"
     if len(digits) > 40:
-        raise ValueError(f"{text[:40]!r} has too many digits")
+        raise ValueError(f"{quoted(text)} has too many digits")
     scale = -len(frac)
     binary = 0
     if exponent is not None:
         e = int(exponent)
         if abs(e) > 40:
-            raise ValueError(f"{text[:40]!r}: exponent out of range")
+            raise ValueError(f"{quoted(text)}: exponent out of range")
         scale += e
     elif suffix:
         if suffix.endswith("i"):
@@ -155,5 +155,5 @@ def parse_fraction(text: object) -> Fraction:
             scale += _DECIMAL_EXP[suffix]
     value = Fraction(int(digits) << binary) * Fraction(10) ** scale
     if value > _INT64_MAX:
-        raise ValueError(f"{text[:40]!r} is too large")
+        raise ValueError(f"{quoted(text)} is too large")
     return -value if sign == "-" else value

@@ -43,7 +43,7 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from accelsched.api import goyaml, limits, memory
-from accelsched.errors import InputError
+from accelsched.errors import InputError, clipped, quoted
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
 # go-yaml v2 (sigs.k8s.io/yaml's decoder, go.yaml.in/yaml/v2 decode.go): up to 400,000 decoded nodes 99% may come
@@ -211,7 +211,7 @@ def _json_problem(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
     if isinstance(exc, _DuplicateField):
-        return f'duplicate field "{exc.key}" (strict decoding)'
+        return f'duplicate field "{clipped(str(exc.key))}" (strict decoding)'
     if isinstance(exc, RecursionError):
         return "malformed JSON: nesting too deep"
     return f"malformed JSON: a number is out of range ({exc})"  # int() past Python's digit limit
@@ -407,7 +407,7 @@ class _StrictLoader(yaml.CSafeLoader):
                     if first is not key_node:
                         raise _NodeProblem(
                             node,
-                            f'line {key_node.start_mark.line + 1}: key "{key_node.value}" already set in map '
+                            f'line {key_node.start_mark.line + 1}: key "{clipped(key_node.value)}" already set in map '
                             f"(first at line {first.start_mark.line + 1})",
                         )
         mapping = super().construct_mapping(node, deep=deep)
@@ -420,7 +420,7 @@ class _StrictLoader(yaml.CSafeLoader):
             except ValueError as exc:
                 raise _NodeProblem(node, f"line {node.start_mark.line + 1}: {exc}") from None
             if key in out:
-                raise _NodeProblem(node, f'line {node.start_mark.line + 1}: key "{key}" already set in map')
+                raise _NodeProblem(node, f'line {node.start_mark.line + 1}: key "{clipped(key)}" already set in map')
             out[key] = v
         return out
 
@@ -439,7 +439,7 @@ class _StrictLoader(yaml.CSafeLoader):
         except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError):
             # SafeConstructor's own failures on explicitly tagged values (``!!bool abc``, ``!!int x``)
             line = node.start_mark.line + 1
-            raise _NodeProblem(node, f"line {line}: cannot decode {node.value!r} as {node.tag}") from None
+            raise _NodeProblem(node, f"line {line}: cannot decode {quoted(node.value)} as {node.tag}") from None
 
     def construct_yaml_int(self, node: ScalarNode) -> int:
         # Past int64 no Kubernetes field holds it, and past Python's int-digit limit int() raises ValueError.

@@ -16,7 +16,7 @@ from accelsched.api.object_fields import _int, _list, _mapping, _str, _string_ma
 from accelsched.api.objects import describe, metadata, parse_label_selector, parse_node_selector_terms, parse_resources
 from accelsched.api.selectors import LabelSelector, NodeSelectorTerm, Requirement
 from accelsched.api.volumes import MIGRATED_INLINE
-from accelsched.errors import Where
+from accelsched.errors import Where, quoted
 
 STORAGE = "storage"
 BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
@@ -43,7 +43,7 @@ KINDS = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode",
 
 def _choice(where: Where, value: str, path: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
-        raise where.error(path, f"unsupported value {value!r} (expected one of {', '.join(allowed)})")
+        raise where.error(path, f"unsupported value {quoted(value)} (expected one of {', '.join(allowed)})")
     return value
 
 
@@ -382,7 +382,7 @@ def parse_csi_driver(doc: Mapping[str, Any], source: str = "") -> CSIDriver:
     spec = _mapping(where, doc.get("spec"), "spec")
     capacity = spec.get("storageCapacity", False)
     if capacity is not None and not isinstance(capacity, bool):
-        raise where.error("spec.storageCapacity", f"must be true or false, got {capacity!r}")
+        raise where.error("spec.storageCapacity", f"must be true or false, got {quoted(capacity)}")
     return CSIDriver(name, bool(capacity))
 
 

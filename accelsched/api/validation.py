@@ -31,7 +31,7 @@ from typing import Any
 
 from accelsched.api import quantity
 from accelsched.api.selectors import parse_int64
-from accelsched.errors import InputError, Where
+from accelsched.errors import InputError, Where, clipped, quoted
 
 # Type codes of the compact schema (hack/gen-schema.py documents the forms).
 _SCALARS = ("s", "t", "i32", "i64", "n", "b", "q", "ios", "o", "any")
@@ -240,12 +240,12 @@ def _wrong_type(code: int, value: Any) -> _Invalid:
     hint = ""
     if code == _S and isinstance(value, (int, float, bool)):
         hint = " (quote it in YAML: an unquoted 1.10, 08 or true is not a string)"
-    return _Invalid(f"must be {_EXPECTED[code]}, got {got} {json.dumps(value, default=str)[:40]}{hint}")
+    return _Invalid(f"must be {_EXPECTED[code]}, got {got} {clipped(json.dumps(value, default=str))}{hint}")
 
 
 def _unsupported(value: str, allowed: Iterable[str]) -> _Invalid:
     shown = ", ".join(f'"{a}"' for a in allowed if a)
-    return _Invalid(f'Unsupported value: "{value}": supported values: {shown}')
+    return _Invalid(f'Unsupported value: "{clipped(value)}": supported values: {shown}')
 
 
 # ---------------------------------------------------------------------------------------------- the compiled schema
@@ -296,10 +296,10 @@ def _check_scalar(code: int, value: Any) -> None:
         if value in seen:
             return
         if code == _T and value and not _RFC3339_RE.fullmatch(value):
-            raise _Invalid(f"{value[:40]!r} is not an RFC 3339 date-time (e.g. 2026-01-02T15:04:05Z)")
+            raise _Invalid(f"{quoted(value)} is not an RFC 3339 date-time (e.g. 2026-01-02T15:04:05Z)")
         # Quantity.UnmarshalJSON trims surrounding space first; the bounds are checked where the quantity is used.
         if code == _Q and not quantity.GRAMMAR.fullmatch(value.strip()):
-            raise _Invalid(f"{value[:40]!r} is not a valid quantity (examples: 500m, 2, 1.5Gi, 1e3)")
+            raise _Invalid(f"{quoted(value)} is not a valid quantity (examples: 500m, 2, 1.5Gi, 1e3)")
         if len(seen) < _SEEN_MAX:
             seen.add(value)
 
@@ -449,11 +449,11 @@ def _check_labels(labels: Mapping[Any, Any], field: str) -> None:
         if problem is None and v is not None:
             problem = label_value_problem(v)
             if problem:
-                problem = f'Invalid value: "{v}": {problem}'
+                problem = f'Invalid value: "{clipped(str(v))}": {problem}'
         elif problem:
-            problem = f'Invalid value: "{k}": {problem}'
+            problem = f'Invalid value: "{clipped(k)}": {problem}'
         if problem:
-            raise _Invalid(problem, f"[{k}]", field)
+            raise _Invalid(problem, f"[{clipped(k)}]", field)
 
 
 def _object_meta(meta: dict[str, Any]) -> None:
@@ -468,7 +468,7 @@ def _object_meta(meta: dict[str, Any]) -> None:
             k = str(k)
             problem = label_key_problem(k.lower())
             if problem:
-                raise _Invalid(f'Invalid value: "{k}": {problem}', f"[{k}]", "annotations")
+                raise _Invalid(f'Invalid value: "{clipped(k)}": {problem}', f"[{clipped(k)}]", "annotations")
             # Bytes, as Go's len() counts them (a euro sign is three).
             size += len(k.encode("utf-8", "surrogatepass")) + len((v or "").encode("utf-8", "surrogatepass"))
         if size > TOTAL_ANNOTATION_SIZE_LIMIT:
@@ -477,7 +477,7 @@ def _object_meta(meta: dict[str, Any]) -> None:
     if namespace:
         problem = dns1123_label_problem(namespace)
         if problem:
-            raise _Invalid(f'Invalid value: "{namespace}": {problem}', "namespace")
+            raise _Invalid(f'Invalid value: "{clipped(namespace)}": {problem}', "namespace")
 
 
 def _requirement_values(req: Mapping[str, Any], numeric: bool) -> None:
@@ -490,14 +490,14 @@ def _requirement_values(req: Mapping[str, Any], numeric: bool) -> None:
         if len(values) != 1:
             raise _Invalid("Required value: must be specified single value when `operator` is 'Lt' or 'Gt'", "values")
         if parse_int64(values[0]) is None:
-            raise _Invalid(f'Invalid value: "{values[0]}": must be an integer', "[0]", "values")
+            raise _Invalid(f'Invalid value: "{clipped(str(values[0]))}": must be an integer', "[0]", "values")
 
 
 def _label_selector_requirement(req: dict[str, Any]) -> None:
     key = req.get("key") or ""
     problem = label_key_problem(key)
     if problem:
-        raise _Invalid(f'Invalid value: "{key}": {problem}', "key")
+        raise _Invalid(f'Invalid value: "{clipped(key)}": {problem}', "key")
     _requirement_values(req, numeric=False)
 
 
@@ -505,7 +505,7 @@ def _node_selector_requirement(req: dict[str, Any]) -> None:
     key = req.get("key") or ""
     problem = label_key_problem(key)
     if problem:
-        raise _Invalid(f'Invalid value: "{key}": {problem}', "key")
+        raise _Invalid(f'Invalid value: "{clipped(key)}": {problem}', "key")
     _requirement_values(req, numeric=True)
 
 
@@ -521,23 +521,25 @@ def _toleration(tol: dict[str, Any]) -> None:
     if key:
         problem = label_key_problem(key)
         if problem:
-            raise _Invalid(f'Invalid value: "{key}": {problem}', "key")
+            raise _Invalid(f'Invalid value: "{clipped(key)}": {problem}', "key")
     elif op != "Exists":
-        raise _Invalid(f'Invalid value: "{op}": operator must be Exists when `key` is empty', "operator")
+        raise _Invalid(f'Invalid value: "{clipped(op)}": operator must be Exists when `key` is empty', "operator")
     if op == "Exists" and value:
-        raise _Invalid(f"Invalid value: \"{value}\": value must be empty when `operator` is 'Exists'", "operator")
+        raise _Invalid(
+            f"Invalid value: \"{clipped(value)}\": value must be empty when `operator` is 'Exists'", "operator"
+        )
 
 
 def _taint(taint: dict[str, Any]) -> None:
     key = taint.get("key") or ""
     problem = label_key_problem(key)
     if problem:
-        raise _Invalid(f'Invalid value: "{key}": {problem}', "key")
+        raise _Invalid(f'Invalid value: "{clipped(key)}": {problem}', "key")
     value = taint.get("value")
     if value:
         problem = label_value_problem(value)
         if problem:
-            raise _Invalid(f'Invalid value: "{value}": {problem}', "value")
+            raise _Invalid(f'Invalid value: "{clipped(value)}": {problem}', "value")
 
 
 def _pod_spec(spec: dict[str, Any]) -> None:
@@ -570,6 +572,7 @@ def _describe(kind: str, doc: Mapping[str, Any]) -> str:
             namespace = "default"
     if not name:
         return kind
+    name, namespace = clipped(name), clipped(namespace)  # the name may be what is wrong, and megabytes long
     return f"{kind} {namespace}/{name}" if namespace and kind not in _CLUSTER_SCOPED else f"{kind} {name}"
 
 
@@ -611,7 +614,7 @@ def validate_object(doc: Mapping[str, Any], source: str, kind: str | None = None
         if name:
             problem = _NAME_RULES.get(kind, dns1123_subdomain_problem)(name)
             if problem:
-                raise _Invalid(f'Invalid value: "{name}": {problem}', "name", "metadata")
+                raise _Invalid(f'Invalid value: "{clipped(name)}": {problem}', "name", "metadata")
     except _Invalid as exc:
         raise where.error(_join(exc.path), exc.message) from None
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from accelsched.errors import Where
+from accelsched.errors import Where, quoted
 
 # In-tree sources kube-scheduler 1.36 still checks: VolumeRestrictions' disk conflicts (gce/aws/iscsi/rbd), and
 # the ones csi-translation-lib migrates inline to a CSI driver (NodeVolumeLimits counts them against that driver).
@@ -80,7 +80,7 @@ def _flag(where: Where, value: Any, path: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise where.error(path, f"must be true or false, got {value!r}")
+        raise where.error(path, f"must be true or false, got {quoted(value)}")
     return value
 
 
@@ -100,7 +100,7 @@ def parse_volumes(where: Where, value: Any, path: str = "spec.volumes") -> tuple
         if not name:
             raise where.error(f"{p}.name", "is required")
         if name in seen:
-            raise where.error(f"{p}.name", f"duplicate volume name {name!r}")
+            raise where.error(f"{p}.name", f"duplicate volume name {quoted(name)}")
         seen.add(name)
         sources = [k for k in item if k != "name" and item[k] is not None]
         if len(sources) > 1:

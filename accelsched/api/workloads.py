@@ -18,7 +18,7 @@ from typing import Any
 
 from accelsched.api import limits, object_fields, objects
 from accelsched.api.selectors import NO_EXECUTE, NO_SCHEDULE, terms_match, untolerated_taint
-from accelsched.errors import InputError, Where
+from accelsched.errors import InputError, Where, quoted
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet", "ReplicationController")
 
@@ -72,7 +72,9 @@ def expand(doc: Mapping[str, Any], source: str, nodes: Sequence[objects.Node]) -
     """The Pod manifests the workload's controller would create. ``nodes`` matters only for DaemonSets."""
     kind = doc.get("kind")
     if kind not in WORKLOAD_KINDS:
-        raise InputError(f"{kind!r} is not a workload kind ({', '.join(WORKLOAD_KINDS)})", source=source, field="kind")
+        raise InputError(
+            f"{quoted(kind)} is not a workload kind ({', '.join(WORKLOAD_KINDS)})", source=source, field="kind"
+        )
     w = _read(doc, source, kind)
     if kind == "Deployment":
         return _deployment(w)
@@ -132,9 +134,9 @@ def _check_restart_policy(w: _Workload) -> None:
     path = "spec.template.spec.restartPolicy"
     if w.kind == "Job":
         if policy not in ("Never", "OnFailure"):
-            raise w.where.error(path, f"must be Never or OnFailure for a Job, got {policy!r}")
+            raise w.where.error(path, f"must be Never or OnFailure for a Job, got {quoted(policy)}")
     elif policy not in (None, "Always"):
-        raise w.where.error(path, f"must be Always for a {w.kind}, got {policy!r}")
+        raise w.where.error(path, f"must be Always for a {w.kind}, got {quoted(policy)}")
 
 
 def _check_selector(w: _Workload) -> None:
@@ -165,7 +167,7 @@ def _count(w: _Workload, key: str, default: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise w.where.error(f"spec.{key}", f"must be an integer, got {value!r}")
+        raise w.where.error(f"spec.{key}", f"must be an integer, got {quoted(value)}")
     if value < 0:
         raise w.where.error(f"spec.{key}", f"must be >= 0, got {value}")
     problem = limits.exceeded(key, value, "pods")
@@ -177,7 +179,7 @@ def _count(w: _Workload, key: str, default: int) -> int:
 def _flag(w: _Workload, key: str) -> bool:
     value = w.spec.get(key, False)
     if not isinstance(value, bool):
-        raise w.where.error(f"spec.{key}", f"must be true or false, got {value!r}")
+        raise w.where.error(f"spec.{key}", f"must be true or false, got {quoted(value)}")
     return value
 
 
