@@ -181,10 +181,11 @@ def test_bad_config_is_exit_2(tmp_path):
     assert "unknown plugin 'NoSuchPlugin'" in result.output
 
 
-def test_installed_entry_point_exits_2_without_traceback(tmp_path):
+@pytest.mark.parametrize("module", ["accelsched.cli", "accelsched"])
+def test_installed_entry_point_exits_2_without_traceback(tmp_path, module):
     path = write(tmp_path, "kind: Pod\nmetadata: {name: [x\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "accelsched.cli", "schedule", "-f", path], capture_output=True, text=True, check=False
+        [sys.executable, "-m", module, "schedule", "-f", path], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"accelsched: error: {path}: malformed YAML")
