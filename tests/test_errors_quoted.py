@@ -54,6 +54,12 @@ CASES = {
         f'apiVersion: v1\nkind: Node\nmetadata: {{name: n1}}\nspec: {{unschedulable: "{BIG}"}}\n',
         'Node n1: spec.unschedulable: must be true or false, got string "yyyy',
     ),
+    # a Kueue object's field.Invalid (queues/validation.py's shown)
+    "resources.name": (
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: team-a}\nspec: {resourceGroups: "
+        f'[{{coveredResources: [cpu], flavors: [{{name: f, resources: [{{name: "{BIG}", nominalQuota: 1}}]}}]}}]}}\n',
+        'ClusterQueue team-a: spec.resourceGroups[0].flavors[0].resources[0].name: Invalid value: "yyyy',
+    ),
 }
 
 
