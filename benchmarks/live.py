@@ -490,11 +490,13 @@ def churn(
     node_churn: float = 0.0,
     pending: int = 0,
     settle: float = 0.0,
+    first_pass_timeout: float = 3600.0,
 ) -> dict[str, Any]:
     """The churn measurement (module docstring) for each scheduler in turn on the same cluster; ``node_churn``
     nodes per minute join and as many leave meanwhile (an autoscaler's); ``pending`` Pending pods no node can
     take (pending_shapes) are there for each scheduler, tried once before its churn starts; ``settle``: seconds
-    to wait for the churn's pods after the churn (0: max(120, duration))."""
+    to wait for the churn's pods after the churn (0: max(120, duration)); ``first_pass_timeout``: how long the churn
+    waits for a scheduler's first pass over the backlog before it begins anyway (the figures say whether it ended)."""
     kube = Kube(api_client(kubeconfig, pool_size=64))
     t = time.monotonic()
     create_nodes(kube, nodes, dedicated=pending > 0)
@@ -522,7 +524,17 @@ def churn(
     for scheduler in schedulers:
         autoscaler = Autoscaler(kube, scheduler, node_churn, leaving)
         out["by_scheduler"][scheduler] = _churn_phase(
-            kube, kubeconfig, scheduler, rate, duration, workdir, victims, autoscaler, shapes, settle
+            kube,
+            kubeconfig,
+            scheduler,
+            rate,
+            duration,
+            workdir,
+            victims,
+            autoscaler,
+            shapes,
+            settle,
+            first_pass_timeout,
         )
         print(f"{scheduler}: {json.dumps(out['by_scheduler'][scheduler])}", file=sys.stderr, flush=True)
     return out
@@ -575,6 +587,7 @@ def _churn_phase(
     autoscaler: Autoscaler | None = None,
     pending: list[tuple[dict[str, str], dict[str, str]]] | None = None,
     settle: float = 0.0,
+    first_pass_timeout: float = 3600.0,
 ) -> dict[str, Any]:
     """One scheduler under churn: deletions of bound pods and creations of pending ones at ``rate`` each (and
     nodes joining and leaving, ``autoscaler``), with the ``pending`` backlog (shapes) created before it starts,
@@ -604,12 +617,13 @@ def _churn_phase(
     if backlog_watch is not None:
         # Every Pending pod tried once (both schedulers write PodScheduled False after a failed cycle): the churn
         # then measures what the backlog costs afterwards, its retries on the cluster's events.
-        tried = backlog_watch.wait(backlog, timeout=3600, unschedulable=True)
+        tried = backlog_watch.wait(backlog, timeout=first_pass_timeout, unschedulable=True)
         at = process_usage(proc.pid)
         backlog_figures = {
             "pending_setup_s": round(backlog_setup, 1),
             "backlog_first_pass_s": round(time.monotonic() - started, 1),
             "backlog_tried": len(backlog & backlog_watch.unschedulable.keys()) if not tried else len(backlog),
+            "backlog_first_pass_done": tried,
             "backlog_cpu_s": at["cpu_s"],
             "backlog_peak_rss_mib": at["peak_rss_mib"],
         }
@@ -823,6 +837,7 @@ def print_churn(figures: dict[str, Any]) -> None:
                 f"  {'':16} backlog: {f['backlog_tried']} Pending pods tried once in {f['backlog_first_pass_s']} s "
                 f"after the start (CPU {f['backlog_cpu_s']} s, RSS {f['backlog_peak_rss_mib']} MiB so far); "
                 f"{f.get('backlog_bound', 0)} of them bound"
+                + ("" if f.get("backlog_first_pass_done", True) else "; the first pass had not ended: churn began")
             )
         if "nodes_joined" in f:
             print(f"  {'':16} nodes joined {f['nodes_joined']}, left {f['nodes_left']}")
@@ -851,6 +866,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--settle", type=float, default=0.0, help="--churn: seconds to wait for its pods (default max(120, duration))"
+    )
+    parser.add_argument(
+        "--first-pass-timeout",
+        type=float,
+        default=3600.0,
+        help="--churn: seconds to wait for a scheduler's first pass over the backlog before the churn begins anyway",
     )
     parser.add_argument(
         "--node-churn", type=float, default=0.0, help="--churn: nodes joining and as many leaving per minute"
@@ -892,6 +913,7 @@ def main(argv: list[str] | None = None) -> int:
                     node_churn=args.node_churn,
                     pending=args.pending,
                     settle=args.settle,
+                    first_pass_timeout=args.first_pass_timeout,
                 )
             else:
                 schedulers = ("accelsched", "kube-scheduler") if args.compare else ("accelsched",)
