@@ -144,6 +144,10 @@ def admit(
 
 
 class _Admission:
+    # A ClusterQueue's queue (queues.pending): kept by equivalence class; tests put a plain sorted list in its place
+    # to check that the order and the decisions are the list's.
+    queue_type: type[Pending[Outcome]] = Pending
+
     def __init__(self, objects: QueueObjects, pods: list[Pod], namespaces: Iterable[Namespace], nodes: Iterable[Node]):
         self.objects = objects
         self.tree = quota.build(objects)
@@ -311,7 +315,7 @@ class _Admission:
         """A ClusterQueue's queue, made empty the first time (queue order, by equivalence class)."""
         pending = queues.get(name)
         if pending is None:
-            pending = queues[name] = Pending(queue_order, self._class_of)
+            pending = queues[name] = self.queue_type(queue_order, self._class_of)
         return pending
 
     def _class_of(self, outcome: Outcome) -> tuple:

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from accelsched.api.objects import Namespace, Node
 from accelsched.queues import admissionfairsharing
 from accelsched.queues.admission import Outcome, _Admission
-from accelsched.queues.pending import Pending
 from accelsched.queues.api import ClusterQueue, QueueObjects
+from accelsched.queues.pending import Pending
 from accelsched.queues.preemption import Admitted, Target
 from accelsched.queues.workloads import Info
 
