@@ -21,7 +21,6 @@ off: a waiting workload has QuotaReserved=False, reason Pending, and no Admitted
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -568,9 +567,10 @@ class _Admission:
         for name, pending in queues.items():
             if not pending:
                 continue
-            head = pending.first().info
-            for behind in itertools.islice(pending, 1, None):
-                if not behind.conditions:
+            first = pending.first()
+            head = first.info
+            for behind in pending.unordered():  # each gets the same words: no need to walk them in order
+                if behind is not first and not behind.conditions:
                     behind.held_message = (
                         f"waiting for quota in ClusterQueue {name}: queued behind workload {head.namespace}/{head.name}"
                     )

@@ -33,6 +33,10 @@ class Classes(Generic[T]):
         return self.size
 
     def __iter__(self) -> Iterator[T]:
+        return self.unordered()
+
+    def unordered(self) -> Iterator[T]:
+        """Every workload, class by class."""
         for group in self.groups.values():
             yield from group
 
