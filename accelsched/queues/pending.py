@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -103,6 +103,9 @@ class Pending(Classes[T]):
         self._tokens += 1
         self._token[cls] = self._tokens
         heapq.heappush(self._heap, (self.key(self.groups[cls][0]), self._tokens, cls))
+        if len(self._heap) > 4 * len(self.groups) + 64:  # stale entries leave only from the top: drop them all
+            self._heap = [e for e in self._heap if self._token.get(e[2]) == e[1]]
+            heapq.heapify(self._heap)
 
     def first(self) -> T:
         while True:
@@ -124,10 +127,6 @@ class Pending(Classes[T]):
         super().add_class(cls, items)
         if self.groups[cls][0] is not before:
             self._push(cls)
-
-    def extend(self, items: Iterable[T]) -> None:
-        for item in items:
-            self.add(item)
 
     def remove(self, item: T) -> None:
         at = self._index(item)
