@@ -60,6 +60,9 @@ class SortedList(Pending[Any]):
         self.items = [o for o in self.items if self.cls(o) != cls]
         return moved
 
+    def clear(self) -> None:
+        self.items = []
+
 
 @dataclasses.dataclass(eq=False)
 class Item:
@@ -78,7 +81,7 @@ def shape(item: Item) -> int:
 
 
 OPS = st.lists(
-    st.tuples(st.sampled_from(["add", "add", "remove", "pop", "batch"]), st.integers(0, 3), st.integers(0, 4)),
+    st.tuples(st.sampled_from(["add", "add", "remove", "pop", "batch", "clear"]), st.integers(0, 3), st.integers(0, 4)),
     max_size=60,
 )
 
@@ -108,6 +111,9 @@ def test_the_queue_by_class_serves_the_sorted_lists_order(ops: list[tuple[str, i
             plain.remove(item)
         elif op == "pop":
             assert fast.pop_class(cls) == plain.pop_class(cls)
+        elif op == "clear" and n == 0:
+            fast.clear()
+            plain.clear()
         assert list(fast) == list(plain)
         assert len(fast) == len(plain) and bool(fast) == bool(plain)
         if plain:

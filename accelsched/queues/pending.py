@@ -68,6 +68,10 @@ class Classes(Generic[T]):
         self.size -= len(group)
         return group
 
+    def clear(self) -> None:
+        for cls in list(self.groups):
+            self.pop_class(cls)
+
 
 class Pending(Classes[T]):
     """A ClusterQueue's queue: ``first`` is the head in queue order; a class leaves whole (``pop_class``)."""
