@@ -4,6 +4,7 @@
     python -m benchmarks.cohortfairness --pods 3000 --half-life 30m  # the first 3,000 pods only
     python -m benchmarks.cohortfairness --out docs/img               # also cohort-fairness.png
     python -m benchmarks.cohortfairness --bursts 6 --inflation 1.0   # bursty tenants (below), not the qos ones
+    python -m benchmarks.cohortfairness --bursts 6 --inflation 1.0 --cohort-quota 800   # a quota that binds
 
 The replay of ``simulate --queues`` (sim/queues.py) on ``examples/queues/openb-cohort-fairness.yaml``: three
 tenants by the trace's qos in one cohort that holds every GPU, equal weights, fair sharing on, no preemption, so
@@ -11,7 +12,8 @@ Kueue's fair-sharing tournament alone decides which tenant gets a GPU as it free
 as Kueue does it, and with queues/cohortusage's history (the annotation on the Cohort, ``--half-life``).
 ``--bursts N`` draws the tenants from the trace's arrivals instead: the arrival span cut in N windows, each
 window's pods in one of the file's LocalQueues in turn (bursty demand: one tenant's backlog meets the next burst).
-``--queues`` takes another file (e.g. the example with a smaller Cohort quota).
+``--queues`` takes another file; ``--cohort-quota N`` sets the root Cohorts' GPU nominalQuota to N GPUs (a quota
+small enough to bind: then the tournament decides who runs at every departure).
 
 Reported per tenant, over the replay's clock (arrivals compressed, run times kept, as ``simulate --queues``):
 
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from accelsched.queues.api import QueueObjects
+from accelsched.queues.api import QueueObjects, ResourceQuota, map_quotas
 from accelsched.sim import queues
 from accelsched.sim.fragmentation import trace_typical_pods
 from accelsched.sim.tenants import workload
@@ -46,6 +48,20 @@ def with_history(objects: QueueObjects, half_life: float) -> QueueObjects:
     out = dataclasses.replace(objects)
     out.cohorts = {
         name: dataclasses.replace(c, usage_half_life=None if c.parent else half_life)
+        for name, c in objects.cohorts.items()
+    }
+    return out
+
+
+def with_cohort_quota(objects: QueueObjects, gpus: int) -> QueueObjects:
+    """The same objects with every root Cohort's GPU nominalQuota set to ``gpus`` GPUs (milli, as load_queues)."""
+
+    def change(_flavor: str, q: ResourceQuota) -> ResourceQuota:
+        return dataclasses.replace(q, nominal=gpus * MILLI) if q.name == queues.GPU else q
+
+    out = dataclasses.replace(objects)
+    out.cohorts = {
+        name: c if c.parent else dataclasses.replace(c, resource_groups=map_quotas(c.resource_groups, change))
         for name, c in objects.cohorts.items()
     }
     return out
@@ -131,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--bursts", type=int, default=0, help="tenants in N bursts of arrivals instead of by qos (0: by qos)"
     )
+    parser.add_argument(
+        "--cohort-quota", type=int, default=None, help="root Cohorts' GPU nominalQuota, GPUs (default: the file's)"
+    )
     args = parser.parse_args(argv)
     from accelsched.config.fields import Fields
 
@@ -138,10 +157,16 @@ def main(argv: list[str] | None = None) -> int:
     node_path, pod_path = trace_paths("openb", "default")
     nodes, pods = load_nodes(node_path), first_pods(load_pods(pod_path), args.pods)
     objects = queues.load_queues(args.queues)
+    if args.cohort_quota is not None:
+        objects = with_cohort_quota(objects, args.cohort_quota)
     queue_of = bursts(pods, objects, args.bursts) if args.bursts else queues.tenants(pods, objects, "qos")
     replayed, of = workload(nodes, pods, queue_of, args.inflation, args.seed)
     typical = trace_typical_pods(pods, nodes.models)
-    print(f"{replayed.n} pods ({pods.n} of the trace, inflated to {args.inflation}), {args.policy}, seed {args.seed}")
+    quota = f", Cohort quota {args.cohort_quota} GPUs" if args.cohort_quota is not None else ""
+    print(
+        f"{replayed.n} pods ({pods.n} of the trace, inflated to {args.inflation}), {args.policy}, seed {args.seed}"
+        f"{quota}"
+    )
     runs = {}
     for label, objs in (
         ("Kueue", objects),

@@ -28,6 +28,7 @@ from accelsched.api.objects import Namespace, Node, Pod
 from accelsched.queues import admissionfairsharing, api, cohortusage, fairsharing, preemption, quota
 from accelsched.queues.api import ClusterQueue, QueueObjects
 from accelsched.queues.flavorassigner import Assignment, AssignmentMode, FlavorAssigner, pending_flavors
+from accelsched.queues.pending import Classes, Pending
 from accelsched.queues.preemption import Admitted, Oracle, Preemptor, Target
 from accelsched.queues.quota import QuotaTree
 from accelsched.queues.workloads import Info, find
@@ -142,6 +143,10 @@ def admit(
 
 
 class _Admission:
+    # A ClusterQueue's queue (queues.pending): kept by equivalence class; tests put a plain sorted list in its place
+    # to check that the order and the decisions are the list's.
+    queue_type: type[Pending[Outcome]] = Pending
+
     def __init__(self, objects: QueueObjects, pods: list[Pod], namespaces: Iterable[Namespace], nodes: Iterable[Node]):
         self.objects = objects
         self.tree = quota.build(objects)
@@ -180,7 +185,8 @@ class _Admission:
         self.sequence = 0
         self.cycle = 0  # the scheduler's schedulingCycle
         self.generation: dict[str, int] = {}  # per ClusterQueue, AllocatableResourceGeneration
-        self.inadmissible: dict[str, list[Outcome]] = {}  # per ClusterQueue: out of its heap until quota frees
+        # per ClusterQueue, by equivalence class: out of its heap until quota frees (queues.pending)
+        self.inadmissible: dict[str, Classes[Outcome]] = {}
         # Cohort trees (by id of the root: a cohort, or a ClusterQueue without one) whose inadmissible workloads
         # Kueue's requeuer puts back once the cycles in flight are over: it is a delaying workqueue (a second's
         # batch period), so every cycle the event's own admissions start runs before the retry.
@@ -200,7 +206,7 @@ class _Admission:
         }
 
     def run(self) -> QueueResult:
-        queues: dict[str, list[Outcome]] = {}
+        queues: dict[str, Pending[Outcome]] = {}
         for outcome in self.outcomes:
             cq = self._cluster_queue(outcome)
             if cq is None:
@@ -209,9 +215,7 @@ class _Admission:
             if outcome.info.admitted is not None:
                 self._keep_running(outcome, cq)
             else:
-                queues.setdefault(cq.name, []).append(outcome)
-        for pending in queues.values():
-            pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
+                self._queue(queues, cq.name).add(outcome)
         self.running = self.sequence
         self._cycles(queues)
         for outcome in self.outcomes:
@@ -306,7 +310,17 @@ class _Admission:
             out.update({res: match for res in rg.covered if res in requests})
         return out
 
-    def _cycles(self, queues: dict[str, list[Outcome]]) -> None:
+    def _queue(self, queues: dict[str, Pending[Outcome]], name: str) -> Pending[Outcome]:
+        """A ClusterQueue's queue, made empty the first time (queue order, by equivalence class)."""
+        pending = queues.get(name)
+        if pending is None:
+            pending = queues[name] = self.queue_type(queue_order, self._class_of)
+        return pending
+
+    def _class_of(self, outcome: Outcome) -> tuple:
+        return self._equivalence(outcome.info)
+
+    def _cycles(self, queues: dict[str, Pending[Outcome]]) -> None:
         budget = 10 * (len(self.outcomes) + 1)  # every cycle admits, steps aside or evicts: this is never reached
         while budget:
             budget -= 1
@@ -354,13 +368,13 @@ class _Admission:
                 self._mark_blocked(queues)
                 break
 
-    def _head(self, cq: ClusterQueue, pending: list[Outcome]) -> Outcome:
+    def _head(self, cq: ClusterQueue, pending: Pending[Outcome]) -> Outcome:
         """ClusterQueue.Pop: the workload waiting for its preemptions, else the first in queue order; with admission
         fair sharing, the lowest LocalQueue usage first (queues.admissionfairsharing)."""
         sticky = self.preemptor_head.get(cq.name)
         if self.afs is not None and admissionfairsharing.enabled(self.objects.config, cq):
-            return self.afs.head(pending, sticky if sticky in pending else None)
-        return sticky if sticky in pending else pending[0]
+            return self.afs.head(list(pending), sticky if sticky is not None and sticky in pending else None)
+        return sticky if sticky is not None and sticky in pending else pending.first()
 
     def _order(
         self, heads: list[tuple[Outcome, ClusterQueue, Assignment]]
@@ -405,7 +419,9 @@ class _Admission:
         outcome.last, outcome.last_cycle, outcome.last_generation = assignment.last_state(), self.cycle, generation
         return assignment
 
-    def _process(self, outcome: Outcome, cq: ClusterQueue, assignment: Assignment, pending: list[Outcome]) -> bool:
+    def _process(
+        self, outcome: Outcome, cq: ClusterQueue, assignment: Assignment, pending: Pending[Outcome]
+    ) -> bool:
         """processEntry: True when the queue moved (admitted, or a BestEffortFIFO head stepped aside)."""
         node = self.tree.cluster_queues[cq.name]
         mode = assignment.mode
@@ -426,7 +442,6 @@ class _Admission:
                 return True  # back into the heap at once (requeueIfNotPresent): next cycle resumes its scan
             if cq.queueing_strategy == api.BEST_EFFORT_FIFO:
                 pending.remove(outcome)
-                self.inadmissible.setdefault(cq.name, []).append(outcome)
                 self._bulk_move(outcome, cq.name, pending)
                 return True
             return False
@@ -443,19 +458,20 @@ class _Admission:
             del self.preempting[cq.name]
         return True
 
-    def _bulk_move(self, outcome: Outcome, name: str, pending: list[Outcome]) -> None:
+    def _bulk_move(self, outcome: Outcome, name: str, pending: Pending[Outcome]) -> None:
         """SchedulingEquivalenceHashing (on by default): a BestEffortFIFO workload that does not fit (NoFit, or
         Preempt without candidates) takes the queued workloads of its equivalence class to inadmissible with it,
         untried (no condition)."""
         cls = self._equivalence(outcome.info)
-        moved = [o for o in pending if self._equivalence(o.info) == cls]
-        gone = {id(o) for o in moved}
-        pending[:] = [o for o in pending if id(o) not in gone]  # one pass: a deep queue is long
+        moved = pending.pop_class(cls)  # one step: the queue keeps each class apart (queues.pending)
+        inadmissible = self.inadmissible.get(name)
+        if inadmissible is None:
+            inadmissible = self.inadmissible[name] = Classes(queue_order, self._class_of)
+        inadmissible.add(outcome)
+        inadmissible.add_class(cls, moved)
+        message = f"waiting for quota in ClusterQueue {name}: an equivalent workload {outcome.info.key} does not fit"
         for other in moved:
-            self.inadmissible.setdefault(name, []).append(other)
-            other.held_message = (
-                f"waiting for quota in ClusterQueue {name}: an equivalent workload {outcome.info.key} does not fit"
-            )
+            other.held_message = message
 
     def _equivalence(self, info: Info) -> tuple:
         """The workload's equivalence class, worked out once per admission (a deep queue's bulk moves read every
@@ -497,7 +513,7 @@ class _Admission:
             self.preemptor.add(w)
         return fits
 
-    def _evict(self, target: Target, preemptor_info: Info, queues: dict[str, list[Outcome]]) -> None:
+    def _evict(self, target: Target, preemptor_info: Info, queues: dict[str, Pending[Outcome]]) -> None:
         """IssuePreemptions, then what the job reconciler does: quota released, pods stopped, back in the queue."""
         w = target.workload
         self.preemptor.remove(w)
@@ -513,9 +529,7 @@ class _Admission:
         victim.evict(target.reason, message)
         for pod in w.info.pods:
             pod.node_name = ""  # the job is stopped; its pods come back Pending when it is admitted again
-        pending = queues.setdefault(w.cluster_queue, [])
-        pending.append(victim)
-        pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
+        self._queue(queues, w.cluster_queue).add(victim)
         # QueueAssociatedInadmissibleWorkloadsAfter: quota freed in a ClusterQueue retries the inadmissible
         # workloads of its whole cohort tree (of itself, without a cohort), through the requeuer's delay
         self.requeue_pending.add(id(self.tree.cluster_queues[w.cluster_queue].root()))
@@ -531,29 +545,32 @@ class _Admission:
         if any(a.name in self.objects.cohorts for a in list(node.ancestors())[:-1]):
             self.requeue_pending.add(id(node.root()))
 
-    def _requeue_pending(self, queues: dict[str, list[Outcome]]) -> bool:
+    def _requeue_pending(self, queues: dict[str, Pending[Outcome]]) -> bool:
         """The requeuer's batch comes due once the cycles in flight are over: every inadmissible workload of the
         trees it was asked for goes back into its queue (queueInadmissibleWorkloads). True if any did."""
         moved = False
         for name, node in self.tree.cluster_queues.items():
             if id(node.root()) not in self.requeue_pending:
                 continue
-            back = self.inadmissible.pop(name, [])
+            back = self.inadmissible.pop(name, None)
             if back:
                 moved = True
-                pending = queues.setdefault(name, [])
-                pending.extend(back)
-                pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
+                pending = self._queue(queues, name)
+                for cls, items in back.groups.items():  # class by class: a step per class, not per workload
+                    pending.add_class(cls, items)
         self.requeue_pending.clear()
         return moved
 
-    def _mark_blocked(self, queues: dict[str, list[Outcome]]) -> None:
+    def _mark_blocked(self, queues: dict[str, Pending[Outcome]]) -> None:
         """StrictFIFO queues that stopped: the workloads behind the head were never tried (no condition), their
         pods say what they wait for."""
         for name, pending in queues.items():
-            for behind in pending[1:]:
-                if not behind.conditions:
-                    head = pending[0].info
+            if not pending:
+                continue
+            first = pending.first()
+            head = first.info
+            for behind in pending.unordered():  # each gets the same words: no need to walk them in order
+                if behind is not first and not behind.conditions:
                     behind.held_message = (
                         f"waiting for quota in ClusterQueue {name}: queued behind workload {head.namespace}/{head.name}"
                     )
@@ -572,6 +589,11 @@ class _Admission:
                         continue
                     pod.node_selector.update(flavor.node_labels)
                     pod.tolerations = pod.tolerations + tuple(t for t in flavor.tolerations if t not in pod.tolerations)
+
+
+def queue_order(o: Outcome) -> tuple[int, str, int]:
+    """The heap's order (queueOrderingFunc): priority, then creation time, then input order."""
+    return (-o.info.priority, o.info.created, o.info.order)
 
 
 def _reservable(assignment: Assignment, node: quota.Node) -> dict[tuple[str, str], int]:

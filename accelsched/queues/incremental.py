@@ -8,13 +8,13 @@ QueueInadmissibleWorkloads on a workload's deletion), as they do after an evicti
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable
 
 from accelsched.api.objects import Namespace, Node
 from accelsched.queues import admissionfairsharing
 from accelsched.queues.admission import Outcome, _Admission
 from accelsched.queues.api import ClusterQueue, QueueObjects
+from accelsched.queues.pending import Pending
 from accelsched.queues.preemption import Admitted, Target
 from accelsched.queues.workloads import Info
 
@@ -24,7 +24,7 @@ class OpenAdmission(_Admission):
 
     def __init__(self, objects: QueueObjects, namespaces: Iterable[Namespace] = (), nodes: Iterable[Node] = ()) -> None:
         super().__init__(objects, [], namespaces, nodes)
-        self.queues: dict[str, list[Outcome]] = {}
+        self.queues: dict[str, Pending[Outcome]] = {}
         self.records: dict[int, Admitted] = {}  # by id of the Info: what holds quota
         self._admitted_now: list[Outcome] = []
         self._evicted_now: list[Outcome] = []
@@ -58,7 +58,7 @@ class OpenAdmission(_Admission):
 
     def requeue(self, outcome: Outcome) -> None:
         """A released workload back into its queue."""
-        bisect.insort(self.queues.setdefault(outcome.cluster_queue, []), outcome, key=_queue_order)
+        self._queue(self.queues, outcome.cluster_queue).add(outcome)
 
     def advance(self, now: float) -> None:
         """The clock moves to ``now`` (seconds): admission fair sharing's sampling ticks decay each LocalQueue's
@@ -122,11 +122,8 @@ class OpenAdmission(_Admission):
         self.records[id(outcome.info)] = self.admitted[cq.name][-1]
         self._admitted_now.append(outcome)
 
-    def _evict(self, target: Target, preemptor_info: Info, queues: dict[str, list[Outcome]]) -> None:
+    def _evict(self, target: Target, preemptor_info: Info, queues: dict[str, Pending[Outcome]]) -> None:
         super()._evict(target, preemptor_info, queues)
         self.records.pop(id(target.workload.info), None)
         self._evicted_now.append(self.by_info[id(target.workload.info)])
 
-
-def _queue_order(o: Outcome) -> tuple[int, str, int]:
-    return (-o.info.priority, o.info.created, o.info.order)
