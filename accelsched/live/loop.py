@@ -106,6 +106,7 @@ class SchedulingLoop:
     def _pods_for(self, due: dict[str, JSON], rebuilt: bool) -> list[Pod]:
         """The engine's Pods for the due keys: from the rebuilt session's inputs, or parsed now."""
         pods: list[Pod] = []
+        self._known_signatures = known = {}
         terminating = self._terminating_nodes() if any(nominated(o) for o in due.values()) else set()
         for key, obj in due.items():
             uid = str((obj.get("metadata") or {}).get("uid"))
@@ -131,7 +132,7 @@ class SchedulingLoop:
             pod = self.pending_by_key.get(key) if rebuilt else None
             if pod is None:
                 try:
-                    pod = live_convert.parse_pod(obj, live_convert.SOURCE)
+                    pod, known[key] = self.parsed.parse(obj)  # a copy when an equivalent pod was parsed
                 except live_convert.UNUSABLE as exc:  # not only InputError: an odd object must not stop the loop
                     message = live_convert.unusable_message(exc)
                     log.warning("object left out", extra={"object": key, "error": message})
@@ -190,10 +191,12 @@ class SchedulingLoop:
         # Pods not due must not be woken inside this run by a queueing hint: a fresh queue per round.
         sort_key = next(iter(self.config.profiles.values())).at("queueSort")[0].sort_key
         scheduler.queue = SchedulingQueue(sort_key, scheduler.hints)
+        scheduler.failures.known = self._known_signatures  # the copied pods' signatures (live.podreuse)
         try:
             return scheduler.run(pods)
         finally:
             nominator.clear()  # between runs the session holds bound and assumed pods only
+            scheduler.failures.known = {}
             self._nominator = None
 
     def _observe(self, pod: Pod) -> None:

@@ -45,7 +45,7 @@ from accelsched.framework.profile import SchedulerConfig
 from accelsched.live import dra as live_dra
 from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
-from accelsched.live import nodehint
+from accelsched.live import nodehint, podreuse
 from accelsched.live import volumes as live_volumes
 from accelsched.live.backoff import PodBackoff
 from accelsched.live.convert import WorkloadRead
@@ -208,6 +208,8 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         # And what each needs of a node, for the hint of a node event (live.nodehint).
         self.rejected_by: dict[str, tuple[str, frozenset[str], nodehint.Signature | None]] = {}
         self.signatures = nodehint.Signatures()
+        self.parsed = podreuse.ParsedPods()  # Pending pods tried again are copied, not parsed again
+        self._known_signatures: dict[str, tuple | None] = {}
 
         self.session: Session | None = None
         self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why
