@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
@@ -62,12 +63,30 @@ class SchedulingLoop:
 
     def _next_wake(self) -> float:
         with self.lock:
-            ready = [
-                self.backoff.ready_at(str((p.get("metadata") or {}).get("uid"))) for p in self.backing_off.values()
-            ]
-        if not ready:
-            return 1.0
-        return max(0.01, min(1.0, min(ready) - time.monotonic()))
+            if not self.backing_off:
+                return 1.0
+            if self.backing_off.changed:
+                return 0.01  # a pod entered the pool since the last round: the round looks through it
+            ready = self._next_ready
+        return max(0.01, min(1.0, ready - time.monotonic()))
+
+    def _due_from_backoff(self, now: float) -> dict[str, JSON]:
+        """The pods whose backoff is over; the pool is looked through only when a pod entered it or the earliest
+        backoff seen last time is over (BackoffPool), and that earliest one is noted again."""
+        pool = self.backing_off
+        if not pool.changed and now < self._next_ready:
+            return {}
+        pool.changed = False
+        due: dict[str, JSON] = {}
+        upcoming = math.inf
+        for key, obj in pool.items():
+            ready = self.backoff.ready_at(str((obj.get("metadata") or {}).get("uid")))
+            if ready <= now:
+                due[key] = obj
+            elif ready < upcoming:
+                upcoming = ready
+        self._next_ready = upcoming
+        return due
 
     def schedule_pending(self) -> int:
         """One round: rebuild the session if needed, try every pod that is due, dispatch the bindings."""
@@ -80,9 +99,7 @@ class SchedulingLoop:
                 self._last_flush = now
             due = dict(self.new_pending)
             self._round_claim_events = self._claim_events
-            for key, obj in self.backing_off.items():
-                if self.backoff.ready_at(str((obj.get("metadata") or {}).get("uid"))) <= now:
-                    due[key] = obj
+            due.update(self._due_from_backoff(now))
             # A gang leaves the queue whole: every pending member of a due member's gang comes along, backoff or
             # not (upstream's podGroupInfoForPod pops them all), so it is never tried with part of its pods.
             gangs = {gang_key(obj) for obj in due.values()} - {None}
