@@ -73,9 +73,9 @@ def test_reusing_failures_decides_what_full_cycles_decide(shapes, bound, nodes, 
 
 
 def test_a_backlog_of_few_shapes_is_answered_from_the_first_failure_of_each() -> None:
-    # 3 nodes with room for the 3 small pods; 60 Pending pods of 2 shapes no node takes (9 CPUs; 5 GPUs), the
-    # small ones created between them: the first small pod's placement changes the state, so each shape fails in
-    # full once before it and once after it (and once after each of the other two placements), no more.
+    # 3 nodes with room for the 3 small pods; 60 Pending pods of 2 shapes no node takes (9 CPUs; 5 GPUs), one
+    # small pod created between them and two after: the first small pod's placement changes the state, so each
+    # shape fails in full once before it and once after it, and every other pod of its shape is answered.
     shapes = [(9, 0, 0, False), (2, 5, 0, True)] * 10 + [(1, 0, 0, False)] + [(9, 0, 0, False), (2, 5, 0, True)] * 20
     shapes += [(1, 0, 0, False), (1, 0, 0, False)]
     docs = backlog(shapes, [], 3)
