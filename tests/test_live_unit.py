@@ -756,3 +756,22 @@ def test_a_repeated_event_is_written_as_client_go_writes_its_series(monkeypatch:
     clock[0] += live_events.SERIES_WINDOW + 61
     recorder.event(pod("q"), "FailedScheduling", "other")  # an ended series' last count is written (finishSeries)
     assert sink.calls[5:] == [("patch", 2), ("patch", 3), ("create", "other")]
+
+
+def test_the_backoff_pool_is_looked_through_when_a_pod_enters_it_or_its_earliest_backoff_is_over(
+    live: LiveScheduler,
+) -> None:
+    a, b, c = pod("a"), pod("b"), pod("c")
+    uid = {key: f"uid-{key}" for key in ("a", "b", "c")}  # pod()'s uids
+    live.backoff.failed(uid["a"], 100.0)  # one failure: 1 s, due at 101
+    live.backoff.failed(uid["b"], 100.0)
+    live.backoff.failed(uid["b"], 100.0)  # two: 2 s, due at 102
+    live.backing_off.update({"default/a": a, "default/b": b})
+    assert live._due_from_backoff(100.5) == {} and live._next_ready == 101.0
+    live.backoff.failed(uid["b"], 100.0)  # its backoff grew without it entering: not looked at before 101
+    assert live._due_from_backoff(100.9) == {}
+    assert live._due_from_backoff(101.0) == {"default/a": a}
+    del live.backing_off["default/a"]  # taken by the round
+    live.backing_off["default/c"] = c  # never failed: due at once, though the earliest seen is at 104
+    assert live._next_ready == 104.0 and live._next_wake() == 0.01
+    assert live._due_from_backoff(101.5) == {"default/c": c}

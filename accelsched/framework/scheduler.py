@@ -18,6 +18,7 @@ from accelsched.api.objects import SCHEDULING_GATED_MESSAGE, Pod
 from accelsched.cluster.state import ClusterState
 from accelsched.framework import gang
 from accelsched.framework.coscheduling import Coscheduler
+from accelsched.framework.equivalence import Failures
 from accelsched.framework.interface import (
     Code,
     CycleState,
@@ -151,6 +152,9 @@ class Scheduler:
         # Called with each pod right before its scheduling attempt (explanations hook in here).
         self.observer: Callable[[Pod], None] | None = None
         self.preempted: list[ScheduleResult] = []  # victims evicted since the queue last collected them
+        # A backlog's retries: a pod whose equivalent already failed against the same state fails the same way
+        # without a cycle (framework.equivalence).
+        self.failures = Failures()
         # DRA: what deleting an evicted pod did to its ResourceClaims (dra.state.release_pod), to undo on restore.
         self._dra_undo: dict[str, list] = {}
 
@@ -193,6 +197,7 @@ class Scheduler:
         """Schedule pending pods in queue order until the queue is empty; unschedulable pods are retried
         when a bind could make them fit. Returns one result per pod, in the order of its last attempt."""
         results: dict[str, ScheduleResult] = {}
+        self.failures.clear()  # what a run does not see change (PDBs, storage objects) may have changed since
         for pod in pods:
             gated = self.pre_enqueue(pod)
             if gated is None:
@@ -211,7 +216,10 @@ class Scheduler:
             else:
                 if self.observer is not None:
                     self.observer(pod)
-                outcome = [self.schedule_one(pod)]
+                if self.keep_diagnosis:  # per-node reasons asked for: every cycle in full
+                    outcome = [self.schedule_one(pod)]
+                else:
+                    outcome = [self.failures.schedule_one(self, pod, self.schedule_one)]
             for victim in self.preempted:  # evicted by this outcome: listed before the pod that took their room
                 results.pop(victim.pod.key, None)
                 results[victim.pod.key] = victim

@@ -4,6 +4,7 @@ the exponential retry delay used when the API server is unreachable."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def pod_backoff(attempts: int, initial: float = 1.0, maximum: float = 10.0) -> float:
@@ -48,3 +49,18 @@ class PodBackoff:
 
     def forget(self, uid: str) -> None:
         self.attempts.pop(uid, None)
+
+
+class BackoffPool(dict[str, Any]):
+    """The pods waiting out their backoff, noting when one enters: the loop looks through them again only then or
+    once the earliest backoff it saw is over, not in every round (a backlog keeps thousands here)."""
+
+    changed = True
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.changed = True
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        super().update(*args, **kwargs)
+        self.changed = True

@@ -142,6 +142,7 @@ class EventHandlers:
                 pool.pop(key, None)
             self.rejected_by.pop(key, None)
             self.backoff.forget(uid)
+            self.parsed.forget(uid)
             self.metrics.queue.forget(uid)
             decision = self.assumed.get(key)
             freed = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
@@ -62,12 +63,30 @@ class SchedulingLoop:
 
     def _next_wake(self) -> float:
         with self.lock:
-            ready = [
-                self.backoff.ready_at(str((p.get("metadata") or {}).get("uid"))) for p in self.backing_off.values()
-            ]
-        if not ready:
-            return 1.0
-        return max(0.01, min(1.0, min(ready) - time.monotonic()))
+            if not self.backing_off:
+                return 1.0
+            if self.backing_off.changed:
+                return 0.01  # a pod entered the pool since the last round: the round looks through it
+            ready = self._next_ready
+        return max(0.01, min(1.0, ready - time.monotonic()))
+
+    def _due_from_backoff(self, now: float) -> dict[str, JSON]:
+        """The pods whose backoff is over; the pool is looked through only when a pod entered it or the earliest
+        backoff seen last time is over (BackoffPool), and that earliest one is noted again."""
+        pool = self.backing_off
+        if not pool.changed and now < self._next_ready:
+            return {}
+        pool.changed = False
+        due: dict[str, JSON] = {}
+        upcoming = math.inf
+        for key, obj in pool.items():
+            ready = self.backoff.ready_at(str((obj.get("metadata") or {}).get("uid")))
+            if ready <= now:
+                due[key] = obj
+            elif ready < upcoming:
+                upcoming = ready
+        self._next_ready = upcoming
+        return due
 
     def schedule_pending(self) -> int:
         """One round: rebuild the session if needed, try every pod that is due, dispatch the bindings."""
@@ -80,9 +99,7 @@ class SchedulingLoop:
                 self._last_flush = now
             due = dict(self.new_pending)
             self._round_claim_events = self._claim_events
-            for key, obj in self.backing_off.items():
-                if self.backoff.ready_at(str((obj.get("metadata") or {}).get("uid"))) <= now:
-                    due[key] = obj
+            due.update(self._due_from_backoff(now))
             # A gang leaves the queue whole: every pending member of a due member's gang comes along, backoff or
             # not (upstream's podGroupInfoForPod pops them all), so it is never tried with part of its pods.
             gangs = {gang_key(obj) for obj in due.values()} - {None}
@@ -106,6 +123,7 @@ class SchedulingLoop:
     def _pods_for(self, due: dict[str, JSON], rebuilt: bool) -> list[Pod]:
         """The engine's Pods for the due keys: from the rebuilt session's inputs, or parsed now."""
         pods: list[Pod] = []
+        self._known_signatures = known = {}
         terminating = self._terminating_nodes() if any(nominated(o) for o in due.values()) else set()
         for key, obj in due.items():
             uid = str((obj.get("metadata") or {}).get("uid"))
@@ -131,7 +149,7 @@ class SchedulingLoop:
             pod = self.pending_by_key.get(key) if rebuilt else None
             if pod is None:
                 try:
-                    pod = live_convert.parse_pod(obj, live_convert.SOURCE)
+                    pod, known[key] = self.parsed.parse(obj)  # a copy when an equivalent pod was parsed
                 except live_convert.UNUSABLE as exc:  # not only InputError: an odd object must not stop the loop
                     message = live_convert.unusable_message(exc)
                     log.warning("object left out", extra={"object": key, "error": message})
@@ -190,10 +208,12 @@ class SchedulingLoop:
         # Pods not due must not be woken inside this run by a queueing hint: a fresh queue per round.
         sort_key = next(iter(self.config.profiles.values())).at("queueSort")[0].sort_key
         scheduler.queue = SchedulingQueue(sort_key, scheduler.hints)
+        scheduler.failures.known = self._known_signatures  # the copied pods' signatures (live.podreuse)
         try:
             return scheduler.run(pods)
         finally:
             nominator.clear()  # between runs the session holds bound and assumed pods only
+            scheduler.failures.known = {}
             self._nominator = None
 
     def _observe(self, pod: Pod) -> None:

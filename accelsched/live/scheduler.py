@@ -45,9 +45,9 @@ from accelsched.framework.profile import SchedulerConfig
 from accelsched.live import dra as live_dra
 from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
-from accelsched.live import nodehint
+from accelsched.live import nodehint, podreuse
 from accelsched.live import volumes as live_volumes
-from accelsched.live.backoff import PodBackoff
+from accelsched.live.backoff import BackoffPool, PodBackoff
 from accelsched.live.convert import WorkloadRead
 from accelsched.live.devicemetrics import AcceleratorCollector
 from accelsched.live.events import (
@@ -197,7 +197,8 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._frozen_at = self._collected_at = time.monotonic()  # heap tending (_tend_heap)
         self.new_pending: dict[str, JSON] = {}  # pending pods not tried since they arrived or changed
         self.unschedulable: dict[str, JSON] = {}  # tried, failed, waiting for a cluster event
-        self.backing_off: dict[str, JSON] = {}  # failed, woken by an event, waiting out their backoff
+        self.backing_off = BackoffPool()  # failed, woken by an event, waiting out their backoff
+        self._next_ready = 0.0  # the earliest backoff over among them when the loop last looked (monotonic)
         self.gated: dict[str, JSON] = {}  # pending pods with spec.schedulingGates: not tried until they have none
         self.assumed: dict[str, Decision] = {}  # decided (binding or bound) but not yet seen bound in the cache
         self.in_flight: set[str] = set()  # uids of the pods binding now
@@ -208,6 +209,8 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         # And what each needs of a node, for the hint of a node event (live.nodehint).
         self.rejected_by: dict[str, tuple[str, frozenset[str], nodehint.Signature | None]] = {}
         self.signatures = nodehint.Signatures()
+        self.parsed = podreuse.ParsedPods()  # Pending pods tried again are copied, not parsed again
+        self._known_signatures: dict[str, tuple | None] = {}
 
         self.session: Session | None = None
         self.waiting: dict[str, str] = {}  # gang members held back (too few members yet) -> why

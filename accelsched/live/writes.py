@@ -312,6 +312,7 @@ class WritePipeline:
                     self.metrics.attempt_duration.labels("scheduled", name).observe(max(0.0, now - o.decision.started))
                     with self.lock:
                         self.backoff.forget(pod.uid)
+                        self.parsed.forget(pod.uid)
                     self.metrics.queue.scheduled(pod.uid)  # pod_scheduling_sli_duration_seconds
                     continue
                 self.metrics.binds.labels(o.reason).inc()
