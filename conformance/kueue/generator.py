@@ -51,7 +51,8 @@ def build(klass: str, seed: int) -> Scenario:
     contest = fair and rng.random() < CONTEST
     if contest and rng.random() < 0.5:
         resources = [GPU]  # no second resource to block the contested one
-    flavors = [_flavor(rng, i, klass) for i in range(rng.choice((1, 2, 2, 3)))]
+    # a contest mostly on one flavor: with more, the hog's first phase rarely fills the cohort
+    flavors = [_flavor(rng, i, klass) for i in range(rng.choice((1, 2, 2, 3) if not contest else (1, 1, 2)))]
     objects: list[JSON] = list(flavors)
     priorities = sorted(rng.sample(sorted(PRIORITIES), rng.choice((0, 2, 3)))) if klass != "quota" else []
     objects += [{"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": p},
@@ -74,28 +75,32 @@ def build(klass: str, seed: int) -> Scenario:
     if rng.random() < 0.05:  # a LocalQueue pointing at a ClusterQueue that does not exist
         objects.append({"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "lq-missing"},
                         "spec": {"clusterQueue": "cq-missing"}})
-    pick: list[list[int | None]] = [[None], [None]]  # per phase, which ClusterQueue its workloads lean to
-    if contest:
-        pick = _contest(rng, [o for o in objects if o["kind"] == "ClusterQueue"])
+    hog, claimant = _contest(rng, [o for o in objects if o["kind"] == "ClusterQueue"]) if contest else (0, 0)
     counter = iter(range(1000))
 
     def queue(phase: int) -> int | None:
-        leaning = pick[phase][0]
-        return leaning if leaning is not None and rng.random() < CONTEST_QUEUE else None
+        """A contest's workload: most of the first phase to the hog, none of it to the claimant; most of the
+        second to the claimant. Other scenarios draw the queue in _workload."""
+        if not contest:
+            return None
+        if rng.random() < CONTEST_QUEUE:
+            return (hog, claimant)[phase]
+        return rng.choice([i for i in range(queues) if phase or i != claimant])
 
+    first = rng.randint(2, 6) if not fair else rng.randint(4, 8) if not contest else rng.randint(6, 10)
     phases = [[_workload(rng, next(counter), queues, klass, resources, priorities, flavors, queue(0), contest)
-               for _ in range(rng.randint(2, 6) if klass != FAIR_SHARING else rng.randint(4, 8))]]
+               for _ in range(first)]]
     if klass in ("preemption", FAIR_SHARING) or rng.random() < 0.3:
         phases.append([_workload(rng, next(counter), queues, klass, resources, priorities, flavors, queue(1), contest)
-                       for _ in range(rng.randint(1, 3))])
+                       for _ in range(rng.randint(1, 3) if not contest else rng.randint(2, 3))])
     return Scenario(klass, seed, objects, phases)
 
 
-def _contest(rng: random.Random, cluster_queues: list[JSON]) -> list[list[int | None]]:
-    """A hog for the first phase and a claimant for the second (their indexes), both with a small nominal quota
-    (0 to 2 of each resource, no limits), and a lender with a large one (4 to 8): the hog borrows the lender's
-    idle quota, and the claimant must borrow too. The claimant has a weight above 0 and may reclaim within the
-    cohort (the candidates of a fair-sharing preemption in another ClusterQueue are found under
+def _contest(rng: random.Random, cluster_queues: list[JSON]) -> tuple[int, int]:
+    """A hog for the first phase (6 to 10 workloads) and a claimant for the second (2 or 3), both with a small
+    nominal quota (0 to 2 of each resource, no limits), and a lender with a large one (4 to 8): the hog borrows
+    the lender's idle quota, and the claimant must borrow too. The claimant has a weight above 0 and may reclaim
+    within the cohort (the candidates of a fair-sharing preemption in another ClusterQueue are found under
     reclaimWithinCohort). A contest's workloads are small (``_workload``'s ``small``), so that the hog holds
     several and one of them makes room."""
     hog, claimant, lender = rng.sample(range(len(cluster_queues)), 3)
@@ -111,7 +116,7 @@ def _contest(rng: random.Random, cluster_queues: list[JSON]) -> list[list[int | 
     preemption["reclaimWithinCohort"] = rng.choice(("LowerPriority", "Any", "Any", "Any"))
     # A claimant of weight 0 borrowing has an infinite share and never preempts by share (the hog's may be 0)
     spec["fairSharing"] = {"weight": rng.choice(("0.5", "1", "1", "2"))}
-    return [[hog], [claimant]]
+    return hog, claimant
 
 
 def _flavor(rng: random.Random, i: int, klass: str) -> JSON:
