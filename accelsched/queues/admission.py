@@ -192,6 +192,10 @@ class _Admission:
         # This cycle's preemption targets (by id of their record, with the workload that preempts them).
         self.victims: dict[int, tuple[Target, Info]] = {}
         self.classes: dict[int, tuple] = {}  # by id of the Info: its equivalence class (_equivalence)
+        # per BestEffortFIFO ClusterQueue, the equivalence classes bulk-moved to inadmissible since its last
+        # requeue, with the workload that did not fit (Kueue's hashToBulkMoveReason): a workload coming back into
+        # the queue (an evicted one) of such a class goes to inadmissible untried (PushOrUpdate)
+        self.bulk_moved: dict[str, dict[tuple, str]] = {}
         self.inactive = {
             name
             for name, cq in objects.cluster_queues.items()
@@ -448,14 +452,17 @@ class _Admission:
         Preempt without candidates) takes the queued workloads of its equivalence class to inadmissible with it,
         untried (no condition)."""
         cls = self._equivalence(outcome.info)
+        self.bulk_moved.setdefault(name, {})[cls] = outcome.info.key
         moved = [o for o in pending if self._equivalence(o.info) == cls]
         gone = {id(o) for o in moved}
         pending[:] = [o for o in pending if id(o) not in gone]  # one pass: a deep queue is long
         for other in moved:
-            self.inadmissible.setdefault(name, []).append(other)
-            other.held_message = (
-                f"waiting for quota in ClusterQueue {name}: an equivalent workload {outcome.info.key} does not fit"
-            )
+            self._set_aside(other, name, outcome.info.key)
+
+    def _set_aside(self, outcome: Outcome, name: str, key: str) -> None:
+        """Into the ClusterQueue's inadmissible workloads untried: an equivalent workload ``key`` did not fit."""
+        self.inadmissible.setdefault(name, []).append(outcome)
+        outcome.held_message = f"waiting for quota in ClusterQueue {name}: an equivalent workload {key} does not fit"
 
     def _equivalence(self, info: Info) -> tuple:
         """The workload's equivalence class, worked out once per admission (a deep queue's bulk moves read every
@@ -513,9 +520,13 @@ class _Admission:
         victim.evict(target.reason, message)
         for pod in w.info.pods:
             pod.node_name = ""  # the job is stopped; its pods come back Pending when it is admitted again
-        pending = queues.setdefault(w.cluster_queue, [])
-        pending.append(victim)
-        pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
+        failed = self.bulk_moved.get(w.cluster_queue, {}).get(self._equivalence(w.info))
+        if failed is not None:  # PushOrUpdate: its class was bulk-moved (a BestEffortFIFO queue's only)
+            self._set_aside(victim, w.cluster_queue, failed)
+        else:
+            pending = queues.setdefault(w.cluster_queue, [])
+            pending.append(victim)
+            pending.sort(key=lambda o: (-o.info.priority, o.info.created, o.info.order))
         # QueueAssociatedInadmissibleWorkloadsAfter: quota freed in a ClusterQueue retries the inadmissible
         # workloads of its whole cohort tree (of itself, without a cohort), through the requeuer's delay
         self.requeue_pending.add(id(self.tree.cluster_queues[w.cluster_queue].root()))
@@ -538,6 +549,7 @@ class _Admission:
         for name, node in self.tree.cluster_queues.items():
             if id(node.root()) not in self.requeue_pending:
                 continue
+            self.bulk_moved.pop(name, None)  # queueInadmissibleWorkloads clears the bulk-moved classes
             back = self.inadmissible.pop(name, [])
             if back:
                 moved = True
