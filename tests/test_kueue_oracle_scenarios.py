@@ -43,3 +43,31 @@ def test_place_prefixes_every_cluster_scoped_name_and_reference_and_gates_every_
         if obj["kind"] == "Cohort" and "parentName" in spec:
             assert spec["parentName"].startswith("t7-")
     assert all(w["metadata"]["namespace"] == f"t7-p{i}" for i, phase in enumerate(phases) for w in phase)
+
+
+def _claimant(s: generator.Scenario) -> dict | None:
+    """The ClusterQueue a fairsharing contest's second phase leans to, if it has a contest's claimant's shape: none
+    of the first phase's workloads, most of the second's, at most 2 of each resource, a weight above 0, and
+    reclaimWithinCohort on."""
+    first = {w["spec"]["queueName"] for w in s.phases[0]}
+    second = [w["spec"]["queueName"] for w in s.phases[1]]
+    for i, cq in enumerate(o for o in s.objects if o["kind"] == "ClusterQueue"):
+        spec = cq["spec"]
+        quotas = [q for g in spec["resourceGroups"] for f in g["flavors"] for q in f["resources"]]
+        if (f"lq{i}" not in first and 2 * second.count(f"lq{i}") > len(second)
+                and all(int(str(q["nominalQuota"]).removesuffix("Gi")) <= 8 if q["name"] == "memory"
+                        else int(q["nominalQuota"]) <= 2 for q in quotas)
+                and float(spec["fairSharing"]["weight"]) > 0
+                and spec["preemption"]["reclaimWithinCohort"] != "Never"):
+            return cq
+    return None
+
+
+def test_fairsharing_scenarios_are_often_a_contest_a_claimant_must_borrow_in() -> None:
+    scenarios = generator.generate(60, seed=7, classes=[generator.FAIR_SHARING])
+    contests = [s for s in scenarios if _claimant(s) is not None]
+    assert len(contests) >= len(scenarios) // 4
+    for s in contests:  # a lender: another ClusterQueue of the cohort with quota to lend
+        assert any(int(q["nominalQuota"]) >= 4 for o in s.objects if o["kind"] == "ClusterQueue"
+                   for g in o["spec"]["resourceGroups"] for f in g["flavors"] for q in f["resources"]
+                   if q["name"] == generator.GPU)

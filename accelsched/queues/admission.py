@@ -198,6 +198,10 @@ class _Admission:
         # This cycle's preemption targets (by id of their record, with the workload that preempts them).
         self.victims: dict[int, tuple[Target, Info]] = {}
         self.classes: dict[int, tuple] = {}  # by id of the Info: its equivalence class (_equivalence)
+        # per BestEffortFIFO ClusterQueue, the equivalence classes bulk-moved to inadmissible since its last
+        # requeue, with the workload that did not fit (Kueue's hashToBulkMoveReason): a workload coming back into
+        # the queue (an evicted one) of such a class goes to inadmissible untried (PushOrUpdate)
+        self.bulk_moved: dict[str, dict[tuple, str]] = {}
         self.inactive = {
             name
             for name, cq in objects.cluster_queues.items()
@@ -463,15 +467,30 @@ class _Admission:
         Preempt without candidates) takes the queued workloads of its equivalence class to inadmissible with it,
         untried (no condition)."""
         cls = self._equivalence(outcome.info)
+        self.bulk_moved.setdefault(name, {})[cls] = outcome.info.key
         moved = pending.pop_class(cls)  # one step: the queue keeps each class apart (queues.pending)
+        inadmissible = self._inadmissible(name)
+        inadmissible.add(outcome)
+        inadmissible.add_class(cls, moved)
+        message = self._set_aside_message(name, outcome.info.key)
+        for other in moved:
+            other.held_message = message
+
+    def _inadmissible(self, name: str) -> Classes[Outcome]:
+        """The ClusterQueue's inadmissible workloads, kept by equivalence class as its queue is."""
         inadmissible = self.inadmissible.get(name)
         if inadmissible is None:
             inadmissible = self.inadmissible[name] = Classes(queue_order, self._class_of)
-        inadmissible.add(outcome)
-        inadmissible.add_class(cls, moved)
-        message = f"waiting for quota in ClusterQueue {name}: an equivalent workload {outcome.info.key} does not fit"
-        for other in moved:
-            other.held_message = message
+        return inadmissible
+
+    @staticmethod
+    def _set_aside_message(name: str, key: str) -> str:
+        return f"waiting for quota in ClusterQueue {name}: an equivalent workload {key} does not fit"
+
+    def _set_aside(self, outcome: Outcome, name: str, key: str) -> None:
+        """Into the ClusterQueue's inadmissible workloads untried: an equivalent workload ``key`` did not fit."""
+        self._inadmissible(name).add(outcome)
+        outcome.held_message = self._set_aside_message(name, key)
 
     def _equivalence(self, info: Info) -> tuple:
         """The workload's equivalence class, worked out once per admission (a deep queue's bulk moves read every
@@ -529,7 +548,11 @@ class _Admission:
         victim.evict(target.reason, message)
         for pod in w.info.pods:
             pod.node_name = ""  # the job is stopped; its pods come back Pending when it is admitted again
-        self._queue(queues, w.cluster_queue).add(victim)
+        failed = self.bulk_moved.get(w.cluster_queue, {}).get(self._equivalence(w.info))
+        if failed is not None:  # PushOrUpdate: its class was bulk-moved (a BestEffortFIFO queue's only)
+            self._set_aside(victim, w.cluster_queue, failed)
+        else:
+            self._queue(queues, w.cluster_queue).add(victim)
         # QueueAssociatedInadmissibleWorkloadsAfter: quota freed in a ClusterQueue retries the inadmissible
         # workloads of its whole cohort tree (of itself, without a cohort), through the requeuer's delay
         self.requeue_pending.add(id(self.tree.cluster_queues[w.cluster_queue].root()))
@@ -552,6 +575,7 @@ class _Admission:
         for name, node in self.tree.cluster_queues.items():
             if id(node.root()) not in self.requeue_pending:
                 continue
+            self.bulk_moved.pop(name, None)  # queueInadmissibleWorkloads clears the bulk-moved classes
             back = self.inadmissible.pop(name, None)
             if back:
                 moved = True

@@ -10,6 +10,11 @@ valid set of v1beta2 objects (what Kueue's webhooks would accept and default: th
 - ``preemption``: a second phase meets running workloads: withinClusterQueue, reclaimWithinCohort,
   borrowWithinCohort, priorities from WorkloadPriorityClasses;
 - ``flavors``: flavor node labels against pod node selectors, taints against tolerations, flavorFungibility.
+
+The ``fairsharing`` class (run alone) makes most of its scenarios a contest (``_contest``): one ClusterQueue, the
+hog, gets most of the first phase and borrows the cohort's idle quota; another, the claimant, with a small
+nominal quota, gets most of the second, so it must borrow too and preempts by share (Kueue's
+``InCohortFairSharing``) rather than only reclaiming its nominal quota (``InCohortReclamation``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ CLASSES = ("quota", "cohort", "tree", "preemption", "flavors")
 FAIR_SHARING = "fairsharing"
 FAIR_SHARING_STRATEGIES = ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
 WEIGHTS = ("0", "0.5", "1", "1", "2")
+CONTEST = 0.6  # the share of fairsharing scenarios that are a contest (_contest)
+CONTEST_QUEUE = 0.75  # the chance that a contest's workload goes to its phase's ClusterQueue
 GPU = "nvidia.com/gpu"
 RESOURCES = ("cpu", GPU, "memory")
 PRIORITIES = {"low": 10, "mid": 100, "high": 1000}
@@ -41,12 +48,16 @@ def build(klass: str, seed: int) -> Scenario:
     fair = klass == FAIR_SHARING
     if klass in ("preemption", "tree", FAIR_SHARING) or rng.random() < 0.5:
         resources = [GPU, *[r for r in resources if r != GPU]][:2]
-    flavors = [_flavor(rng, i, klass) for i in range(rng.choice((1, 2, 2, 3)))]
+    contest = fair and rng.random() < CONTEST
+    if contest and rng.random() < 0.5:
+        resources = [GPU]  # no second resource to block the contested one
+    # a contest mostly on one flavor: with more, the hog's first phase rarely fills the cohort
+    flavors = [_flavor(rng, i, klass) for i in range(rng.choice((1, 2, 2, 3) if not contest else (1, 1, 2)))]
     objects: list[JSON] = list(flavors)
     priorities = sorted(rng.sample(sorted(PRIORITIES), rng.choice((0, 2, 3)))) if klass != "quota" else []
     objects += [{"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": p},
                  "value": PRIORITIES[p]} for p in priorities]
-    queues = rng.choice((1, 2, 3)) if klass in ("quota", "flavors") else rng.choice((2, 3, 4))
+    queues = rng.choice((1, 2, 3) if klass in ("quota", "flavors") else (2, 3, 4) if not contest else (3, 4))
     cohorts: list[str | None] = [None]
     if klass in ("cohort", "preemption", "flavors"):
         cohorts = ["co"] if klass != "flavors" or rng.random() < 0.5 else [None]
@@ -64,13 +75,48 @@ def build(klass: str, seed: int) -> Scenario:
     if rng.random() < 0.05:  # a LocalQueue pointing at a ClusterQueue that does not exist
         objects.append({"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "lq-missing"},
                         "spec": {"clusterQueue": "cq-missing"}})
+    hog, claimant = _contest(rng, [o for o in objects if o["kind"] == "ClusterQueue"]) if contest else (0, 0)
     counter = iter(range(1000))
-    phases = [[_workload(rng, next(counter), queues, klass, resources, priorities, flavors)
-               for _ in range(rng.randint(2, 6) if klass != FAIR_SHARING else rng.randint(4, 8))]]
+
+    def queue(phase: int) -> int | None:
+        """A contest's workload: most of the first phase to the hog, none of it to the claimant; most of the
+        second to the claimant. Other scenarios draw the queue in _workload."""
+        if not contest:
+            return None
+        if rng.random() < CONTEST_QUEUE:
+            return (hog, claimant)[phase]
+        return rng.choice([i for i in range(queues) if phase or i != claimant])
+
+    first = rng.randint(2, 6) if not fair else rng.randint(4, 8) if not contest else rng.randint(6, 10)
+    phases = [[_workload(rng, next(counter), queues, klass, resources, priorities, flavors, queue(0), contest)
+               for _ in range(first)]]
     if klass in ("preemption", FAIR_SHARING) or rng.random() < 0.3:
-        phases.append([_workload(rng, next(counter), queues, klass, resources, priorities, flavors)
-                       for _ in range(rng.randint(1, 3))])
+        phases.append([_workload(rng, next(counter), queues, klass, resources, priorities, flavors, queue(1), contest)
+                       for _ in range(rng.randint(1, 3) if not contest else rng.randint(2, 3))])
     return Scenario(klass, seed, objects, phases)
+
+
+def _contest(rng: random.Random, cluster_queues: list[JSON]) -> tuple[int, int]:
+    """A hog for the first phase (6 to 10 workloads) and a claimant for the second (2 or 3), both with a small
+    nominal quota (0 to 2 of each resource, no limits), and a lender with a large one (4 to 8): the hog borrows
+    the lender's idle quota, and the claimant must borrow too. The claimant has a weight above 0 and may reclaim
+    within the cohort (the candidates of a fair-sharing preemption in another ClusterQueue are found under
+    reclaimWithinCohort). A contest's workloads are small (``_workload``'s ``small``), so that the hog holds
+    several and one of them makes room."""
+    hog, claimant, lender = rng.sample(range(len(cluster_queues)), 3)
+    for i, nominal in ((hog, (0, 1, 2)), (claimant, (0, 1, 2)), (lender, (4, 6, 8))):
+        for group in cluster_queues[i]["spec"]["resourceGroups"]:
+            for flavor in group["flavors"]:
+                for q in flavor["resources"]:
+                    q["nominalQuota"] = _amount(q["name"], rng.choice(nominal))
+                    q.pop("borrowingLimit", None)
+                    q.pop("lendingLimit", None)
+    spec = cluster_queues[claimant]["spec"]
+    preemption = spec.setdefault("preemption", {"withinClusterQueue": "Never"})
+    preemption["reclaimWithinCohort"] = rng.choice(("LowerPriority", "Any", "Any", "Any"))
+    # A claimant of weight 0 borrowing has an infinite share and never preempts by share (the hog's may be 0)
+    spec["fairSharing"] = {"weight": rng.choice(("0.5", "1", "1", "2"))}
+    return hog, claimant
 
 
 def _flavor(rng: random.Random, i: int, klass: str) -> JSON:
@@ -146,10 +192,11 @@ def _tree(rng: random.Random, resources: list[str], flavor_names: list[str], fai
 
 
 def _workload(rng: random.Random, i: int, queues: int, klass: str, resources: list[str], priorities: list[str],
-              flavors: list[JSON]) -> JSON:
+              flavors: list[JSON], queue: int | None = None, small: bool = False) -> JSON:
     pod_sets = []
-    for j in range(rng.choice((1, 1, 1, 2))):
-        requests = {r: str(_amount(r, rng.choice((1, 1, 2, 3)))) for r in resources if rng.random() < 0.85}
+    for j in range(rng.choice((1, 1, 1, 2) if not small else (1,))):
+        amounts, counts = ((1, 1, 2, 3), (1, 1, 2, 3)) if not small else ((1, 1, 2), (1, 1, 2))
+        requests = {r: str(_amount(r, rng.choice(amounts))) for r in resources if rng.random() < 0.85}
         requests = requests or {resources[0]: "1"}
         if rng.random() < 0.05:
             # A resource no ClusterQueue covers, alone in its pod set: beside covered ones, which of the pod set's
@@ -161,9 +208,9 @@ def _workload(rng: random.Random, i: int, queues: int, klass: str, resources: li
             pod["nodeSelector"] = {"accel": rng.choice(("a100", "h100"))}
         if klass == "flavors" and rng.random() < 0.4:
             pod["tolerations"] = [{"key": "spot", "operator": "Exists"}]
-        pod_sets.append({"name": "main" if j == 0 else f"ps{j}", "count": rng.choice((1, 1, 2, 3)),
+        pod_sets.append({"name": "main" if j == 0 else f"ps{j}", "count": rng.choice(counts),
                          "template": {"spec": pod}})
-    spec: JSON = {"queueName": f"lq{rng.randrange(queues)}", "podSets": pod_sets}
+    spec: JSON = {"queueName": f"lq{rng.randrange(queues) if queue is None else queue}", "podSets": pod_sets}
     if rng.random() < 0.03:
         spec["queueName"] = "lq-nowhere"
     if priorities and rng.random() < 0.8:
