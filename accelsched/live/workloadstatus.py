@@ -29,6 +29,7 @@ from typing import Any
 from accelsched.live.kube import JSON
 from accelsched.queues.admission import EVICTED, PREEMPTED, QUOTA_RESERVED, Outcome, QueueResult
 from accelsched.queues.resources import format_amount
+from accelsched.queues.workloads import FINISHED
 
 CONDITION_FIELDS = ("type", "status", "reason", "message")
 
@@ -102,10 +103,52 @@ def _reserved(doc: JSON) -> bool:
     return "True" in reserved or (bool(status.get("admission")) and "False" not in reserved)
 
 
+def finished(doc: JSON) -> bool:
+    """Finished=True (workload.IsFinished), read from the object as the cache holds it (queues.workloads.finished
+    reads the parsed one)."""
+    conditions = (doc.get("status") or {}).get("conditions") or ()
+    return any(
+        isinstance(c, Mapping) and c.get("type") == FINISHED and c.get("status") == "True" for c in conditions
+    )
+
+
 def pending_message_only(old: JSON, new: JSON) -> bool:
     """``new`` differs from ``old`` at most in a QuotaReserved=False condition (a pending workload's message), both
     holding no reservation: nothing admission reads changed."""
     return not _reserved(old) and not _reserved(new) and _without_pending(old) == _without_pending(new)
+
+
+def own_write_seen(old: JSON, new: JSON, version: str, what: tuple) -> bool:
+    """``new`` is ``old`` (the version a status write of ours was decided from, ``version``) with that write, as
+    ``written`` describes it (``what``), applied and nothing else changed: the event of our own write coming back.
+    Admission read the same from the cache before it (an admission is assumed while its write is in flight, an
+    eviction's workload holds its reservation either way), so it decides nothing new from it (Kueue's scheduler,
+    too, is not woken by the echo of its own status update: the workload is in its cache already)."""
+    if (old.get("metadata") or {}).get("resourceVersion") != version:
+        return False
+    status, before = new.get("status") or {}, old.get("status") or {}
+    said = tuple(
+        sorted(
+            (c.get("type"), c.get("status"), c.get("reason", ""))
+            for c in status.get("conditions") or []
+            if isinstance(c, Mapping)
+        )
+    )
+    if said != what[0] or (what[1] and not status.get("admission")):
+        return False
+    if not what[1] and status.get("admission") != before.get("admission"):
+        return False
+    rest = ("conditions", "admission")
+    return (
+        {k: v for k, v in status.items() if k not in rest} == {k: v for k, v in before.items() if k not in rest}
+        and _meta_and_spec(old) == _meta_and_spec(new)
+    )
+
+
+def _meta_and_spec(doc: JSON) -> tuple[Any, ...]:
+    meta = doc.get("metadata") or {}
+    rest = {k: v for k, v in doc.items() if k not in ("metadata", "status")}
+    return rest, meta.get("labels"), meta.get("annotations"), meta.get("deletionTimestamp"), meta.get("finalizers")
 
 
 def _without_pending(doc: JSON) -> tuple[Any, ...]:
