@@ -32,7 +32,7 @@ from typing import Any
 from accelsched.api.loader import Inputs
 from accelsched.api.objects import SCHEDULING_GATED_REASON
 from accelsched.framework.scheduler import ScheduleResult
-from accelsched.live import clusterqueuestatus, workloadstatus
+from accelsched.live import clusterqueuestatus, workloaddeltas, workloadstatus
 from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
 from accelsched.live.events import MERGE_PATCH
@@ -41,6 +41,7 @@ from accelsched.live.kube import JSON, ApiError
 from accelsched.live.podjson import labels, write_key
 from accelsched.queues import api as queue_api
 from accelsched.queues.admission import Outcome
+from accelsched.queues.incremental import OpenAdmission
 from accelsched.queues.room import RoomWaits, room_message
 
 log = logging.getLogger("accelsched.live")
@@ -66,11 +67,18 @@ class QueueDoor:
     _latest: dict[str, tuple[Any, ...]]  # status write key -> the newest write not started yet (_submit_latest)
     _latest_lock: Any  # guards _latest alone (not the cache's lock: a write must not wait for a rebuild)
     _cq_written: dict[str, JSON]  # ClusterQueue -> the status last sent (live/clusterqueuestatus.py's ``written``)
+    # The last rebuild's admission, kept open for Workloads arriving and finishing (live/workloaddeltas.py), and the
+    # Workload events waiting for the next round to be taken into it.
+    _open: OpenAdmission | None
+    _workload_changes: dict[str, JSON | None]
+    workload_rounds: int  # rounds that followed Workload events in place (no rebuild)
 
     def _admit_queues(self, session: Any) -> None:
         """After a rebuild: the pods admission holds back, and the running ones it stopped sent to be stopped
         (and accounted until they are gone)."""
         self.queue_held, self.queue_admitted = {}, {}
+        with self.lock:
+            self._open = workloaddeltas.open_admission(session.queues)
         if session.queues is None:
             return
         with self.lock:
@@ -108,6 +116,25 @@ class QueueDoor:
             self._submit_latest(f"workload:{write.namespace}/{write.name}", self._write_workload_status, write)
         for name, patch in cq_patches.items():  # the ClusterQueue controller's part (live/clusterqueuestatus.py)
             self._submit_latest(f"clusterqueue:{name}", self._write_cluster_queue_status, name, patch, report=True)
+
+    def _follow_workloads(self) -> bool:
+        """The round's Workload events taken into the open admission in place, and its decisions written as a
+        rebuild's are (live/workloaddeltas.py). False when they cannot be: the session is to be rebuilt."""
+        with self.lock:
+            changes, self._workload_changes = self._workload_changes, {}
+            admission = self._open
+        if not changes:
+            return True
+        if admission is None or self.session is None or not workloaddeltas.apply(
+            admission, changes, self.scheduler_names
+        ):
+            with self.lock:
+                self._open = None
+                self._invalidate("workloads not followed in place")
+            return False
+        self.workload_rounds += 1
+        self._admit_queues(self.session)
+        return True
 
     def _submit_latest(self, key: str, fn: Any, *args: Any, report: bool = False) -> None:
         """A status write that supersedes the one of an earlier round still waiting for its turn under ``key``:
@@ -204,6 +231,7 @@ class QueueDoor:
         assumed copy gets its own resourceVersion mark (``+assumed``), so the parsed-Workload cache
         (live/workloadcache.py) does not take it for the pending one. Called under the cache's lock."""
         store = self.kueue["Workload"].store
+        self._workload_changes.clear()  # the snapshot has them
         if not self._assumed_admissions:
             return [obj for obj in store.values() if not workloadstatus.finished(obj)]
         now = time.monotonic()
@@ -296,14 +324,26 @@ class QueueDoor:
         flight = self._status_in_flight.get(key)
         if flight is not None and flight[0] != (obj.get("metadata") or {}).get("resourceVersion"):
             del self._status_in_flight[key]  # the cache has moved past the version it was decided from
-        if kind == "MODIFIED" and old is not None and not stale:
-            if workloadstatus.pending_message_only(old, obj):
+        echo = False
+        if kind == "MODIFIED" and old is not None:
+            if not stale and workloadstatus.pending_message_only(old, obj):
                 return
-            if flight is not None and workloadstatus.own_write_seen(old, obj, flight[0], flight[1]):
+            echo = flight is not None and workloadstatus.own_write_seen(old, obj, flight[0], flight[1])
+            if echo and not stale:
                 # the echo of our own admission or eviction: the session decided with it already (a rebuild for
                 # each was a third of the rounds of Kueue's performance harness: benchmarks/kueueperf.py)
                 self.own_writes_seen += 1
                 return
+        if (
+            not self.dirty
+            and self._open is not None
+            and (echo or workloaddeltas.follows(kind, obj, old, self._open, self.scheduler_names))
+        ):
+            # taken in by the next round; a stale decision's echo changes nothing there, but that round writes what
+            # the open admission decides now, which the write in flight kept back
+            self._workload_changes[key] = None if kind == "DELETED" else obj
+            self.wake.set()
+            return
         self._on_other(kind, obj, old)
         if stale:
             self._invalidate("workload decided from a stale version")

@@ -95,7 +95,8 @@ def ours(doc: JSON, scheduler_names: Collection[str]) -> bool:
     )
 
 
-def _reserved(doc: JSON) -> bool:
+def reserved(doc: JSON) -> bool:
+    """The Workload holds a quota reservation (Kueue's HasQuotaReservation)."""
     status = doc.get("status") or {}
     conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
     reserved = {c.get("status") for c in conditions if c.get("type") == QUOTA_RESERVED}
@@ -115,7 +116,7 @@ def finished(doc: JSON) -> bool:
 def pending_message_only(old: JSON, new: JSON) -> bool:
     """``new`` differs from ``old`` at most in a QuotaReserved=False condition (a pending workload's message), both
     holding no reservation: nothing admission reads changed."""
-    return not _reserved(old) and not _reserved(new) and _without_pending(old) == _without_pending(new)
+    return not reserved(old) and not reserved(new) and _without_pending(old) == _without_pending(new)
 
 
 def own_write_seen(old: JSON, new: JSON, version: str, what: tuple) -> bool:
@@ -143,6 +144,11 @@ def own_write_seen(old: JSON, new: JSON, version: str, what: tuple) -> bool:
         {k: v for k, v in status.items() if k not in rest} == {k: v for k, v in before.items() if k not in rest}
         and _meta_and_spec(old) == _meta_and_spec(new)
     )
+
+
+def spec_changed(old: JSON, new: JSON) -> bool:
+    """Something besides the status changed: the spec, labels, annotations, deletion or finalizers."""
+    return _meta_and_spec(old) != _meta_and_spec(new)
 
 
 def _meta_and_spec(doc: JSON) -> tuple[Any, ...]:
@@ -181,7 +187,7 @@ def preemptions(
     for o in result.outcomes:
         doc = workloads.get(o.info.key)
         evicted = [c for c in o.conditions if c["type"] in (PREEMPTED, EVICTED) and c["status"] == "True"]
-        if doc is None or not evicted or not _reserved(doc):
+        if doc is None or not evicted or not reserved(doc):
             continue
         holding.add(o.info.key)
         current = (doc.get("status") or {}).get("conditions") or []
@@ -233,7 +239,7 @@ def status_writes(
             continue
         meta, status = doc.get("metadata") or {}, doc.get("status") or {}
         current = status.get("conditions") or []
-        if _reserved(doc):
+        if reserved(doc):
             continue  # it holds a reservation already (ours, or Kueue's): admission counts it as running
         if not o.admitted and _same(current, o.conditions):
             continue
