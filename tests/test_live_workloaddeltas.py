@@ -25,7 +25,7 @@ def _door() -> tuple[LiveScheduler, list[workloadstatus.StatusWrite]]:
     sent: list[workloadstatus.StatusWrite] = []
 
     def record(key: str, fn: object, *args: object, report: bool = False) -> None:
-        if key.startswith("workload:"):
+        if key.startswith(("workload:", "pending:")):
             sent.append(args[-1])  # type: ignore[arg-type]
 
     live._submit_latest = record  # type: ignore[method-assign]

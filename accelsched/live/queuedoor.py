@@ -95,8 +95,14 @@ class QueueDoor:
             # Workload objects wait for the preempted to let go in their cohort tree only (Workload objects are
             # admitted by quota alone: another tree's room is not theirs); pods wait for any (held_pods below).
             blocked = workloadstatus.trees_of(session.queues, letting_go)
+            # what fits beside them is admitted still, as Kueue's cache admits beside a preempted workload
+            allowed = (
+                workloadstatus.fitting_beside(session.queues, store, holding, self._assumed_admissions)
+                if holding and not stops
+                else set()
+            )
             writes = evictions + workloadstatus.status_writes(
-                session.queues, store, self.scheduler_names, blocked=blocked
+                session.queues, store, self.scheduler_names, blocked=blocked, allowed=allowed
             )
             cq_patches = clusterqueuestatus.status_patches(
                 session.queues, self.kueue["ClusterQueue"].store, store, self.scheduler_names, written=self._cq_written
@@ -113,7 +119,13 @@ class QueueDoor:
                 if not p.node_name
             }
         for write in self._status_writes_due(writes):
-            self._submit_latest(f"workload:{write.namespace}/{write.name}", self._write_workload_status, write)
+            key = f"{write.namespace}/{write.name}"
+            if workloadstatus.urgent(write):
+                with self._latest_lock:  # a Pending condition still waiting for its turn says less: dropped
+                    self._latest.pop(f"pending:{key}", None)
+                self._submit_latest(f"workload:{key}", self._write_workload_status, write)
+            else:
+                self._submit_latest(f"pending:{key}", self._write_workload_status, write, report=True)
         for name, patch in cq_patches.items():  # the ClusterQueue controller's part (live/clusterqueuestatus.py)
             self._submit_latest(f"clusterqueue:{name}", self._write_cluster_queue_status, name, patch, report=True)
 
@@ -141,9 +153,11 @@ class QueueDoor:
         rounds come faster than the writes, and each decides from a cache that does not show the previous round's
         writes yet, so without this the same objects' writes queued up, each behind the ones before, most of them
         refused as stale (409) by the time they ran (Kueue's performance runner: 1,200 refused to 46 done).
-        ``report``: the write goes to the report pool (live/writer.py), as the ClusterQueue status does: at 5% of
-        Kueue's harness they were a third of the door's writes, and on the bind pool each Workload admission waited
-        behind them (up to seconds, the pool saturated)."""
+        ``report``: the write goes to the report pool (live/writer.py), as the ClusterQueue status and the Pending
+        conditions do: at 5% of Kueue's harness they were more than half of the door's writes, and on the bind pool
+        the admissions and evictions waited behind them (up to 9 s, no admission going out for 25 s while the
+        first rounds' Pending conditions were written). A Pending condition and an admission of one Workload never
+        run at once: a write from the version an earlier one was decided from is not sent (_status_writes_due)."""
         with self._latest_lock:
             waiting = key in self._latest
             self._latest[key] = (fn, *args)
@@ -156,8 +170,10 @@ class QueueDoor:
 
     def _write_latest(self, key: str) -> None:
         with self._latest_lock:
-            fn, *args = self._latest.pop(key)
-        fn(*args)
+            latest = self._latest.pop(key, None)
+        if latest is not None:  # else dropped for a write that says more (_admit_queues)
+            fn, *args = latest
+            fn(*args)
 
     def _with_room_waits(self, inputs: Inputs) -> None:
         """Before a rebuild's admission: the workloads waiting for room stay out of their queues."""

@@ -49,6 +49,16 @@ def written(write: StatusWrite) -> tuple[str, tuple]:
     return str((write.patch.get("metadata") or {}).get("resourceVersion")), (said, "admission" in status)
 
 
+def urgent(write: StatusWrite) -> bool:
+    """A write that admits or evicts (what frees or takes quota), beside one that only says why a Workload waits."""
+    status = write.patch.get("status") or {}
+    if "admission" in status:
+        return True
+    return any(
+        c.get("type") in (EVICTED, PREEMPTED) and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+
+
 def admission(outcome: Outcome) -> JSON:
     """status.admission of an admitted workload (Assignment.ToAPI)."""
     assignments = []
@@ -218,12 +228,14 @@ def status_writes(
     now: str | None = None,
     preempting: int = 0,
     blocked: Collection[str] = (),
+    allowed: Collection[str] = (),
 ) -> list[StatusWrite]:
     """The status writes for our Workload objects (``workloads``: the cache's, by namespace/name) that hold no
     quota reservation yet and whose status does not already say what admission decided. ``preempting``: how many
     preempted workloads still hold their reservation; until they let go, nothing is admitted (the room is taken).
     ``blocked``: the same, for the cohort trees (trees_of) where such workloads are: nothing is admitted there until
-    they let go, and elsewhere admission goes on (their room is not what a workload of another tree was given).
+    they let go, and elsewhere admission goes on (their room is not what a workload of another tree was given),
+    but for ``allowed``: those that fit beside them (fitting_beside).
 
     A pending workload whose Pending condition is written already is not rewritten for a new message alone: a deep
     queue draining changes every waiting workload's message ("N more needed") each round, and rewriting them all
@@ -232,7 +244,8 @@ def status_writes(
     now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out = []
     for o in result.outcomes:
-        if o.admitted and (preempting or (blocked and _tree(result, o.cluster_queue) in blocked)):
+        held_back = preempting or (blocked and _tree(result, o.cluster_queue) in blocked)
+        if o.admitted and held_back and o.info.key not in allowed:
             continue
         doc = workloads.get(o.info.key)
         if doc is None or o.info.key not in result.objects.workloads or not o.conditions:
@@ -253,6 +266,78 @@ def status_writes(
         patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": body}
         out.append(StatusWrite(o.info.namespace, o.info.name, patch))
     return out
+
+
+def fitting_beside(
+    result: QueueResult, workloads: Mapping[str, JSON], holding: Collection[str], written: Collection[str]
+) -> set[str]:
+    """Of the workloads admission admitted in the cohort trees where preempted workloads (``holding``) still hold
+    their reservation, those whose admission can be written now: they fit the quota with the preempted counted
+    (Kueue's cache keeps a preempted workload's usage until its job lets go, and admits beside it what fits). Taken
+    in queue order (priority, then creation), each kept out when it would take a ClusterQueue or cohort of its
+    tree past its quota; the preemptor itself waits so. ``written``: admissions in flight, counted as held."""
+    trees = trees_of(result, holding)
+    by_key = {o.info.key: o for o in result.outcomes}
+    # what admission counts that the cache does not hold yet: admitted here, not reserved there, not in flight
+    waiting = [
+        o
+        for o in result.outcomes
+        if o.admitted
+        and _tree(result, o.cluster_queue) in trees
+        and o.info.key not in written
+        and (doc := workloads.get(o.info.key)) is not None
+        and not reserved(doc)
+    ]
+    applied: list[tuple[Any, dict[tuple[str, str], int]]] = []  # undone at the end, last first
+
+    def apply(node: Any, usage: dict[tuple[str, str], int]) -> None:
+        _add(node, usage)
+        applied.append((node, usage))
+
+    for key in holding:  # the preempted, their usage back in the tree as the cache still has it
+        o, doc = by_key.get(key), workloads.get(key)
+        node = result.tree.cluster_queues.get(o.cluster_queue) if o is not None else None
+        if o is None or node is None or doc is None or o.admitted:
+            continue  # (one admitted again here counts already)
+        flavors = {
+            str(psa.get("name")): dict(psa.get("flavors") or {})
+            for psa in ((doc.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
+        }
+        apply(node, _usage(o, flavors))
+    for o in waiting:  # and the admissions not written yet, out of it
+        apply(result.tree.cluster_queues[o.cluster_queue], {fr: -a for fr, a in _usage(o).items()})
+    allowed = set()
+    for o in sorted(waiting, key=lambda o: (-o.info.priority, o.info.created, o.info.order)):
+        node, usage = result.tree.cluster_queues[o.cluster_queue], _usage(o)
+        _add(node, usage)
+        if all(n.available(fr) >= 0 for fr in usage for n in (node, *node.ancestors()) if fr in n.subtree):
+            allowed.add(o.info.key)
+            applied.append((node, usage))
+        else:
+            _add(node, {fr: -a for fr, a in usage.items()})
+    for node, usage in reversed(applied):
+        _add(node, {fr: -a for fr, a in usage.items()})
+    return allowed
+
+
+def _usage(o: Outcome, flavors: Mapping[str, Mapping[str, str]] | None = None) -> dict[tuple[str, str], int]:
+    """A workload's usage per (flavor, resource), with its admission's flavors (or ``flavors``)."""
+    flavors = o.flavors if flavors is None else flavors
+    usage: dict[tuple[str, str], int] = {}
+    for ps in o.info.pod_sets:
+        for res, amount in ps.requests.items():
+            flavor = (flavors.get(ps.name) or {}).get(res)
+            if flavor is not None:
+                usage[(flavor, res)] = usage.get((flavor, res), 0) + amount * ps.count
+    return usage
+
+
+def _add(node: Any, usage: Mapping[tuple[str, str], int]) -> None:
+    for fr, amount in usage.items():
+        if amount >= 0:
+            node.add_usage(fr, amount)
+        else:
+            node.remove_usage(fr, -amount)
 
 
 def _tree(result: QueueResult, cluster_queue: str) -> str:
