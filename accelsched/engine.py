@@ -21,6 +21,7 @@ from accelsched.framework.interface import Code, Status
 from accelsched.framework.profile import SchedulerConfig
 from accelsched.framework.scheduler import Scheduler, ScheduleResult
 from accelsched.queues import admission as queue_admission
+from accelsched.queues.incremental import OpenAdmission
 
 
 @dataclass
@@ -36,9 +37,15 @@ class Session:
     queues: queue_admission.QueueResult | None = None
 
     @classmethod
-    def start(cls, inputs: Inputs, config: SchedulerConfig | None = None, seed: int = 0) -> Session:
+    def start(
+        cls, inputs: Inputs, config: SchedulerConfig | None = None, seed: int = 0, open_queues: bool = False
+    ) -> Session:
+        """``open_queues``: admission is kept open (its result's ``admission``, queues.incremental.OpenAdmission)
+        for a caller that follows workloads arriving and finishing without a new Session (live mode)."""
         queues = None
-        if inputs.queues:
+        if inputs.queues and open_queues:
+            queues = OpenAdmission.start(inputs.queues, inputs.pods, inputs.namespaces, inputs.nodes)
+        elif inputs.queues:
             queues = queue_admission.admit(inputs.queues, inputs.pods, inputs.namespaces, inputs.nodes)
         cluster = ClusterState(inputs.nodes, inputs.namespaces)
         cluster.volumes = VolumeState(inputs.storage, cluster)

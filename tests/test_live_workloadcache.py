@@ -191,3 +191,84 @@ def test_a_workload_whose_admission_write_is_in_flight_holds_its_quota_in_the_ne
         live._on_workload("MODIFIED", written, first)
         store["team-a/first"] = written
         assert live._assumed_workloads() == [written, second] and not live._assumed_admissions
+
+
+def _applied(doc: dict, write: workloadstatus.StatusWrite, version: str) -> dict:
+    """``doc`` as the API server has it once ``write`` (a merge patch of the status) is applied: a new version."""
+    out = copy.deepcopy(doc)
+    out["metadata"]["resourceVersion"] = version
+    out["status"] = {**(out.get("status") or {}), **copy.deepcopy(write.patch["status"])}
+    return out
+
+
+def test_the_echo_of_our_own_admission_write_rebuilds_nothing_and_the_next_round_decides_the_same() -> None:
+    """Kueue's scheduler is not woken by the event of its own status update (the workload is in its cache as
+    admitted already); the door's round assumed the admission meanwhile, so a rebuild for the echo would decide
+    exactly what the assumed round decided."""
+    live = _scheduler()
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)
+    store["team-a/second"] = second = _workload_doc("second", 6)  # does not fit beside first
+    with live.lock:
+        docs = live._assumed_workloads()
+    session = live_convert.start_session(live_convert.convert(_snapshot(*docs), {"accelsched"}))
+    writes = live._status_writes_due(workloadstatus.status_writes(session.queues, store, {"accelsched"}))
+    (admit,) = [w for w in writes if "admission" in w.patch["status"]]
+    with live.lock:
+        assumed = live._assumed_workloads()
+    echo = _applied(first, admit, "9")
+    live.dirty = False
+    with live.lock:
+        live._on_workload("MODIFIED", echo, first)
+        store["team-a/first"] = echo
+    assert not live.dirty and live.own_writes_seen == 1
+    assert "team-a/first" not in live._status_in_flight  # later rounds decide from the new version
+    fresh = live_convert.start_session(live_convert.convert(_snapshot(echo, second), {"accelsched"}))
+    before = live_convert.start_session(live_convert.convert(_snapshot(*assumed), {"accelsched"}))
+    assert queue_report.workloads_json(fresh.queues) == queue_report.workloads_json(before.queues)
+
+
+def test_an_event_that_is_more_than_our_own_write_rebuilds() -> None:
+    live = _scheduler()
+    doc = _workload_doc("w", 1)
+    admit = _write(doc, True)
+    assert live._status_writes_due([admit]) == [admit]
+    version, what, _ = live._status_in_flight["team-a/w"]
+    echo = _applied(doc, admit, "8")
+    assert workloadstatus.own_write_seen(doc, echo, version, what)
+    finished = _applied(doc, admit, "8")  # the write and the job's finish in one step (a later version seen first)
+    finished["status"]["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded"})
+    assert not workloadstatus.own_write_seen(doc, finished, version, what)
+    relabelled = _applied(doc, admit, "8")
+    relabelled["metadata"]["labels"] = {"x": "y"}
+    assert not workloadstatus.own_write_seen(doc, relabelled, version, what)
+    moved_on = copy.deepcopy(doc)
+    moved_on["metadata"]["resourceVersion"] = "8"  # decided from version 7: an echo from another version is not it
+    assert not workloadstatus.own_write_seen(moved_on, _applied(moved_on, admit, "9"), version, what)
+    released = _applied(doc, _write(doc, False), "8")  # a Pending write's echo where the admission was written
+    assert not workloadstatus.own_write_seen(doc, released, version, what)
+    live.dirty = False
+    with live.lock:
+        live._on_workload("MODIFIED", finished, doc)
+    assert live.dirty and live.own_writes_seen == 0
+
+
+def test_finished_workloads_are_left_out_of_a_round_and_admission_decides_the_same_without_them() -> None:
+    """A finished Workload holds and waits for nothing (Kueue's workload controller drops it from its cache and
+    queues): the round's snapshot leaves it out, and admission over the rest equals admission over everything."""
+    live = _scheduler()
+    store = live.kueue["Workload"].store
+    flavors = [{"name": "main", "flavors": {"nvidia.com/gpu": "a100"}}]
+    admission = {"clusterQueue": "team-a", "podSetAssignments": flavors}
+    done = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"}
+    reserved = {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "q"}
+    store["team-a/old"] = _workload_doc("old", 4, admission=admission, conditions=[reserved, done])
+    store["team-a/running"] = _workload_doc("running", 2, admission=admission, conditions=[reserved])
+    store["team-a/waits"] = _workload_doc("waits", 4)
+    with live.lock:
+        docs = live._assumed_workloads()
+    assert [d["metadata"]["name"] for d in docs] == ["running", "waits"]
+    every = live_convert.start_session(live_convert.convert(_snapshot(*store.values()), {"accelsched"}))
+    kept = live_convert.start_session(live_convert.convert(_snapshot(*docs), {"accelsched"}))
+    assert queue_report.workloads_json(kept.queues) == queue_report.workloads_json(every.queues)
+    assert any(w["admitted"] for w in queue_report.workloads_json(kept.queues) if w["name"] == "waits")

@@ -166,3 +166,32 @@ def test_an_admission_left_beside_quota_reserved_false_holds_nothing() -> None:
     result, queues, store = _session([evicted, done])
     (write,) = workloadstatus.status_writes(result, store, {"accelsched"})
     assert write.name == "evicted" and write.patch["status"]["admission"]["clusterQueue"] == "team-a"
+
+
+def test_what_fits_beside_a_preempted_workload_still_holding_its_quota_is_admitted_and_the_preemptor_waits() -> None:
+    """Kueue's cache keeps a preempted workload's usage until its job lets go, and admits beside it what fits: the
+    door writes those admissions (fitting_beside) and holds back only the ones that would overdraw with it."""
+    from accelsched.live import workloadstatus
+
+    snap = cluster_of(TWO_TEAMS)
+    del snap.kueue["Job"]
+    (team_b,) = [q for q in snap.kueue["ClusterQueue"] if q["metadata"]["name"] == "team-b"]
+    team_b["spec"]["preemption"] = {"reclaimWithinCohort": "Any"}
+    borrower = _workload_doc("borrower", 6, admission=ADMISSION, conditions=[RESERVED])  # 12: 4 of team b's
+    owner = _workload_doc("owner", 4, namespace="team-b")  # team b's own 8 back: the borrower is preempted
+    small = _workload_doc("small", 1)  # 2 GPUs in team a: 14 of the cohort's 16 beside the borrower
+    snap.kueue["Workload"] = [borrower, owner, small]
+    result = live_convert.start_session(live_convert.convert(snap, {"accelsched"})).queues
+    store = {"team-a/borrower": borrower, "team-b/owner": owner, "team-a/small": small}
+    assert {o.info.name for o in result.outcomes if o.admitted} == {"owner", "small"}
+    _, holding = workloadstatus.preemptions(result, store, {"accelsched"})
+    assert holding == {"team-a/borrower"}
+    usage = {name: dict(node.usage) for name, node in result.tree.cluster_queues.items()}
+    allowed = workloadstatus.fitting_beside(result, store, holding, ())
+    assert allowed == {"team-a/small"}  # the owner (8 more: 22 of 16) waits for the borrower to let go
+    assert {name: dict(node.usage) for name, node in result.tree.cluster_queues.items()} == usage  # left as found
+    trees = workloadstatus.trees_of(result, holding)
+    writes = workloadstatus.status_writes(result, store, {"accelsched"}, blocked=trees, allowed=allowed)
+    assert [w.name for w in writes if "admission" in w.patch["status"]] == ["small"]
+    # With the small one's admission in flight, nothing more fits: it is counted as held.
+    assert workloadstatus.fitting_beside(result, store, holding, {"team-a/small"}) == set()

@@ -137,12 +137,15 @@ def status_patches(
 def _queues_of_ours(result: QueueResult, workloads: Mapping[str, JSON], scheduler_names: Collection[str]) -> set[str]:
     """The ClusterQueues our Workload objects' LocalQueues point at, finished ones included (the last one's finish
     must still bring its queue's counts back to zero)."""
-    out = set()
+    out: set[str] = set()
+    every = len(result.objects.cluster_queues)
     for key, doc in workloads.items():
         queue_name = (doc.get("spec") or {}).get("queueName")
         local = result.objects.local_queues.get(f"{key.split('/')[0]}/{queue_name}")
-        if local is not None and ours(doc, scheduler_names):
+        if local is not None and local.cluster_queue not in out and ours(doc, scheduler_names):
             out.add(local.cluster_queue)
+            if len(out) >= every:
+                break  # every queue is ours: the rest need not be read (a long history of finished Workloads)
     return out
 
 

@@ -205,7 +205,7 @@ def start_session(converted: Converted, config: Any = None, seed: int = 0) -> Se
     has Kueue's objects); should it fail on what the cluster holds, the queues are left out and reported (the pods
     are scheduled as without Kueue) rather than failing every rebuild."""
     try:
-        session = Session.start(converted.inputs, config, seed)
+        session = Session.start(converted.inputs, config, seed, open_queues=True)  # live/queuedoor.py goes on from it
     except UNUSABLE as exc:
         if not converted.inputs.queues:
             raise

@@ -218,6 +218,10 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._job_unknown: dict[str, float] = {}  # pods whose Job is not in the cache yet -> since (live.queuedoor)
         self._status_in_flight: dict[str, tuple[str, tuple, float]] = {}  # status writes in flight (live.queuedoor)
         self._stale_workloads: set[str] = set()  # Workloads decided from an outdated version (live.queuedoor)
+        self.own_writes_seen = 0  # Workload events that were our own status write coming back (live.queuedoor)
+        self._open = None  # the last rebuild's admission, kept open (live.queuedoor, live.workloaddeltas)
+        self._workload_changes: dict[str, Any] = {}
+        self.workload_rounds = 0
         self._assumed_admissions: dict[str, tuple[str, Any]] = {}  # admissions written, not seen (live.queuedoor)
         self.room_waits: RoomWaits[str] = RoomWaits()  # queued workloads not placeable: wait for room (live.queuedoor)
         self.queue_admitted: dict[str, Outcome] = {}  # pending pods of workloads the second door admitted (queuedoor)

@@ -29,6 +29,7 @@ from typing import Any
 from accelsched.live.kube import JSON
 from accelsched.queues.admission import EVICTED, PREEMPTED, QUOTA_RESERVED, Outcome, QueueResult
 from accelsched.queues.resources import format_amount
+from accelsched.queues.workloads import FINISHED
 
 CONDITION_FIELDS = ("type", "status", "reason", "message")
 
@@ -46,6 +47,16 @@ def written(write: StatusWrite) -> tuple[str, tuple]:
     status = write.patch.get("status") or {}
     said = tuple(sorted((c["type"], c["status"], c.get("reason", "")) for c in status.get("conditions") or []))
     return str((write.patch.get("metadata") or {}).get("resourceVersion")), (said, "admission" in status)
+
+
+def urgent(write: StatusWrite) -> bool:
+    """A write that admits or evicts (what frees or takes quota), beside one that only says why a Workload waits."""
+    status = write.patch.get("status") or {}
+    if "admission" in status:
+        return True
+    return any(
+        c.get("type") in (EVICTED, PREEMPTED) and c.get("status") == "True" for c in status.get("conditions") or []
+    )
 
 
 def admission(outcome: Outcome) -> JSON:
@@ -94,7 +105,8 @@ def ours(doc: JSON, scheduler_names: Collection[str]) -> bool:
     )
 
 
-def _reserved(doc: JSON) -> bool:
+def reserved(doc: JSON) -> bool:
+    """The Workload holds a quota reservation (Kueue's HasQuotaReservation)."""
     status = doc.get("status") or {}
     conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
     reserved = {c.get("status") for c in conditions if c.get("type") == QUOTA_RESERVED}
@@ -102,10 +114,57 @@ def _reserved(doc: JSON) -> bool:
     return "True" in reserved or (bool(status.get("admission")) and "False" not in reserved)
 
 
+def finished(doc: JSON) -> bool:
+    """Finished=True (workload.IsFinished), read from the object as the cache holds it (queues.workloads.finished
+    reads the parsed one)."""
+    conditions = (doc.get("status") or {}).get("conditions") or ()
+    return any(
+        isinstance(c, Mapping) and c.get("type") == FINISHED and c.get("status") == "True" for c in conditions
+    )
+
+
 def pending_message_only(old: JSON, new: JSON) -> bool:
     """``new`` differs from ``old`` at most in a QuotaReserved=False condition (a pending workload's message), both
     holding no reservation: nothing admission reads changed."""
-    return not _reserved(old) and not _reserved(new) and _without_pending(old) == _without_pending(new)
+    return not reserved(old) and not reserved(new) and _without_pending(old) == _without_pending(new)
+
+
+def own_write_seen(old: JSON, new: JSON, version: str, what: tuple) -> bool:
+    """``new`` is ``old`` (the version a status write of ours was decided from, ``version``) with that write, as
+    ``written`` describes it (``what``), applied and nothing else changed: the event of our own write coming back.
+    Admission read the same from the cache before it (an admission is assumed while its write is in flight, an
+    eviction's workload holds its reservation either way), so it decides nothing new from it (Kueue's scheduler,
+    too, is not woken by the echo of its own status update: the workload is in its cache already)."""
+    if (old.get("metadata") or {}).get("resourceVersion") != version:
+        return False
+    status, before = new.get("status") or {}, old.get("status") or {}
+    said = tuple(
+        sorted(
+            (c.get("type"), c.get("status"), c.get("reason", ""))
+            for c in status.get("conditions") or []
+            if isinstance(c, Mapping)
+        )
+    )
+    if said != what[0] or (what[1] and not status.get("admission")):
+        return False
+    if not what[1] and status.get("admission") != before.get("admission"):
+        return False
+    rest = ("conditions", "admission")
+    return (
+        {k: v for k, v in status.items() if k not in rest} == {k: v for k, v in before.items() if k not in rest}
+        and _meta_and_spec(old) == _meta_and_spec(new)
+    )
+
+
+def spec_changed(old: JSON, new: JSON) -> bool:
+    """Something besides the status changed: the spec, labels, annotations, deletion or finalizers."""
+    return _meta_and_spec(old) != _meta_and_spec(new)
+
+
+def _meta_and_spec(doc: JSON) -> tuple[Any, ...]:
+    meta = doc.get("metadata") or {}
+    rest = {k: v for k, v in doc.items() if k not in ("metadata", "status")}
+    return rest, meta.get("labels"), meta.get("annotations"), meta.get("deletionTimestamp"), meta.get("finalizers")
 
 
 def _without_pending(doc: JSON) -> tuple[Any, ...]:
@@ -138,7 +197,7 @@ def preemptions(
     for o in result.outcomes:
         doc = workloads.get(o.info.key)
         evicted = [c for c in o.conditions if c["type"] in (PREEMPTED, EVICTED) and c["status"] == "True"]
-        if doc is None or not evicted or not _reserved(doc):
+        if doc is None or not evicted or not reserved(doc):
             continue
         holding.add(o.info.key)
         current = (doc.get("status") or {}).get("conditions") or []
@@ -169,12 +228,14 @@ def status_writes(
     now: str | None = None,
     preempting: int = 0,
     blocked: Collection[str] = (),
+    allowed: Collection[str] = (),
 ) -> list[StatusWrite]:
     """The status writes for our Workload objects (``workloads``: the cache's, by namespace/name) that hold no
     quota reservation yet and whose status does not already say what admission decided. ``preempting``: how many
     preempted workloads still hold their reservation; until they let go, nothing is admitted (the room is taken).
     ``blocked``: the same, for the cohort trees (trees_of) where such workloads are: nothing is admitted there until
-    they let go, and elsewhere admission goes on (their room is not what a workload of another tree was given).
+    they let go, and elsewhere admission goes on (their room is not what a workload of another tree was given),
+    but for ``allowed``: those that fit beside them (fitting_beside).
 
     A pending workload whose Pending condition is written already is not rewritten for a new message alone: a deep
     queue draining changes every waiting workload's message ("N more needed") each round, and rewriting them all
@@ -183,14 +244,15 @@ def status_writes(
     now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out = []
     for o in result.outcomes:
-        if o.admitted and (preempting or (blocked and _tree(result, o.cluster_queue) in blocked)):
+        held_back = preempting or (blocked and _tree(result, o.cluster_queue) in blocked)
+        if o.admitted and held_back and o.info.key not in allowed:
             continue
         doc = workloads.get(o.info.key)
         if doc is None or o.info.key not in result.objects.workloads or not o.conditions:
             continue
         meta, status = doc.get("metadata") or {}, doc.get("status") or {}
         current = status.get("conditions") or []
-        if _reserved(doc):
+        if reserved(doc):
             continue  # it holds a reservation already (ours, or Kueue's): admission counts it as running
         if not o.admitted and _same(current, o.conditions):
             continue
@@ -204,6 +266,78 @@ def status_writes(
         patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": body}
         out.append(StatusWrite(o.info.namespace, o.info.name, patch))
     return out
+
+
+def fitting_beside(
+    result: QueueResult, workloads: Mapping[str, JSON], holding: Collection[str], written: Collection[str]
+) -> set[str]:
+    """Of the workloads admission admitted in the cohort trees where preempted workloads (``holding``) still hold
+    their reservation, those whose admission can be written now: they fit the quota with the preempted counted
+    (Kueue's cache keeps a preempted workload's usage until its job lets go, and admits beside it what fits). Taken
+    in queue order (priority, then creation), each kept out when it would take a ClusterQueue or cohort of its
+    tree past its quota; the preemptor itself waits so. ``written``: admissions in flight, counted as held."""
+    trees = trees_of(result, holding)
+    by_key = {o.info.key: o for o in result.outcomes}
+    # what admission counts that the cache does not hold yet: admitted here, not reserved there, not in flight
+    waiting = [
+        o
+        for o in result.outcomes
+        if o.admitted
+        and _tree(result, o.cluster_queue) in trees
+        and o.info.key not in written
+        and (doc := workloads.get(o.info.key)) is not None
+        and not reserved(doc)
+    ]
+    applied: list[tuple[Any, dict[tuple[str, str], int]]] = []  # undone at the end, last first
+
+    def apply(node: Any, usage: dict[tuple[str, str], int]) -> None:
+        _add(node, usage)
+        applied.append((node, usage))
+
+    for key in holding:  # the preempted, their usage back in the tree as the cache still has it
+        o, doc = by_key.get(key), workloads.get(key)
+        node = result.tree.cluster_queues.get(o.cluster_queue) if o is not None else None
+        if o is None or node is None or doc is None or o.admitted:
+            continue  # (one admitted again here counts already)
+        flavors = {
+            str(psa.get("name")): dict(psa.get("flavors") or {})
+            for psa in ((doc.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
+        }
+        apply(node, _usage(o, flavors))
+    for o in waiting:  # and the admissions not written yet, out of it
+        apply(result.tree.cluster_queues[o.cluster_queue], {fr: -a for fr, a in _usage(o).items()})
+    allowed = set()
+    for o in sorted(waiting, key=lambda o: (-o.info.priority, o.info.created, o.info.order)):
+        node, usage = result.tree.cluster_queues[o.cluster_queue], _usage(o)
+        _add(node, usage)
+        if all(n.available(fr) >= 0 for fr in usage for n in (node, *node.ancestors()) if fr in n.subtree):
+            allowed.add(o.info.key)
+            applied.append((node, usage))
+        else:
+            _add(node, {fr: -a for fr, a in usage.items()})
+    for node, usage in reversed(applied):
+        _add(node, {fr: -a for fr, a in usage.items()})
+    return allowed
+
+
+def _usage(o: Outcome, flavors: Mapping[str, Mapping[str, str]] | None = None) -> dict[tuple[str, str], int]:
+    """A workload's usage per (flavor, resource), with its admission's flavors (or ``flavors``)."""
+    flavors = o.flavors if flavors is None else flavors
+    usage: dict[tuple[str, str], int] = {}
+    for ps in o.info.pod_sets:
+        for res, amount in ps.requests.items():
+            flavor = (flavors.get(ps.name) or {}).get(res)
+            if flavor is not None:
+                usage[(flavor, res)] = usage.get((flavor, res), 0) + amount * ps.count
+    return usage
+
+
+def _add(node: Any, usage: Mapping[tuple[str, str], int]) -> None:
+    for fr, amount in usage.items():
+        if amount >= 0:
+            node.add_usage(fr, amount)
+        else:
+            node.remove_usage(fr, -amount)
 
 
 def _tree(result: QueueResult, cluster_queue: str) -> str:

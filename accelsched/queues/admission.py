@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from accelsched.api.objects import Namespace, Node, Pod
 from accelsched.queues import admissionfairsharing, api, cohortusage, fairsharing, preemption, quota
@@ -120,6 +121,9 @@ class QueueResult:
     outcomes: list[Outcome]
     tree: QuotaTree
     objects: QueueObjects
+    # The admission kept open (queues.incremental.OpenAdmission), when the caller asked to go on from it (live mode's
+    # Workload door: workloads arriving and finishing between rounds are taken in without admitting everything again)
+    admission: Any = None
 
     def held(self) -> dict[str, tuple[str, str]]:
         """Pods (namespace/name) of workloads not admitted: the message their pods show, and which workload holds
@@ -210,6 +214,11 @@ class _Admission:
         }
 
     def run(self) -> QueueResult:
+        self._cycles(self._initial_queues())
+        return self._result()
+
+    def _initial_queues(self) -> dict[str, Pending[Outcome]]:
+        """The running workloads hold their quota; the others, in queue order per ClusterQueue."""
         queues: dict[str, Pending[Outcome]] = {}
         for outcome in self.outcomes:
             cq = self._cluster_queue(outcome)
@@ -221,7 +230,9 @@ class _Admission:
             else:
                 self._queue(queues, cq.name).add(outcome)
         self.running = self.sequence
-        self._cycles(queues)
+        return queues
+
+    def _result(self) -> QueueResult:
         for outcome in self.outcomes:
             if outcome.admitted:
                 self._inject_flavors(outcome)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from accelsched.api.objects import Namespace, Node
+from accelsched.api.objects import Namespace, Node, Pod
 from accelsched.queues import admissionfairsharing
-from accelsched.queues.admission import Outcome, _Admission
+from accelsched.queues.admission import Outcome, QueueResult, _Admission
 from accelsched.queues.api import ClusterQueue, QueueObjects
 from accelsched.queues.pending import Pending
 from accelsched.queues.preemption import Admitted, Target
@@ -22,18 +22,58 @@ from accelsched.queues.workloads import Info
 class OpenAdmission(_Admission):
     """``submit`` workloads, ``finish`` them, ``run_cycles`` to admit: it returns what was admitted and evicted."""
 
-    def __init__(self, objects: QueueObjects, namespaces: Iterable[Namespace] = (), nodes: Iterable[Node] = ()) -> None:
-        super().__init__(objects, [], namespaces, nodes)
-        self.queues: dict[str, Pending[Outcome]] = {}
+    def __init__(
+        self,
+        objects: QueueObjects,
+        namespaces: Iterable[Namespace] = (),
+        nodes: Iterable[Node] = (),
+        pods: list[Pod] | None = None,
+    ) -> None:
         self.records: dict[int, Admitted] = {}  # by id of the Info: what holds quota
         self._admitted_now: list[Outcome] = []
         self._evicted_now: list[Outcome] = []
+        super().__init__(objects, pods or [], namespaces, nodes)
+        self.queues: dict[str, Pending[Outcome]] = {}
+        self.by_key = {o.info.key: o for o in self.outcomes}  # the last submitted of a key (live mode's lookups)
+
+    @classmethod
+    def start(
+        cls, objects: QueueObjects, pods: list[Pod], namespaces: Iterable[Namespace], nodes: Iterable[Node]
+    ) -> QueueResult:
+        """``admission.admit`` over the input (its running workloads held, the others admitted as far as they go),
+        kept open: the result's ``admission`` takes workloads arriving and finishing after it (``submit``,
+        ``finish``, ``run_cycles``), as Kueue's cache and queue manager follow each event."""
+        self = cls(objects, namespaces, nodes, pods)
+        self.queues = self._initial_queues()
+        self.run_cycles()
+        result = self._result()
+        result.admission = self
+        return result
+
+    def forget(self, outcome: Outcome) -> None:
+        """The workload is gone (deleted, or finished: Kueue's workload controller drops it from the cache and the
+        queues): its quota, if it held any, is released, and it leaves the queues and the outcomes."""
+        if id(outcome.info) in self.records:
+            self.finish(outcome)
+        for queues in (self.queues, self.inadmissible):
+            pending = queues.get(outcome.cluster_queue)
+            if pending and outcome in pending:
+                pending.remove(outcome)
+        if self.preemptor_head.get(outcome.cluster_queue) is outcome:
+            del self.preemptor_head[outcome.cluster_queue]
+        if self.preempting.get(outcome.cluster_queue) is outcome:
+            del self.preempting[outcome.cluster_queue]
+        self.outcomes.remove(outcome)
+        del self.by_info[id(outcome.info)]
+        self.by_key.pop(outcome.info.key, None)
+        self.classes.pop(id(outcome.info), None)
 
     def submit(self, info: Info) -> Outcome:
         """Queue a workload in its LocalQueue's ClusterQueue (refused with Kueue's words when there is none)."""
         outcome = Outcome(info)
         self.outcomes.append(outcome)
         self.by_info[id(info)] = outcome
+        self.by_key[info.key] = outcome
         cq = self._cluster_queue(outcome)
         if cq is not None:
             outcome.cluster_queue = cq.name

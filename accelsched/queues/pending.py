@@ -40,6 +40,32 @@ class Classes(Generic[T]):
         for group in self.groups.values():
             yield from group
 
+    def __contains__(self, item: object) -> bool:
+        return self._index(item) is not None  # type: ignore[arg-type]
+
+    def _index(self, item: T) -> int | None:
+        """Where the workload is in its class's list (found by its key, then by identity), or None."""
+        group = self.groups.get(self.cls(item), [])
+        key = self.key(item)
+        at = bisect.bisect_left(group, key, key=self.key)
+        while at < len(group) and self.key(group[at]) == key:
+            if group[at] is item:
+                return at
+            at += 1
+        return None
+
+    def remove(self, item: T) -> None:
+        """One workload out of its class (a workload deleted while it waits)."""
+        at = self._index(item)
+        if at is None:
+            raise ValueError("not queued")
+        cls = self.cls(item)
+        group = self.groups[cls]
+        del group[at]
+        self.size -= 1
+        if not group:
+            del self.groups[cls]
+
     def add(self, item: T) -> Hashable:
         """One workload into its class, after those of an equal key (as an append and a stable sort would)."""
         cls = self.cls(item)
@@ -85,20 +111,6 @@ class Pending(Classes[T]):
     def __bool__(self) -> bool:
         return self.size > 0
 
-    def __contains__(self, item: object) -> bool:
-        return self._index(item) is not None  # type: ignore[arg-type]
-
-    def _index(self, item: T) -> int | None:
-        """Where the workload is in its class's list (found by its key, then by identity), or None."""
-        group = self.groups.get(self.cls(item), [])
-        key = self.key(item)
-        at = bisect.bisect_left(group, key, key=self.key)
-        while at < len(group) and self.key(group[at]) == key:
-            if group[at] is item:
-                return at
-            at += 1
-        return None
-
     def __iter__(self) -> Iterator[T]:
         """Every workload in queue order (ties: the class met first in the heap's order, then the order queued)."""
         return heapq.merge(*self.groups.values(), key=self.key)
@@ -134,14 +146,9 @@ class Pending(Classes[T]):
 
     def remove(self, item: T) -> None:
         at = self._index(item)
-        if at is None:
-            raise ValueError("not queued")
+        super().remove(item)
         cls = self.cls(item)
-        group = self.groups[cls]
-        del group[at]
-        self.size -= 1
-        if not group:
-            del self.groups[cls]
+        if cls not in self.groups:
             self._token.pop(cls, None)
         elif at == 0:
             self._push(cls)

@@ -1,0 +1,129 @@
+"""Live mode's Workload door kept open between rounds: Workloads arriving and finishing are taken into the admission
+of the last rebuild (queues.incremental.OpenAdmission) instead of admitting every Workload again.
+
+Kueue's scheduler keeps its cache and queue manager across cycles, each event updating them: a new Workload is
+pushed to its ClusterQueue, a finished one is dropped and its quota released (its cohort tree's inadmissible
+workloads requeued), and each cycle looks at the queues' heads only. ``accelsched run`` rebuilt its session (and ran
+admission over every Workload of the cache) for each burst of Workload events; in Kueue's own performance harness
+(benchmarks/kueueperf.py: hundreds of Workloads arriving and finishing each second) the rounds took the loop whole.
+Here the two commonest events are followed in place:
+
+- a Workload of ours added, holding no reservation and not finished: submitted to its queue;
+- a Workload finished (Finished=True) or deleted: released and forgotten.
+
+- a Workload this admission preempted let go of its reservation (its job stopped): nothing changes in admission,
+  which counted its quota free when it evicted it; the admissions of its cohort tree that waited for it are
+  written (live/workloadstatus.preemptions: the preempted hold their quota until then, as in Kueue's cache).
+
+Anything else (a spec or label change, a reservation released otherwise, a queue object, a pod) rebuilds the
+session as before. Sessions with queued pods (the second door) are not followed in place: their pods' placement is
+decided from a rebuilt session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from accelsched.live import convert as live_convert
+from accelsched.live import workloadstatus
+from accelsched.live.kube import JSON
+from accelsched.queues import api as queue_api
+from accelsched.queues import workloads as queue_workloads
+from accelsched.queues.admission import ADMITTED, EVICTED, PREEMPTED, QUOTA_RESERVED, REQUEUED, Outcome, QueueResult
+from accelsched.queues.incremental import OpenAdmission
+
+MANAGED = (QUOTA_RESERVED, ADMITTED, EVICTED, PREEMPTED, REQUEUED)  # the conditions admission carries (admission.py)
+
+
+def open_admission(result: QueueResult | None) -> OpenAdmission | None:
+    """The rebuild's admission, when it can be followed in place: kept open, and over Workload objects alone (no
+    queued pods, Jobs or workloads waiting for room)."""
+    if result is None or not isinstance(result.admission, OpenAdmission):
+        return None
+    objects = result.objects
+    if objects.jobs or objects.room_waits:
+        return None
+    if any(o.info.key not in objects.workloads or o.info.pods for o in result.outcomes):
+        return None
+    return result.admission
+
+
+def follows(kind: str, obj: JSON, old: JSON | None, admission: OpenAdmission, names: Collection[str]) -> bool:
+    """Whether a Workload event can be taken in place."""
+    key = _key(obj)
+    outcome = admission.by_key.get(key)
+    if kind == "ADDED":  # a new one: no conditions yet (one that has some carries them into admission: rebuild)
+        fresh = not (obj.get("status") or {}).get("conditions")
+        return fresh and outcome is None and workloadstatus.ours(obj, names) and _pending(obj)
+    if kind == "DELETED":
+        return True
+    if kind != "MODIFIED" or old is None or outcome is None or workloadstatus.spec_changed(old, obj):
+        return False
+    if workloadstatus.finished(obj):
+        return not workloadstatus.finished(old)
+    # A preempted Workload let go of its reservation (its job stopped): admission evicted it already and counts its
+    # quota free (the event only lets the admissions that waited for it in its cohort tree be written), or, where
+    # the rebuild that evicted it has been followed by another, holds it as running still (released here).
+    released = workloadstatus.reserved(old) and not workloadstatus.reserved(obj)
+    return released and ((outcome.preempted and not outcome.admitted) or _evicted(obj))
+
+
+def apply(admission: OpenAdmission, changes: Mapping[str, JSON | None], names: Collection[str]) -> bool:
+    """Take ``changes`` (namespace/name -> the Workload as the cache has it, None when deleted) into ``admission``
+    and run its cycles (their preemptions are written as a rebuild's are: the preempted keep their quota, and
+    their cohort tree admits nothing more, until their jobs let go). False when a Workload does not read: the
+    caller rebuilds from the cache, and ``admission`` is not to be used again."""
+    by_key = admission.by_key
+    order = max((o.info.order for o in admission.outcomes), default=-1) + 1
+    for key, doc in changes.items():
+        outcome = by_key.get(key)
+        if doc is None or workloadstatus.finished(doc):
+            if outcome is not None:
+                admission.forget(outcome)
+            admission.objects.workloads.pop(key, None)
+            continue
+        if outcome is not None and outcome.admitted and _evicted(doc) and not workloadstatus.reserved(doc):
+            _requeue_released(admission, outcome, doc)
+            continue
+        if outcome is not None or not workloadstatus.ours(doc, names) or not _pending(doc):
+            continue  # taken in already (an event during the rebuild that had it), or no longer what it was
+        try:
+            obj = queue_api.parse_workload(doc, live_convert.SOURCE)
+            (info,) = queue_workloads.find(queue_api.QueueObjects(workloads={key: obj}), [])
+        except live_convert.UNUSABLE:
+            return False  # the rebuild leaves it out with its error
+        info.order, order = order, order + 1
+        admission.objects.workloads[key] = obj
+        admission.submit(info)
+    admission.run_cycles()
+    return True
+
+
+def _requeue_released(admission: OpenAdmission, outcome: Outcome, doc: JSON) -> None:
+    """A Workload the open admission holds as running let go of its reservation after an eviction (decided by an
+    earlier session): its quota is released and it waits in its queue again, its conditions the cache's."""
+    if id(outcome.info) in admission.records:
+        admission.finish(outcome)
+    outcome.admitted = False
+    outcome.info.admitted = None
+    outcome.preempted, outcome.flavors = True, {}
+    outcome.conditions = [
+        {f: str(c.get(f, "")) for f in workloadstatus.CONDITION_FIELDS}
+        for c in (doc.get("status") or {}).get("conditions") or []
+        if isinstance(c, Mapping) and c.get("type") in MANAGED
+    ]
+    admission.requeue(outcome)
+
+
+def _evicted(doc: JSON) -> bool:
+    conditions = (doc.get("status") or {}).get("conditions") or []
+    return any(isinstance(c, Mapping) and c.get("type") == EVICTED and c.get("status") == "True" for c in conditions)
+
+
+def _pending(doc: JSON) -> bool:
+    return not workloadstatus.reserved(doc) and not workloadstatus.finished(doc)
+
+
+def _key(obj: JSON) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"

@@ -1,0 +1,119 @@
+"""The Workload door kept open between rounds (live/workloaddeltas.py, queues.incremental.OpenAdmission.start):
+Workloads arriving, finishing and letting go after a preemption are taken into the last rebuild's admission in
+place, and what each such round writes is what a rebuild from the cache would write. Without an API server: the
+writes are recorded, and the cache's events are fed to the door's handler as the informer would."""
+
+from __future__ import annotations
+
+import copy
+
+from accelsched.live import convert as live_convert
+from accelsched.live import workloadstatus
+from accelsched.live.scheduler import LiveScheduler
+from accelsched.queues import admission as queue_admission
+from accelsched.queues import report as queue_report
+from accelsched.queues.incremental import OpenAdmission
+from tests.test_live_workloadcache import _applied, _scheduler, _snapshot
+from tests.test_queues_live import _workload_doc
+
+FINISHED = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"}
+
+
+def _door() -> tuple[LiveScheduler, list[workloadstatus.StatusWrite]]:
+    """A live scheduler whose Workload status writes are recorded instead of sent."""
+    live = _scheduler()
+    sent: list[workloadstatus.StatusWrite] = []
+
+    def record(key: str, fn: object, *args: object, report: bool = False) -> None:
+        if key.startswith(("workload:", "pending:")):
+            sent.append(args[-1])  # type: ignore[arg-type]
+
+    live._submit_latest = record  # type: ignore[method-assign]
+    return live, sent
+
+
+def _rebuild(live: LiveScheduler) -> None:
+    with live.lock:
+        docs = live._assumed_workloads()
+    live.dirty = False
+    live._rebuild(_snapshot(*docs), "test")
+
+
+def _said(writes: list[workloadstatus.StatusWrite]) -> dict[str, tuple]:
+    """Per Workload, what its last write says (admits, and each condition's type, status and reason)."""
+    return {w.name: workloadstatus.written(w)[1] for w in writes}
+
+
+def _from_scratch(store: dict[str, dict]) -> dict[str, tuple]:
+    """What a rebuild over the cache as it is writes."""
+    live, sent = _door()
+    live.kueue["Workload"].store.update(copy.deepcopy(store))
+    _rebuild(live)
+    return _said(sent)
+
+
+def _event(live: LiveScheduler, kind: str, new: dict, old: dict | None) -> None:
+    key = f"{new['metadata']['namespace']}/{new['metadata']['name']}"
+    with live.lock:
+        live._on_workload(kind, new, old)
+        live.kueue["Workload"].store[key] = new
+
+
+def test_the_open_admission_starts_as_admission_over_the_same_input() -> None:
+    snap = _snapshot(_workload_doc("a", 4), _workload_doc("b", 6), _workload_doc("c", 2))
+    inputs = live_convert.convert(snap, {"accelsched"}).inputs
+    closed = queue_admission.admit(inputs.queues, inputs.pods, inputs.namespaces, inputs.nodes)
+    inputs = live_convert.convert(snap, {"accelsched"}).inputs
+    opened = OpenAdmission.start(inputs.queues, inputs.pods, inputs.namespaces, inputs.nodes)
+    assert isinstance(opened.admission, OpenAdmission)
+    assert queue_report.workloads_json(opened) == queue_report.workloads_json(closed)
+    assert queue_report.cluster_queues_json(opened) == queue_report.cluster_queues_json(closed)
+
+
+def test_workloads_arriving_and_finishing_are_followed_in_place_and_written_as_a_rebuild_writes() -> None:
+    live, sent = _door()
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)  # 8 GPUs: team-a's quota
+    _rebuild(live)
+    assert live._open is not None and _said(sent) == _from_scratch(store)
+    (admit,) = sent
+    echo = _applied(first, admit, "8")
+    _event(live, "MODIFIED", echo, first)
+    assert not live.dirty and not live._workload_changes  # our own write: nothing to take in
+
+    # A Workload arrives: taken in place, no rebuild; it waits (the cohort lends team-a only 8 more GPUs).
+    rebuilds = live.rebuilds
+    second = _workload_doc("second", 6)
+    _event(live, "ADDED", second, None)
+    assert not live.dirty and set(live._workload_changes) == {"team-a/second"}
+    sent.clear()
+    assert live._follow_workloads()
+    assert live.rebuilds == rebuilds and live.workload_rounds == 1
+    assert _said(sent) == {k: v for k, v in _from_scratch(store).items() if k == "second"}
+    assert not _said(sent)["second"][1]  # not admitted
+    pending = _applied(second, sent[0], "9")
+    _event(live, "MODIFIED", pending, second)
+
+    # The first finishes: its quota is released in place and the second admitted, as a rebuild would.
+    done = copy.deepcopy(echo)
+    done["metadata"]["resourceVersion"] = "10"
+    done["status"]["conditions"].append(FINISHED)
+    _event(live, "MODIFIED", done, echo)
+    assert not live.dirty and set(live._workload_changes) == {"team-a/first"}
+    sent.clear()
+    assert live._follow_workloads()
+    assert live.rebuilds == rebuilds
+    assert _said(sent) == _from_scratch(store) and _said(sent)["second"][1]  # admitted
+    assert "team-a/first" not in live._open.by_key  # type: ignore[union-attr]
+
+
+def test_a_change_the_door_does_not_follow_in_place_rebuilds() -> None:
+    live, _ = _door()
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)
+    _rebuild(live)
+    relabelled = copy.deepcopy(first)
+    relabelled["metadata"]["resourceVersion"] = "8"
+    relabelled["metadata"]["labels"] = {"team": "x"}
+    _event(live, "MODIFIED", relabelled, first)
+    assert live.dirty and not live._workload_changes
