@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelsched.queues.admission import _Admission
-from accelsched.queues.pending import Pending
+from accelsched.queues.pending import Classes, Pending
 from accelsched.sim import queues
 from accelsched.sim.tenants import workload
 from accelsched.sim.trace import load_nodes, load_pods
@@ -119,6 +119,36 @@ def test_the_queue_by_class_serves_the_sorted_lists_order(ops: list[tuple[str, i
         if plain:
             assert fast.first() is plain.first()
         assert [m in fast for m in made] == [m in plain for m in made]
+
+
+@settings(max_examples=100, deadline=None)
+@given(OPS)
+def test_the_inadmissible_set_holds_what_the_sorted_list_holds(ops: list[tuple[str, int, int]]) -> None:
+    """Classes (the inadmissible set) keeps the same workloads, each class in queue order, under the same operations,
+    removal included (a Workload deleted or finished while it waits there: live/workloaddeltas)."""
+    fast, plain = Classes(key, shape), SortedList(key, shape)
+    made: list[Item] = []
+    for op, cls, n in ops:
+        if op == "add":
+            made.append(Item(n % 2, created=len(made) % 7, order=len(made), shape=cls))
+            fast.add(made[-1])
+            plain.add(made[-1])
+        elif op == "remove" and plain:
+            item = list(plain)[n % len(plain)]
+            fast.remove(item)
+            plain.remove(item)
+        elif op == "pop":
+            assert fast.pop_class(cls) == plain.pop_class(cls)
+        elif op == "clear" and n == 0:
+            fast.clear()
+            plain.clear()
+        assert len(fast) == len(plain)
+        assert sorted(fast, key=key) == list(plain)
+        for group in fast.groups.values():
+            assert group == sorted(group, key=key) and len({shape(i) for i in group}) == 1
+        assert [m in fast for m in made] == [m in plain for m in made]
+    with pytest.raises(ValueError):
+        fast.remove(Item(0, 0, -1, 0))
 
 
 QUEUES = """apiVersion: config.kueue.x-k8s.io/v1beta2
