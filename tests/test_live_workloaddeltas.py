@@ -117,3 +117,56 @@ def test_a_change_the_door_does_not_follow_in_place_rebuilds() -> None:
     relabelled["metadata"]["labels"] = {"team": "x"}
     _event(live, "MODIFIED", relabelled, first)
     assert live.dirty and not live._workload_changes
+
+
+def test_a_round_followed_in_place_reads_what_changed_not_every_workload() -> None:
+    """Ten Workloads wait (written Pending already) behind one running: one more arriving is tried, and the round
+    works its writes out from the outcomes its cycles looked at (the new one alone), not from all twelve, and writes
+    what a rebuild from the cache writes."""
+    live, sent = _door()
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)
+    waiting = {f"team-a/w{i}": _workload_doc(f"w{i}", 5 + i) for i in range(10)}  # each tried: no two alike
+    store.update(waiting)
+    _rebuild(live)
+    said = {w.name: w for w in sent}
+    _event(live, "MODIFIED", _applied(first, said["first"], "8"), first)
+    for i, doc in enumerate(waiting.values()):
+        assert not workloadstatus.written(said[doc["metadata"]["name"]])[1][1]  # they wait
+        _event(live, "MODIFIED", _applied(doc, said[doc["metadata"]["name"]], str(20 + i)), doc)
+    assert not live.dirty and not live._workload_changes
+    sent.clear()
+    read = live.workload_outcomes_read
+
+    _event(live, "ADDED", _workload_doc("tiny", 1), None)
+    assert live._follow_workloads() and not live.dirty
+    assert _said(sent) == _from_scratch(store) and "tiny" in _said(sent)
+    assert len(live._open.outcomes) == 12  # type: ignore[union-attr]
+    assert live.workload_outcomes_read - read == 1  # the new one: the others wait as inadmissible, not tried
+
+
+def test_a_write_refused_as_stale_is_worked_out_again_for_that_workload_alone() -> None:
+    """The admission write of a Workload is answered 409: the cache has moved on (here a Pending message written
+    meanwhile, which needs no round of its own). No rebuild: the next round writes that Workload's admission again,
+    from the version the cache has, as a rebuild would."""
+    live, sent = _door()
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)
+    _rebuild(live)
+    (admit,) = sent
+    assert workloadstatus.written(admit)[1][1]
+    message = {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "an older round's"}
+    moved = copy.deepcopy(first)
+    moved["metadata"]["resourceVersion"] = "8"
+    moved["status"] = {"conditions": [message]}
+    _event(live, "MODIFIED", moved, first)
+    assert not live.dirty and not live._workload_changes  # a Pending message alone: nothing to take in
+
+    rebuilds = live.rebuilds
+    live._conflicted("team-a/first", workloadstatus.written(admit)[0])  # what _write_workload_status does on 409
+    assert not live.dirty and set(live._workload_changes) == {"team-a/first"}
+    sent.clear()
+    assert live._follow_workloads() and live.rebuilds == rebuilds
+    (again,) = sent
+    assert again.patch["metadata"]["resourceVersion"] == "8"
+    assert _said(sent) == _from_scratch(store) and workloadstatus.written(again)[1][1]

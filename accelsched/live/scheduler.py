@@ -222,6 +222,8 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._open = None  # the last rebuild's admission, kept open (live.queuedoor, live.workloaddeltas)
         self._workload_changes: dict[str, Any] = {}
         self.workload_rounds = 0
+        self.workload_outcomes_read = 0  # outcomes the Workload door's rounds read (live.queuedoor)
+        self._carried: set[str] = set()  # Workloads each round followed in place reads again (live.queuedoor)
         self._assumed_admissions: dict[str, tuple[str, Any]] = {}  # admissions written, not seen (live.queuedoor)
         self.room_waits: RoomWaits[str] = RoomWaits()  # queued workloads not placeable: wait for room (live.queuedoor)
         self.queue_admitted: dict[str, Outcome] = {}  # pending pods of workloads the second door admitted (queuedoor)

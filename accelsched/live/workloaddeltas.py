@@ -99,6 +99,20 @@ def apply(admission: OpenAdmission, changes: Mapping[str, JSON | None], names: C
     return True
 
 
+def round_outcomes(admission: OpenAdmission, changes: Collection[str], carried: Collection[str]) -> list[Outcome]:
+    """The outcomes whose status writes a round followed in place can have changed, in admission's order: those its
+    cycles looked at (``admission.touched``: the heads tried, the victims), those its ``changes`` brought in
+    (namespace/name: submitted, released, a stale write's echo), and the ``carried`` (read again each round until
+    written). Every other outcome says what it said after the last round, whose writes were worked out then: the
+    round's work is what changed, not every Workload the door knows (thousands in Kueue's performance harness)."""
+    picked = dict(admission.touched)
+    for key in (*changes, *carried):
+        outcome = admission.by_key.get(key)
+        if outcome is not None:
+            picked[id(outcome)] = outcome
+    return sorted(picked.values(), key=lambda o: o.info.order)  # the input's order, as a rebuild writes them
+
+
 def _requeue_released(admission: OpenAdmission, outcome: Outcome, doc: JSON) -> None:
     """A Workload the open admission holds as running let go of its reservation after an eviction (decided by an
     earlier session): its quota is released and it waits in its queue again, its conditions the cache's."""

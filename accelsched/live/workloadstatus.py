@@ -268,6 +268,17 @@ def status_writes(
     return out
 
 
+def held_back(result: QueueResult, blocked: Collection[str], allowed: Collection[str]) -> set[str]:
+    """The admissions status_writes keeps back (namespace/name): in a ``blocked`` tree, and not ``allowed``."""
+    if not blocked:
+        return set()
+    return {
+        o.info.key
+        for o in result.outcomes
+        if o.admitted and o.info.key not in allowed and _tree(result, o.cluster_queue) in blocked
+    }
+
+
 def fitting_beside(
     result: QueueResult, workloads: Mapping[str, JSON], holding: Collection[str], written: Collection[str]
 ) -> set[str]:

@@ -32,6 +32,9 @@ class OpenAdmission(_Admission):
         self.records: dict[int, Admitted] = {}  # by id of the Info: what holds quota
         self._admitted_now: list[Outcome] = []
         self._evicted_now: list[Outcome] = []
+        # the workloads the last run_cycles looked at (its heads, its victims): the only ones whose conditions it
+        # changed (live mode's Workload door writes from these, not from every outcome)
+        self.touched: dict[int, Outcome] = {}
         super().__init__(objects, pods or [], namespaces, nodes)
         self.queues: dict[str, Pending[Outcome]] = {}
         self.by_key = {o.info.key: o for o in self.outcomes}  # the last submitted of a key (live mode's lookups)
@@ -119,7 +122,7 @@ class OpenAdmission(_Admission):
     def run_cycles(self) -> tuple[list[Outcome], list[Outcome]]:
         """Kueue's cycles until nothing more moves: (admitted, evicted) by this call, each once, in order. A
         workload can be in both: evicted, then admitted again in a later cycle of the same call."""
-        self._admitted_now, self._evicted_now = [], []
+        self._admitted_now, self._evicted_now, self.touched = [], [], {}
         self._cycles(self.queues)
         if self.afs is not None and self.afs.pending():
             # the Workload controller settles each entry penalty as its workload turns Admitted
@@ -157,6 +160,11 @@ class OpenAdmission(_Admission):
 
     # the base class's hooks, recorded
 
+    def _head(self, cq: ClusterQueue, pending: Pending[Outcome]) -> Outcome:
+        head = super()._head(cq, pending)
+        self.touched[id(head)] = head
+        return head
+
     def _hold(self, outcome: Outcome, cq: ClusterQueue, usage: dict[tuple[str, str], int]) -> None:
         super()._hold(outcome, cq, usage)
         self.records[id(outcome.info)] = self.admitted[cq.name][-1]
@@ -165,5 +173,7 @@ class OpenAdmission(_Admission):
     def _evict(self, target: Target, preemptor_info: Info, queues: dict[str, Pending[Outcome]]) -> None:
         super()._evict(target, preemptor_info, queues)
         self.records.pop(id(target.workload.info), None)
-        self._evicted_now.append(self.by_info[id(target.workload.info)])
+        victim = self.by_info[id(target.workload.info)]
+        self._evicted_now.append(victim)
+        self.touched[id(victim)] = victim
 
