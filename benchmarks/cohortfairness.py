@@ -5,6 +5,7 @@
     python -m benchmarks.cohortfairness --out docs/img               # also cohort-fairness.png
     python -m benchmarks.cohortfairness --bursts 6 --inflation 1.0   # bursty tenants (below), not the qos ones
     python -m benchmarks.cohortfairness --bursts 6 --inflation 1.0 --cohort-quota 800   # a quota that binds
+    python -m benchmarks.cohortfairness --synthetic --gpus 64 --half-life 2h   # a late tenant (below)
 
 The replay of ``simulate --queues`` (sim/queues.py) on ``examples/queues/openb-cohort-fairness.yaml``: three
 tenants by the trace's qos in one cohort that holds every GPU, equal weights, fair sharing on, no preemption, so
@@ -14,6 +15,10 @@ as Kueue does it, and with queues/cohortusage's history (the annotation on the C
 window's pods in one of the file's LocalQueues in turn (bursty demand: one tenant's backlog meets the next burst).
 ``--queues`` takes another file; ``--cohort-quota N`` sets the root Cohorts' GPU nominalQuota to N GPUs (a quota
 small enough to bind: then the tournament decides who runs at every departure).
+``--synthetic`` replaces the trace by the case the extension is for: a cluster of ``--gpus`` GPUs whose Cohort
+holds them all, tenant A (the file's first LocalQueue) alone from time 0, tenant B (the second, of another
+ClusterQueue) from ``--arrive``, each submitting one-GPU jobs of ``--run`` at twice the rate the cohort runs them
+(a backlog each), until ``--span``: A has held the whole cohort when B comes.
 
 Reported per tenant, over the replay's clock (arrivals compressed, run times kept, as ``simulate --queues``):
 
@@ -37,7 +42,7 @@ from accelsched.queues.api import QueueObjects, ResourceQuota, map_quotas
 from accelsched.sim import queues
 from accelsched.sim.fragmentation import trace_typical_pods
 from accelsched.sim.tenants import workload
-from accelsched.sim.trace import MILLI, Pods, load_nodes, load_pods, trace_paths
+from accelsched.sim.trace import MILLI, Nodes, Pods, load_nodes, load_pods, trace_paths
 
 REPO = Path(__file__).resolve().parents[1]
 QUEUES = REPO / "examples/queues/openb-cohort-fairness.yaml"
@@ -134,6 +139,70 @@ def bursts(pods: Pods, objects: QueueObjects, windows: int) -> list[str]:
     return [keys[min(int((c - lo) // width), windows - 1) % len(keys)] for c in pods.creation.tolist()]
 
 
+def synthetic(gpus: int, run: int, arrive: int, span: int, tenants: int = 2) -> tuple[Nodes, Pods, list[int]]:
+    """The late-tenant case: ``gpus`` GPUs on 8-GPU nodes; tenant k submits a one-GPU job of ``run`` seconds every
+    ``run / (2 gpus)`` seconds from ``k * arrive`` to ``span`` (twice what the cohort runs: its backlog grows).
+    Returns the nodes, the pods (arrival order) and each pod's tenant."""
+    per_node = 8
+    sizes = [per_node] * (gpus // per_node) + ([gpus % per_node] if gpus % per_node else [])
+    nodes = Nodes(
+        [f"node-{i}" for i in range(len(sizes))],
+        np.full(len(sizes), 128_000, np.int64),
+        np.full(len(sizes), 1 << 20, np.int64),
+        np.array(sizes, np.int64),
+        np.zeros(len(sizes), np.int64),
+        ["V100M32"],
+        "synthetic",
+    )
+    every = max(run // (2 * gpus), 1)
+    arrivals = sorted((t, k) for k in range(tenants) for t in range(k * arrive, span, every))
+    n = len(arrivals)
+    created = np.array([t for t, _ in arrivals], np.int64)
+    pods = Pods(
+        [f"job-{i}" for i in range(n)],
+        np.full(n, 4000, np.int64),
+        np.full(n, 16_384, np.int64),
+        np.ones(n, np.int64),
+        np.full(n, MILLI, np.int64),
+        np.zeros(n, np.int64),
+        [frozenset()],
+        created,
+        created + run,
+        "synthetic",
+    )
+    return nodes, pods, [k for _, k in arrivals]
+
+
+def tenant_queues(objects: QueueObjects, tenants: int) -> list[str]:
+    """The first LocalQueue of each of the file's first ``tenants`` ClusterQueues (one tenant per ClusterQueue)."""
+    firsts: dict[str, str] = {}
+    for key, lq in objects.local_queues.items():
+        firsts.setdefault(lq.cluster_queue, key)
+    keys = list(firsts.values())
+    if len(keys) < tenants:
+        raise SystemExit(f"--synthetic needs {tenants} ClusterQueues with a LocalQueue, the file has {len(keys)}")
+    return keys[:tenants]
+
+
+def compare(
+    nodes: Nodes, pods: Pods, objects: QueueObjects, queue_of: list[str], args: argparse.Namespace, half_life: float
+) -> dict[str, queues.QueueTimeline]:
+    """The replay as Kueue orders it, then with the history; each reported."""
+    typical = trace_typical_pods(pods, nodes.models)
+    runs = {}
+    for label, objs in (
+        ("Kueue", objects),
+        (f"with history (half-life {args.half_life})", with_history(objects, half_life)),
+    ):
+        started = time.perf_counter()
+        runs[label] = queues.replay(
+            nodes, pods, objs, queue_of, args.policy, args.seed, typical, "paper", args.compress
+        )
+        runs[label].seconds = time.perf_counter() - started
+        report(label, runs[label])
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=None, help="the first N pods of the list (default: all)")
@@ -141,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--policy", default="fgd")
     parser.add_argument("--inflation", type=float, default=1.3)
-    parser.add_argument("--compress", type=float, default=30000.0)
+    parser.add_argument("--compress", type=float, default=None, help="arrivals compressed (30000; --synthetic: 1)")
     parser.add_argument("--queues", type=Path, default=QUEUES)
     parser.add_argument("--out", type=Path, default=None, help="write cohort-fairness.png here")
     parser.add_argument(
@@ -150,10 +219,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cohort-quota", type=int, default=None, help="root Cohorts' GPU nominalQuota, GPUs (default: the file's)"
     )
+    parser.add_argument("--synthetic", action="store_true", help="the late-tenant case instead of the trace")
+    parser.add_argument("--gpus", type=int, default=64, help="--synthetic: the cluster's and the Cohort's GPUs")
+    parser.add_argument("--run", default="1h", help="--synthetic: each job's run time (a Go duration)")
+    parser.add_argument("--arrive", default="8h", help="--synthetic: when tenant B starts submitting")
+    parser.add_argument("--span", default="24h", help="--synthetic: when both stop submitting")
     args = parser.parse_args(argv)
     from accelsched.config.fields import Fields
 
-    half_life = Fields("--half-life", {"h": args.half_life}, "", {"h"}).duration("h", 0.0)
+    def seconds(flag: str, text: str) -> float:
+        return Fields(flag, {"h": text}, "", {"h"}).duration("h", 0.0)
+
+    half_life = seconds("--half-life", args.half_life)
+    if args.compress is None:
+        args.compress = 1.0 if args.synthetic else 30000.0
+    if args.synthetic:
+        nodes, pods, tenant = synthetic(
+            args.gpus, int(seconds("--run", args.run)), int(seconds("--arrive", args.arrive)),
+            int(seconds("--span", args.span)),
+        )  # fmt: skip
+        objects = with_cohort_quota(queues.load_queues(args.queues), args.gpus)
+        keys = tenant_queues(objects, 2)
+        print(
+            f"synthetic: {args.gpus} GPUs, Cohort quota {args.gpus} GPUs; {pods.n} one-GPU jobs of {args.run}: "
+            f"{keys[0]} from 0, {keys[1]} from {args.arrive}, both until {args.span}; {args.policy}"
+        )
+        runs = compare(nodes, pods, objects, [keys[k] for k in tenant], args, half_life)
+        if args.out is not None:
+            args.out.mkdir(parents=True, exist_ok=True)
+            plot(args.out / "cohort-fairness-synthetic.png", runs)
+        return 0
     node_path, pod_path = trace_paths("openb", "default")
     nodes, pods = load_nodes(node_path), first_pods(load_pods(pod_path), args.pods)
     objects = queues.load_queues(args.queues)
@@ -161,21 +256,12 @@ def main(argv: list[str] | None = None) -> int:
         objects = with_cohort_quota(objects, args.cohort_quota)
     queue_of = bursts(pods, objects, args.bursts) if args.bursts else queues.tenants(pods, objects, "qos")
     replayed, of = workload(nodes, pods, queue_of, args.inflation, args.seed)
-    typical = trace_typical_pods(pods, nodes.models)
     quota = f", Cohort quota {args.cohort_quota} GPUs" if args.cohort_quota is not None else ""
     print(
         f"{replayed.n} pods ({pods.n} of the trace, inflated to {args.inflation}), {args.policy}, seed {args.seed}"
         f"{quota}"
     )
-    runs = {}
-    for label, objs in (
-        ("Kueue", objects),
-        (f"with history (half-life {args.half_life})", with_history(objects, half_life)),
-    ):
-        started = time.perf_counter()
-        runs[label] = queues.replay(nodes, replayed, objs, of, args.policy, args.seed, typical, "paper", args.compress)
-        runs[label].seconds = time.perf_counter() - started
-        report(label, runs[label])
+    runs = compare(nodes, replayed, objects, of, args, half_life)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         plot(args.out / "cohort-fairness.png", runs)

@@ -14,6 +14,8 @@ from accelsched.errors import InputError
 from accelsched.queues import cohortusage
 from accelsched.queues.incremental import OpenAdmission
 from accelsched.queues.workloads import Info, PodSet
+from accelsched.sim import queues as sim_queues
+from benchmarks.cohortfairness import QUEUES, report, synthetic, tenant_queues, with_cohort_quota, with_history
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 
@@ -97,3 +99,25 @@ def test_a_bad_half_life_names_the_annotation(tmp_path: Path, value: str, messag
         InputError, match=rf"Cohort pool: metadata\.annotations\[{cohortusage.ANNOTATION}\]: .*{message}"
     ):
         _open(tmp_path, value)
+
+
+def test_a_late_tenant_catches_up_with_the_history_and_not_without() -> None:
+    """benchmarks.cohortfairness --synthetic at a tiny size: A alone holds the 8-GPU cohort for an hour, then B
+    submits as much as A. Kueue's tournament splits the freed GPUs by current usage (B reaches half and stays
+    there); with the history B also gets A's decayed head start back: more GPU-hours for B and a smaller gap to
+    the weighted ideal over the window. Ignoring the history makes the two runs the same and this fails."""
+    nodes, pods, tenant = synthetic(gpus=8, run=600, arrive=3600, span=3 * 3600)
+    objects = with_cohort_quota(sim_queues.load_queues(QUEUES), 8)
+    a, b = tenant_queues(objects, 2)
+    queue_of = [(a, b)[k] for k in tenant]
+    got = {}
+    for label, objs in (("kueue", objects), ("history", with_history(objects, 1800.0))):
+        run = sim_queues.replay(nodes, pods, objs, queue_of, "fgd", 42)
+        got[label] = report(label, run)
+    late = objects.local_queues[b].cluster_queue
+    assert got["history"][late]["hours"] > got["kueue"][late]["hours"]
+    assert got["history"][late]["gap"] < got["kueue"][late]["gap"]
+    # the same GPUs ran: only who ran them changed
+    assert sum(t["hours"] for t in got["history"].values()) == pytest.approx(
+        sum(t["hours"] for t in got["kueue"].values())
+    )
