@@ -4,6 +4,8 @@ performance runner reads them (benchmarks/kueueperf.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from test_queues_live import TWO_TEAMS, _workload_doc, cluster_of
 
 from accelsched.live import clusterqueuestatus
@@ -84,15 +86,22 @@ def test_only_a_status_change_of_a_cluster_queue_does_not_rebuild() -> None:
     assert not clusterqueuestatus.status_only(queue, edited)
 
 
-def test_preempted_workloads_hold_back_admissions_in_their_cohort_tree_only() -> None:
-    from accelsched.live import workloadstatus
-
+def _reclaim_case() -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """Two teams, team b reclaiming: a borrower admitted with 4 of team b's GPUs, and team b's owner asking its own
+    8 back (the borrower is preempted). The Workloads are the caller's to put in."""
     snap = cluster_of(TWO_TEAMS)
     del snap.kueue["Job"]
     (team_b,) = [q for q in snap.kueue["ClusterQueue"] if q["metadata"]["name"] == "team-b"]
     team_b["spec"]["preemption"] = {"reclaimWithinCohort": "Any"}
     borrower = _workload_doc("borrower", 6, admission=ADMISSION, conditions=[RESERVED])  # 12: 4 of team b's
     owner = _workload_doc("owner", 4, namespace="team-b")  # team b's own 8 back: the borrower is preempted
+    return snap, borrower, owner
+
+
+def test_preempted_workloads_hold_back_admissions_in_their_cohort_tree_only() -> None:
+    from accelsched.live import workloadstatus
+
+    snap, borrower, owner = _reclaim_case()
     snap.kueue["Workload"] = [borrower, owner]
     result = live_convert.start_session(live_convert.convert(snap, {"accelsched"})).queues
     store = {"team-a/borrower": borrower, "team-b/owner": owner}
@@ -173,12 +182,7 @@ def test_what_fits_beside_a_preempted_workload_still_holding_its_quota_is_admitt
     door writes those admissions (fitting_beside) and holds back only the ones that would overdraw with it."""
     from accelsched.live import workloadstatus
 
-    snap = cluster_of(TWO_TEAMS)
-    del snap.kueue["Job"]
-    (team_b,) = [q for q in snap.kueue["ClusterQueue"] if q["metadata"]["name"] == "team-b"]
-    team_b["spec"]["preemption"] = {"reclaimWithinCohort": "Any"}
-    borrower = _workload_doc("borrower", 6, admission=ADMISSION, conditions=[RESERVED])  # 12: 4 of team b's
-    owner = _workload_doc("owner", 4, namespace="team-b")  # team b's own 8 back: the borrower is preempted
+    snap, borrower, owner = _reclaim_case()
     small = _workload_doc("small", 1)  # 2 GPUs in team a: 14 of the cohort's 16 beside the borrower
     snap.kueue["Workload"] = [borrower, owner, small]
     result = live_convert.start_session(live_convert.convert(snap, {"accelsched"})).queues

@@ -86,34 +86,39 @@ OPS = st.lists(
 )
 
 
+def apply(op: str, cls: int, n: int, fast: Any, plain: SortedList, made: list[Item]) -> None:
+    """One drawn operation on both stores: ``made`` is every workload made so far (for the membership checks)."""
+
+    def new(priority: int) -> Item:
+        made.append(Item(priority, created=len(made) % 7, order=len(made), shape=cls))
+        return made[-1]
+
+    if op == "add":
+        item = new(n % 2)
+        fast.add(item)
+        plain.add(item)
+    elif op == "batch":  # the inadmissible set of one class coming back, sorted
+        items = sorted((new(i % 2) for i in range(n)), key=key)
+        fast.add_class(cls, list(items))
+        plain.add_class(cls, list(items))
+    elif op == "remove" and plain:
+        item = list(plain)[n % len(plain)]
+        fast.remove(item)
+        plain.remove(item)
+    elif op == "pop":
+        assert fast.pop_class(cls) == plain.pop_class(cls)
+    elif op == "clear" and n == 0:
+        fast.clear()
+        plain.clear()
+
+
 @settings(max_examples=150, deadline=None)
 @given(OPS)
 def test_the_queue_by_class_serves_the_sorted_lists_order(ops: list[tuple[str, int, int]]) -> None:
     fast, plain = Pending(key, shape), SortedList(key, shape)
     made: list[Item] = []
-
-    def new(cls: int, priority: int) -> Item:
-        made.append(Item(priority, created=len(made) % 7, order=len(made), shape=cls))
-        return made[-1]
-
     for op, cls, n in ops:
-        if op == "add":
-            item = new(cls, n % 2)
-            fast.add(item)
-            plain.add(item)
-        elif op == "batch":  # the inadmissible set of one class coming back, sorted
-            items = sorted((new(cls, i % 2) for i in range(n)), key=key)
-            fast.add_class(cls, list(items))
-            plain.add_class(cls, list(items))
-        elif op == "remove" and plain:
-            item = list(plain)[n % len(plain)]
-            fast.remove(item)
-            plain.remove(item)
-        elif op == "pop":
-            assert fast.pop_class(cls) == plain.pop_class(cls)
-        elif op == "clear" and n == 0:
-            fast.clear()
-            plain.clear()
+        apply(op, cls, n, fast, plain, made)
         assert list(fast) == list(plain)
         assert len(fast) == len(plain) and bool(fast) == bool(plain)
         if plain:
@@ -129,19 +134,7 @@ def test_the_inadmissible_set_holds_what_the_sorted_list_holds(ops: list[tuple[s
     fast, plain = Classes(key, shape), SortedList(key, shape)
     made: list[Item] = []
     for op, cls, n in ops:
-        if op == "add":
-            made.append(Item(n % 2, created=len(made) % 7, order=len(made), shape=cls))
-            fast.add(made[-1])
-            plain.add(made[-1])
-        elif op == "remove" and plain:
-            item = list(plain)[n % len(plain)]
-            fast.remove(item)
-            plain.remove(item)
-        elif op == "pop":
-            assert fast.pop_class(cls) == plain.pop_class(cls)
-        elif op == "clear" and n == 0:
-            fast.clear()
-            plain.clear()
+        apply(op, cls, n, fast, plain, made)
         assert len(fast) == len(plain)
         assert sorted(fast, key=key) == list(plain)
         for group in fast.groups.values():
