@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from builders import node, pod, start, taint, tol
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -124,3 +125,41 @@ def test_a_pod_with_claims_or_a_nominated_node_is_never_answered_from_another() 
     assert signature(claims) is None and signature(nominated) is None
     assert signature(plain) == signature(start(node("n1"), pod("c")).inputs.pods[0])  # names do not count
     assert signature(plain) != signature(other)  # labels do (spread and affinity read them)
+
+
+ONE_DEVICE_NODE = """
+apiVersion: v1
+kind: Node
+metadata: {name: dra-node}
+status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: dra-node-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: dra-node
+  pool: {name: dra-node, generation: 1, resourceSliceCount: 1}
+  devices: [{name: gpu-0}]
+"""
+
+
+@pytest.mark.parametrize("order", [("p0", "p1"), ("p1", "p0")])
+def test_a_dra_backed_extended_resource_is_always_tried_in_full(tmp_path, order: tuple[str, str]) -> None:
+    """A pod asking for a DeviceClass-backed extended resource is served through its own claim (found by its name,
+    which no signature holds), and its failed cycle may delete that claim and free a device without a new cluster
+    version: reusing an equivalent's failure would keep p1's stale claim or deny p0 the device it frees."""
+    from test_dra_extended import CLASS, STALE_CLAIM
+    from test_dra_extended import pod as extended_pod
+
+    from accelsched.engine import schedule
+
+    claim = STALE_CLAIM.replace("device: gpu-1", "device: gpu-0")  # p1's leftover claim holds the only device
+    path = tmp_path / "in.yaml"
+    path.write_text("\n---\n".join([CLASS, ONE_DEVICE_NODE, claim, *(extended_pod(name) for name in order)]))
+    answers = {}
+    for reasons in (True, False):  # per-node reasons keep every cycle full; without them failures may be reused
+        _, results = schedule([path], reasons=reasons)
+        answers[reasons] = {r.pod.name: (r.node, r.message) for r in results}
+    assert answers[False] == answers[True]
+    assert answers[False]["p0"][0] == "dra-node"

@@ -9,14 +9,16 @@ previous one was placed); here a failure is reused when nothing the cycle reads 
 
 - the signature is every field of the parsed Pod a plugin reads (all but its name, uid, source and raw object;
   volumes other than claims and disks by their kind), and a pod whose cycle reads more (resource claims, a
-  nominated node, an ephemeral volume's claim named after the pod) has none and is always tried;
+  nominated node, an ephemeral volume's claim named after the pod, a DeviceClass-backed extended resource's claim
+  found by the pod's name) has none and is always tried;
 - the cluster state is the one the equivalent pod's cycle ended with: no pod assumed or forgotten, no node added,
   removed or changed since (ClusterState's change log, generation and epoch), so the filters, the scores and
   DefaultPreemption's dry runs see the same nodes and pods;
 - the seeded generator draws what the cycle drew (DefaultPreemption's random offset), so every later decision
   is the one a full cycle would have left.
 
-Only failures without side effects are kept: no nomination, no victims, no scheduler error. The table holds the
+Only failures without side effects are kept: no nomination, no victims, no scheduler error; a cycle that gave DRA
+devices back (a claim deallocated: no cluster version of its own) empties the table. The table holds the
 signatures failed since the state last changed, so it is empty again after every placement.
 """
 
@@ -30,6 +32,7 @@ from typing import Any
 
 from accelsched.api.objects import Pod
 from accelsched.api.volumes import PodVolume
+from accelsched.dra import extended
 from accelsched.framework.types import Diagnosis, ScheduleResult
 
 # Fields that name a pod rather than ask anything of a node; every other field is part of the signature.
@@ -139,7 +142,10 @@ class Failures:
     def schedule_one(self, scheduler: Any, pod: Pod, cycle: Callable[[Pod], ScheduleResult]) -> ScheduleResult:
         """``cycle(pod)`` (a full scheduling cycle of ``scheduler``), or the failure of an equivalent pod."""
         key = self.known[pod.key] if pod.key in self.known else signature(pod)
-        if key is None:
+        dra = scheduler.cluster.dra
+        if key is None or (dra is not None and extended.mapped_resources(pod, dra.extended)):
+            # A DRA-backed extended resource is served through the pod's own claim (found by its name), and a
+            # failed cycle may delete that claim: what the signature does not hold.
             return cycle(pod)
         self._current(scheduler)
         kept = self._failed.get(key)
@@ -148,16 +154,22 @@ class Failures:
                 scheduler.rng.randrange(bound)
             self.reused += 1
             return kept.result(pod)
+        freed = dra is not None and dra.deallocated
         drawing = _Drawing(scheduler.rng)
         scheduler.rng = drawing
         try:
             result = cycle(pod)
         finally:
             scheduler.rng = drawing.rng
+        if dra is not None and dra.deallocated and not freed:
+            self.clear()  # the cycle gave devices back without a version of its own: nothing kept may stand
+            return result
         if _reusable(result):
             diagnosis = result.diagnosis
             assert diagnosis is not None
-            self._current(scheduler)  # the state the cycle ended with (a failed cycle leaves it as it found it)
+            # the state the cycle ended with: a failed cycle without side effects leaves it as it found it (a dry
+            # run that evicts and restores pods moves the change log, not what the filters read)
+            self._current(scheduler)
             self._failed[key] = _Failure(
                 result.message,
                 frozenset(diagnosis.plugins),
