@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 # How much of a user's value an error quotes: a field may hold megabytes, and the error must stay one short line.
@@ -16,12 +17,14 @@ def clipped(text: str, limit: int = QUOTED_LIMIT) -> str:
     return f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
-def quoted(value: Any, limit: int = QUOTED_LIMIT) -> str:
-    """``value`` as Python's repr quotes it ('text', 12, [1, 2]), bounded as ``clipped``: a string is cut before it
-    is quoted, so its quotes stay whole."""
+def quoted(value: Any, limit: int = QUOTED_LIMIT, quote: Callable[[Any], str] = repr) -> str:
+    """``value`` as ``quote`` writes it (Python's repr: 'text', 12, [1, 2]; json.dumps for the API server's
+    "text"), bounded as ``clipped``: a string is cut before it is quoted, so its quotes stay whole."""
     if isinstance(value, str):  # the limit counts the value's characters, not its quotes or escapes
-        return repr(value) if len(value) <= limit else f"{value[:limit]!r}... ({len(value) - limit} more characters)"
-    return clipped(repr(value), limit)
+        if len(value) <= limit:
+            return quote(value)
+        return f"{quote(value[:limit])}... ({len(value) - limit} more characters)"
+    return clipped(quote(value), limit)
 
 
 class InputError(Exception):

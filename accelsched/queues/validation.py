@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from accelsched.api import validation as api_validation
-from accelsched.errors import QUOTED_LIMIT, Where, clipped
+from accelsched.errors import Where, clipped, quoted
 
 # The CRDs' patterns (config/components/crd/bases).
 NAME_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -32,11 +32,7 @@ MUST_MATCH_COVERED = "must match the name in coveredResources"
 def shown(value: Any) -> str:
     """A value as field.Invalid prints it: strings quoted, numbers bare; bounded as errors.clipped (a field may
     hold megabytes), a string cut before it is quoted."""
-    if isinstance(value, str):
-        if len(value) <= QUOTED_LIMIT:
-            return json.dumps(value)
-        return f"{json.dumps(value[:QUOTED_LIMIT])}... ({len(value) - QUOTED_LIMIT} more characters)"
-    return clipped(str(value))
+    return quoted(value, quote=json.dumps) if isinstance(value, str) else clipped(str(value))
 
 
 def invalid(where: Where, path: str, value: Any, detail: str) -> Exception:
