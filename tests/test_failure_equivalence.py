@@ -127,36 +127,21 @@ def test_a_pod_with_claims_or_a_nominated_node_is_never_answered_from_another() 
     assert signature(plain) != signature(other)  # labels do (spread and affinity read them)
 
 
-ONE_DEVICE_NODE = """
-apiVersion: v1
-kind: Node
-metadata: {name: dra-node}
-status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceSlice
-metadata: {name: dra-node-gpus}
-spec:
-  driver: gpu.example.com
-  nodeName: dra-node
-  pool: {name: dra-node, generation: 1, resourceSliceCount: 1}
-  devices: [{name: gpu-0}]
-"""
-
-
 @pytest.mark.parametrize("order", [("p0", "p1"), ("p1", "p0")])
 def test_a_dra_backed_extended_resource_is_always_tried_in_full(tmp_path, order: tuple[str, str]) -> None:
     """A pod asking for a DeviceClass-backed extended resource is served through its own claim (found by its name,
     which no signature holds), and its failed cycle may delete that claim and free a device without a new cluster
     version: reusing an equivalent's failure would keep p1's stale claim or deny p0 the device it frees."""
-    from test_dra_extended import CLASS, STALE_CLAIM
+    from test_dra_extended import CLASS, DRA_NODE, STALE_CLAIM
     from test_dra_extended import pod as extended_pod
 
     from accelsched.engine import schedule
 
+    one_device = DRA_NODE.replace("[{name: gpu-0}, {name: gpu-1}]", "[{name: gpu-0}]")
+    assert one_device != DRA_NODE
     claim = STALE_CLAIM.replace("device: gpu-1", "device: gpu-0")  # p1's leftover claim holds the only device
     path = tmp_path / "in.yaml"
-    path.write_text("\n---\n".join([CLASS, ONE_DEVICE_NODE, claim, *(extended_pod(name) for name in order)]))
+    path.write_text("\n---\n".join([CLASS, one_device, claim, *(extended_pod(name) for name in order)]))
     answers = {}
     for reasons in (True, False):  # per-node reasons keep every cycle full; without them failures may be reused
         _, results = schedule([path], reasons=reasons)
