@@ -20,17 +20,23 @@ CRD = "config/components/crd/bases/kueue.x-k8s.io_topologies.yaml"
 LAB = Path(__file__).resolve().parents[1] / "examples" / "lab" / "12-fabric-nodes.yaml"
 
 
-@pytest.fixture(scope="module")
-def versions() -> dict:
+def kueue_crd_versions(crd: str) -> dict:
+    """Version name -> openAPIV3Schema of one of Kueue's CRDs (``crd``: its path in the module); the test is skipped
+    where Go or the module is absent."""
     go = shutil.which("go")
     if go is None:
         pytest.skip("no go toolchain")
     cache = subprocess.run([go, "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
-    path = Path(cache) / KUEUE / CRD
+    path = Path(cache) / KUEUE / crd
     if not path.is_file():
         pytest.skip(f"{KUEUE} is not in the module cache")
-    crd = yaml.safe_load(path.read_text())
-    return {v["name"]: v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"]}
+    doc = yaml.safe_load(path.read_text())
+    return {v["name"]: v["schema"]["openAPIV3Schema"] for v in doc["spec"]["versions"]}
+
+
+@pytest.fixture(scope="module")
+def versions() -> dict:
+    return kueue_crd_versions(CRD)
 
 
 def levels_schema(schema: dict) -> dict:

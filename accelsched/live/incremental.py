@@ -241,6 +241,7 @@ class IncrementalState:
         """Make the session current with the cache before deciding: the pod changes applied in place (the
         steady state), or a rebuild when something the session cannot follow in place changed (a node, a
         topology, a storage object, a gang in progress, a relist after an outage). True when it rebuilt."""
+        self._sample_usage()  # admission fair sharing's clock moves on (live.queuedoor)
         with self.lock:
             rebuild = self.dirty or self.session is None
             if rebuild:
@@ -261,6 +262,7 @@ class IncrementalState:
             self.session.cluster.trim_caches()  # a session that lives for days keeps only the shapes in use
             if self.tend_heap:
                 self._tend_heap()
+        self._write_usage()  # the LocalQueues sampled get their status (live.queuedoor)
         return rebuild
 
     def _tend_heap(self) -> None:

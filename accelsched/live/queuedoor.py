@@ -21,6 +21,12 @@ so a queued pod that arrived since, or one whose quota may have been freed, wait
   delete with the pod's uid as precondition. Until the pods are gone their room is still taken: the session
   accounts them, and the pods of the workloads admitted in that session wait (``Pending the preemption of N
   workload(s)``).
+
+Admission fair sharing's usage (queues/admissionfairsharing.py) is kept for the life of the process, as Kueue's
+queue manager keeps its ledger: each rebuilt session's admission goes on from the last one's, and each round the
+clock moves to now (``afs_clock``, wall time), so each LocalQueue's consumed resources decay toward what it has
+admitted every ``usageSamplingInterval``; the LocalQueues holding a workload of ours get the sample in their status,
+as Kueue's LocalQueue controller writes it (live/localqueuestatus.py).
 """
 
 from __future__ import annotations
@@ -28,18 +34,20 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from accelsched.api.loader import Inputs
 from accelsched.api.objects import SCHEDULING_GATED_REASON
 from accelsched.framework.scheduler import ScheduleResult
-from accelsched.live import clusterqueuestatus, workloaddeltas, workloadstatus
+from accelsched.live import clusterqueuestatus, localqueuestatus, workloaddeltas, workloadstatus
 from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
 from accelsched.live.events import MERGE_PATCH
 from accelsched.live.informer import object_key
 from accelsched.live.kube import JSON, ApiError
 from accelsched.live.podjson import labels, write_key
+from accelsched.queues import admissionfairsharing
 from accelsched.queues import api as queue_api
 from accelsched.queues.admission import Outcome
 from accelsched.queues.incremental import OpenAdmission
@@ -77,6 +85,10 @@ class QueueDoor:
     # Workloads whose writes a round followed in place reads again though nothing changed them: preempted ones still
     # holding their reservation, and the admissions held back until they let go (workloadstatus.held_back)
     _carried: set[str]
+    # Admission fair sharing's ledger, kept across sessions (queues.admissionfairsharing.carried), and its clock:
+    # seconds since the epoch (time.time; tests put a fake one in its place)
+    _afs_ledger: admissionfairsharing.Ledger | None
+    afs_clock: Callable[[], float]
 
     def _admit_queues(self, session: Any, outcomes: list[Outcome] | None = None) -> None:
         """After a rebuild: the pods admission holds back, and the running ones it stopped sent to be stopped
@@ -138,7 +150,9 @@ class QueueDoor:
             else:
                 self._submit_latest(f"pending:{key}", self._write_workload_status, write, report=True)
         for name, patch in cq_patches.items():  # the ClusterQueue controller's part (live/clusterqueuestatus.py)
-            self._submit_latest(f"clusterqueue:{name}", self._write_cluster_queue_status, name, patch, report=True)
+            self._submit_latest(
+                f"clusterqueue:{name}", self._write_queue_status, "ClusterQueue", name, patch, report=True
+            )
 
     def _follow_workloads(self) -> bool:
         """The round's Workload events taken into the open admission in place, and its decisions written as a
@@ -189,10 +203,36 @@ class QueueDoor:
             fn(*args)
 
     def _with_room_waits(self, inputs: Inputs) -> None:
-        """Before a rebuild's admission: the workloads waiting for room stay out of their queues."""
+        """Before a rebuild's admission: the workloads waiting for room stay out of their queues, and admission fair
+        sharing's ledger goes on from the last session's."""
         if inputs.queues:
             with self.lock:
                 inputs.queues.room_waits = self.room_waits.messages()
+            ledger = admissionfairsharing.carried(inputs.queues, self._afs_ledger, self.afs_clock())
+            self._afs_ledger = inputs.queues.afs_ledger = ledger
+
+    def _sample_usage(self) -> None:
+        """At the start of a round, before the session is synced: admission fair sharing's clock moves to now, and
+        the LocalQueue controller's samples due since the last round decay each LocalQueue's consumed resources
+        toward what it has admitted (as the last round left the session: Kueue's controller reads its cache)."""
+        queues = self.session.queues if self.session is not None else None
+        admission = queues.admission if queues is not None else None
+        if isinstance(admission, OpenAdmission) and admission.afs is not None and admission.afs is self._afs_ledger:
+            admission.advance(self.afs_clock())
+
+    def _write_usage(self) -> None:
+        """At the end of a round: the LocalQueues sampled since the last one (first seen, or due) get the sample in
+        their status, those holding a workload of ours (live/localqueuestatus.py)."""
+        ledger = self._afs_ledger
+        if ledger is None or not ledger.sampled or self.session is None or self.session.queues is None:
+            return
+        samples = ledger.take_sampled()
+        with self.lock:
+            workloads = self.kueue["Workload"].store
+            mine = localqueuestatus.local_queues_of_ours(self.session.queues, workloads, self.scheduler_names)
+            patches = localqueuestatus.status_patches(samples, self.kueue["LocalQueue"].store, mine)
+        for key, patch in patches.items():
+            self._submit_latest(f"localqueue:{key}", self._write_queue_status, "LocalQueue", key, patch, report=True)
 
     def _wait_for_room(self, result: ScheduleResult) -> bool:
         """A pod the engine could not place, of a workload this door admitted in this session: admitted means
@@ -379,21 +419,22 @@ class QueueDoor:
         self.wake.set()
 
     def _on_cluster_queue(self, kind: str, obj: JSON, old: JSON | None) -> None:
-        """A ClusterQueue changed: the session is rebuilt, but not for a change of its status alone (the door's
-        own write each round; admission does not read it)."""
+        """A ClusterQueue or LocalQueue changed: the session is rebuilt, but not for a change of its status alone
+        (the door's own writes: admission does not read a ClusterQueue's, and reads a LocalQueue's admission fair
+        sharing status only to seed the ledger it keeps for the process)."""
         if kind == "MODIFIED" and old is not None and clusterqueuestatus.status_only(old, obj):
             return
         self._on_other(kind, obj, old)
 
-    def _write_cluster_queue_status(self, name: str, patch: JSON) -> None:
-        resource = live_kueue.RESOURCES["ClusterQueue"]
+    def _write_queue_status(self, kind: str, key: str, patch: JSON) -> None:
+        """A ClusterQueue's or LocalQueue's (``key``: name, or namespace/name) status, merge patched."""
+        namespace, _, name = key.rpartition("/")
         try:
-            self.kube.request(
-                "PATCH", resource.path(None, name, "status"), body=patch, content_type=MERGE_PATCH, parse=_ignore
-            )
+            path = live_kueue.RESOURCES[kind].path(namespace or None, name, "status")
+            self.kube.request("PATCH", path, body=patch, content_type=MERGE_PATCH, parse=_ignore)
         except ApiError as exc:
             if exc.status != 404:
-                log.warning("cannot write clusterqueue status", extra={"clusterQueue": name, "error": exc.message})
+                log.warning("cannot write queue status", extra={"kind": kind, "object": key, "error": exc.message})
 
     def _write_workload_status(self, write: workloadstatus.StatusWrite) -> None:
         resource = live_kueue.RESOURCES["Workload"]

@@ -142,7 +142,8 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         }  # fmt: skip
         # Kueue's objects, Volcano's HyperNodes and Jobs (live/kueue.py), where served: each change rebuilds the
         # session (its queues are admitted again from the cache), but for Jobs without the queue-name label.
-        handlers = {live_kueue.JOB: self._on_job, "Workload": self._on_workload, "ClusterQueue": self._on_cluster_queue}
+        handlers = {live_kueue.JOB: self._on_job, "Workload": self._on_workload}
+        handlers |= {"ClusterQueue": self._on_cluster_queue, "LocalQueue": self._on_cluster_queue}
         self.kueue = {
             kind: Informer(
                 kube, resource, handlers.get(kind, self._on_other), self.lock, optional=True, **common,
@@ -232,6 +233,8 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._latest: dict[str, tuple[Any, ...]] = {}  # status writes waiting for their turn (live.queuedoor)
         self._latest_lock = threading.Lock()
         self._cq_written: dict[str, Any] = {}  # ClusterQueue status last sent (live.queuedoor)
+        self._afs_ledger = None  # admission fair sharing's usage, kept across sessions (live.queuedoor)
+        self.afs_clock = time.time  # its clock: wall time, as Kueue's controllers' (tests set a fake one)
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
         self.pending_by_key: dict[str, Pod] = {}
         self._decided: list[Decision] = []

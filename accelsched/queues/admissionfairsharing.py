@@ -22,7 +22,9 @@ resources toward the LocalQueue's admitted usage: ``(1 - alpha(elapsed)) * consu
 (CalculateDecayedConsumed). A half-life of 0 resets the consumed resources to nothing at each sample.
 
 On a still input (``schedule``, ``explain``) no time passes: the order reads the status plus this run's
-penalties. ``simulate --queues`` moves the clock (``advance``).
+penalties. ``simulate --queues`` moves the clock (``advance``), and so does live mode (``accelsched run``), which
+keeps one ledger for the process as Kueue's queue manager does (``carried``: each session's admission goes on from
+the last one's) and writes the sampled usage to the LocalQueues' status (live/localqueuestatus.py).
 """
 
 from __future__ import annotations
@@ -119,6 +121,9 @@ class Ledger:
         self.local_queues = local_queues
         self.now = now  # seconds on the caller's clock (still for schedule)
         self.entries: dict[str, _Entry] = {}
+        # LocalQueues whose consumed resources the LocalQueue controller sampled since the caller last took them
+        # (its first reconcile, then each usageSamplingInterval): what it wrote to their status, and when
+        self.sampled: dict[str, tuple[dict[str, float], float]] = {}
 
     def _entry(self, key: str) -> _Entry:
         """initializeAfsIfNeeded: seeded from the LocalQueue's status, its clock starting now."""
@@ -127,7 +132,24 @@ class Ledger:
             local = self.local_queues.get(key)
             entry = _Entry(dict(local.consumed) if local is not None else {}, self.now)
             self.entries[key] = entry
+            self.sampled[key] = (dict(entry.consumed), entry.last_update)
         return entry
+
+    def renew(self, afs: AdmissionFairSharing, local_queues: Mapping[str, api.LocalQueue], now: float) -> None:
+        """Go on in a new session (live mode's rebuild) as Kueue's ledger outlives its cycles: the Configuration
+        and LocalQueues as they are now; a LocalQueue gone loses its entry (its controller's Delete), one not seen
+        yet is seeded from its status when first read."""
+        self.afs, self.local_queues, self.now = afs, local_queues, max(self.now, now)
+        for key in [k for k in self.entries if k not in local_queues]:
+            del self.entries[key]
+            self.sampled.pop(key, None)
+
+    def take_sampled(self) -> list[tuple[str, dict[str, float], float]]:
+        """The LocalQueues sampled since the last call, each with its last sample: the consumed resources and the
+        time (what reconcileConsumedUsage writes to the status: consumedResources, lastUpdate)."""
+        out = [(key, consumed, at) for key, (consumed, at) in self.sampled.items()]
+        self.sampled.clear()
+        return out
 
     def usage(self, key: str) -> float:
         """CalcLocalQueueFSUsage; a LocalQueue not in the input weighs 1 (ResolveLQWeight)."""
@@ -178,6 +200,7 @@ class Ledger:
             else:
                 entry.consumed = decayed(entry.consumed, admitted(key), tick - entry.last_update, half_life)
             entry.last_update = tick
+            self.sampled[key] = (dict(entry.consumed), tick)
 
     def head(self, pending: Sequence[Q], sticky: Q | None) -> Q:
         """The queue's head: the lowest LocalQueue usage, then the base order (``pending`` is sorted by it; the
@@ -198,9 +221,32 @@ class Ledger:
         return chosen
 
 
-def ledger(objects: api.QueueObjects) -> Ledger | None:
-    """The input's ledger, or None when admission fair sharing is off (or no ClusterQueue asks for it)."""
+def _wanted(objects: api.QueueObjects) -> AdmissionFairSharing | None:
+    """The Configuration's admissionFairSharing when a ClusterQueue of the input asks for it, else None."""
     afs = objects.config.admission_fair_sharing
     if afs is None or not any(enabled(objects.config, cq) for cq in objects.cluster_queues.values()):
         return None
-    return Ledger(afs, objects.local_queues)
+    return afs
+
+
+def ledger(objects: api.QueueObjects) -> Ledger | None:
+    """The input's ledger (the one live mode carries in ``objects.afs_ledger``, else a new one seeded from the
+    LocalQueues' status), or None when admission fair sharing is off (or no ClusterQueue asks for it)."""
+    afs = _wanted(objects)
+    if afs is None:
+        return None
+    return objects.afs_ledger if isinstance(objects.afs_ledger, Ledger) else Ledger(afs, objects.local_queues)
+
+
+def carried(objects: api.QueueObjects, previous: Ledger | None, now: float) -> Ledger | None:
+    """The ledger a new session of live mode goes on with (``previous``, renewed for ``objects``; a new one with its
+    clock at ``now`` the first time), or None when admission fair sharing is off: set it as ``objects.afs_ledger``.
+    Kueue keeps its ledger for the life of the process; a session rebuilt from the cache seeding it again from
+    the LocalQueues' status would forget every penalty and decay since the status was written."""
+    afs = _wanted(objects)
+    if afs is None:
+        return None
+    if previous is None:
+        return Ledger(afs, objects.local_queues, now)
+    previous.renew(afs, objects.local_queues, now)
+    return previous

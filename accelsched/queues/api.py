@@ -212,6 +212,10 @@ class QueueObjects:
     # (queues/room.py): admission leaves them out of their queues. Set by live mode's second door only; empty, the
     # admission is Kueue's (the Kueue oracle, the first door).
     room_waits: dict[str, str] = field(default_factory=dict)
+    # Admission fair sharing's usage ledger kept from the last session (queues.admissionfairsharing.carried): set by
+    # live mode only, which keeps it for the life of the process as Kueue does; None, each admission starts its own
+    # from the LocalQueues' status.
+    afs_ledger: Any = None
 
     def __bool__(self) -> bool:
         """Whether Kueue is in play: without any of its objects a queue-name label is inert (no Kueue to read it)."""
