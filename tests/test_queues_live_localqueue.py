@@ -5,6 +5,7 @@ on the door's clock (a fake one here: no sleeping), and the LocalQueue status Ku
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jsonschema
@@ -113,6 +114,23 @@ class _Clock:
         return self.now
 
 
+@pytest.fixture
+def live_of() -> Iterator[Callable[..., tuple[LiveScheduler, list]]]:
+    """``_live``, each scheduler made stopped when the test ends (its writes are done at once: nothing waits)."""
+    made: list[LiveScheduler] = []
+
+    def make(objects: dict[str, list[dict[str, Any]]], workloads: list[dict[str, Any]]) -> tuple[LiveScheduler, list]:
+        live, sent = _live(objects, workloads)
+        made.append(live)
+        return live, sent
+
+    yield make
+    for live in made:
+        live.stopped.set()
+        live._pool.shutdown(wait=True)
+        live._report_pool.shutdown(wait=True)
+
+
 def _live(objects: dict[str, list[dict[str, Any]]], workloads: list[dict[str, Any]]) -> tuple[LiveScheduler, list]:
     """A never-started scheduler whose caches hold ``objects`` and ``workloads``, its writes done at once and
     recorded (path, body), its admission fair sharing clock a fake one at T0."""
@@ -153,7 +171,7 @@ def _finish(live: LiveScheduler, key: str) -> None:
 
 @pytest.mark.parametrize(("elapsed", "first"), [(0.0, "b-next"), (2 * HOUR, "a-next")])
 def test_usage_decays_on_the_clock_between_rounds_and_changes_which_local_queue_goes_first(
-    elapsed: float, first: str
+    live_of: Any, elapsed: float, first: str
 ) -> None:
     # team-a used 10 GPUs recently (its status); team-b none, but it runs 8 now. Both wait for the whole queue,
     # team-a's earlier (Kueue's classic order would take it). At once, team-b's usage (0) is the lower: its
@@ -163,77 +181,70 @@ def test_usage_decays_on_the_clock_between_rounds_and_changes_which_local_queue_
     running = _workload("b-running", "team-b", "2026-01-01T08:00:00Z", admitted=True)
     a_next = _workload("a-next", "team-a", "2026-01-01T09:00:00Z")
     b_next = _workload("b-next", "team-b", "2026-01-01T09:30:00Z")
-    live, sent = _live(objects, [running, a_next, b_next])
-    try:
-        assert live.sync_session()  # the first session: both wait for b-running's quota
-        admission = live._open
-        assert admission is not None and not any(o.admitted for o in admission.outcomes if "next" in o.info.name)
-        # The LocalQueue controller's first reconcile: each queue's status as seeded, at the clock's time.
-        assert _local_queue_writes(sent) == {
-            "team-a": {
-                "weightedShare": 0,
-                "admissionFairSharingStatus": {
-                    "consumedResources": {"nvidia.com/gpu": "10"},
-                    "lastUpdate": "2026-01-01T10:00:00Z",
-                },
+    live, sent = live_of(objects, [running, a_next, b_next])
+    assert live.sync_session()  # the first session: both wait for b-running's quota
+    admission = live._open
+    assert admission is not None and not any(o.admitted for o in admission.outcomes if "next" in o.info.name)
+    # The LocalQueue controller's first reconcile: each queue's status as seeded, at the clock's time.
+    assert _local_queue_writes(sent) == {
+        "team-a": {
+            "weightedShare": 0,
+            "admissionFairSharingStatus": {
+                "consumedResources": {"nvidia.com/gpu": "10"},
+                "lastUpdate": "2026-01-01T10:00:00Z",
             },
-            "team-b": {
-                "weightedShare": 0,
-                "admissionFairSharingStatus": {"consumedResources": {}, "lastUpdate": "2026-01-01T10:00:00Z"},
-            },
-        }
-        sent.clear()
-        live.afs_clock.now = T0 + elapsed  # type: ignore[attr-defined]
-        _finish(live, "team-b/b-running")
-        assert not live.sync_session()  # followed in place: the same open admission, its ledger moved on
-        assert live._open is admission
-        admitted = sorted(o.info.name for o in admission.outcomes if o.admitted)
-        assert admitted == [first]
-        written = _local_queue_writes(sent)
-        if not elapsed:
-            assert written == {}  # no sample due: Kueue's controller writes every usageSamplingInterval
-            return
-        # 24 samples of 5 minutes, composed: 10 x 0.25 and 8 x 0.75 GPUs (cpu 4 x 0.75), at the last sample's time
-        assert written["team-a"]["admissionFairSharingStatus"] == {
-            "consumedResources": {"nvidia.com/gpu": "2500m"},
-            "lastUpdate": "2026-01-01T12:00:00Z",
-        }
-        assert written["team-b"]["admissionFairSharingStatus"]["consumedResources"] == {
-            "cpu": "3",
-            "nvidia.com/gpu": "6",
-        }
-    finally:
-        live.stopped.set()
-        live._pool.shutdown(wait=True)
-        live._report_pool.shutdown(wait=True)
+        },
+        "team-b": {
+            "weightedShare": 0,
+            "admissionFairSharingStatus": {"consumedResources": {}, "lastUpdate": "2026-01-01T10:00:00Z"},
+        },
+    }
+    sent.clear()
+    live.afs_clock.now = T0 + elapsed  # type: ignore[attr-defined]
+    _finish(live, "team-b/b-running")
+    assert not live.sync_session()  # followed in place: the same open admission, its ledger moved on
+    assert live._open is admission
+    admitted = sorted(o.info.name for o in admission.outcomes if o.admitted)
+    assert admitted == [first]
+    written = _local_queue_writes(sent)
+    if not elapsed:
+        assert written == {}  # no sample due: Kueue's controller writes every usageSamplingInterval
+        return
+    # 24 samples of 5 minutes, composed: 10 x 0.25 and 8 x 0.75 GPUs (cpu 4 x 0.75), at the last sample's time
+    assert written["team-a"]["admissionFairSharingStatus"] == {
+        "consumedResources": {"nvidia.com/gpu": "2500m"},
+        "lastUpdate": "2026-01-01T12:00:00Z",
+    }
+    assert written["team-b"]["admissionFairSharingStatus"]["consumedResources"] == {
+        "cpu": "3",
+        "nvidia.com/gpu": "6",
+    }
 
 
-def test_the_usage_outlives_a_rebuilt_session_as_kueues_ledger_outlives_its_cycles() -> None:
+def test_the_usage_outlives_a_rebuilt_session_as_kueues_ledger_outlives_its_cycles(live_of: Any) -> None:
     # An admission's entry penalty is settled into its LocalQueue's consumed resources; a rebuild (any cluster
     # event) must go on from there, not seed again from a status written before it.
     objects = _objects({"team-a": {"nvidia.com/gpu": "1"}})
-    live, _ = _live(objects, [_workload("a-next", "team-a", "2026-01-01T09:00:00Z")])
-    try:
-        live.sync_session()
-        ledger = live._afs_ledger
-        assert ledger is not None and live._open is not None and live._open.afs is ledger
-        after_admission = dict(ledger.entries["team-a/main"].consumed)
-        penalty = 8 * (1 - 0.5 ** (300 / 3600))  # alpha(usageSamplingInterval) x the workload's 8 GPUs
-        assert after_admission["nvidia.com/gpu"] == pytest.approx(1 + penalty)
-        live.afs_clock.now = T0 + 60  # type: ignore[attr-defined]
-        live._invalidate("a node changed")
-        assert live.sync_session()  # rebuilt: a new admission, the same ledger
-        assert live._open is not None and live._open.afs is ledger and live._afs_ledger is ledger
-        assert ledger.entries["team-a/main"].consumed == after_admission
-        # A LocalQueue deleted loses its entry (its controller's Delete); its seed is read again if it comes back.
-        del live.kueue["LocalQueue"].store["team-a/main"]
-        live._invalidate("a LocalQueue deleted")
-        live.sync_session()
-        assert "team-a/main" not in ledger.entries
-    finally:
-        live.stopped.set()
-        live._pool.shutdown(wait=True)
-        live._report_pool.shutdown(wait=True)
+    live, sent = live_of(objects, [_workload("a-next", "team-a", "2026-01-01T09:00:00Z")])
+    live.sync_session()
+    (admitted,) = [body for path, body in sent if "/workloads/" in path]  # the API server takes the write
+    store = live.kueue["Workload"].store
+    store["team-a/a-next"] = _merged(store["team-a/a-next"], {"status": admitted["status"]})
+    ledger = live._afs_ledger
+    assert ledger is not None and live._open is not None and live._open.afs is ledger
+    after_admission = dict(ledger.entries["team-a/main"].consumed)
+    penalty = 8 * (1 - 0.5 ** (300 / 3600))  # alpha(usageSamplingInterval) x the workload's 8 GPUs
+    assert after_admission["nvidia.com/gpu"] == pytest.approx(1 + penalty)
+    live.afs_clock.now = T0 + 60  # type: ignore[attr-defined]
+    live._invalidate("a node changed")
+    assert live.sync_session()  # rebuilt: a new admission, the same ledger
+    assert live._open is not None and live._open.afs is ledger and live._afs_ledger is ledger
+    assert ledger.entries["team-a/main"].consumed == after_admission
+    # A LocalQueue deleted loses its entry (its controller's Delete); its seed is read again if it comes back.
+    del live.kueue["LocalQueue"].store["team-a/main"]
+    live._invalidate("a LocalQueue deleted")
+    live.sync_session()
+    assert "team-a/main" not in ledger.entries
 
 
 def test_the_status_has_kueues_field_names_quantity_formats_and_time_format() -> None:
@@ -302,25 +313,20 @@ def test_the_written_status_is_valid_for_kueues_local_queue_crd() -> None:
         assert set(doc["status"]["fairSharing"]["admissionFairSharingStatus"]["consumedResources"]) == set(consumed)
 
 
-def test_only_local_queues_holding_a_workload_of_ours_are_written() -> None:
+def test_only_local_queues_holding_a_workload_of_ours_are_written(live_of: Any) -> None:
     objects = _objects({})
     theirs = _workload("theirs", "team-b", "2026-01-01T09:00:00Z")
     theirs["spec"]["podSets"][0]["template"]["spec"]["schedulerName"] = "default-scheduler"
-    live, sent = _live(objects, [_workload("a-next", "team-a", "2026-01-01T09:00:00Z"), theirs])
-    try:
-        live.sync_session()
-        assert set(_local_queue_writes(sent)) == {"team-a"}  # team-b's is Kueue's controller's to write
-        (path,) = [p for p, _ in sent if "/localqueues/" in p]
-        assert path == "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/main/status"
-    finally:
-        live.stopped.set()
-        live._pool.shutdown(wait=True)
-        live._report_pool.shutdown(wait=True)
+    live, sent = live_of(objects, [_workload("a-next", "team-a", "2026-01-01T09:00:00Z"), theirs])
+    live.sync_session()
+    assert set(_local_queue_writes(sent)) == {"team-a"}  # team-b's is Kueue's controller's to write
+    (path,) = [p for p, _ in sent if "/localqueues/" in p]
+    assert path == "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/main/status"
 
 
-def test_the_second_door_writes_the_local_queues_of_the_queued_pods_it_admits() -> None:
+def test_the_second_door_writes_the_local_queues_of_the_queued_pods_it_admits(live_of: Any) -> None:
     # No Kueue installed: a pod with the queue label, asking for accelsched, is a workload the door admits.
-    live, sent = _live(_objects({}), [])
+    live, sent = live_of(_objects({}), [])
     requests = {"requests": {"cpu": "1", "nvidia.com/gpu": "2"}}
     pod = {
         "apiVersion": "v1",
@@ -335,25 +341,20 @@ def test_the_second_door_writes_the_local_queues_of_the_queued_pods_it_admits() 
         "status": {"phase": "Pending"},
     }
     live.pods.store["team-b/p"] = pod
-    try:
-        live.sync_session()
-        assert live.session is not None and live.session.queues is not None
-        (outcome,) = live.session.queues.outcomes
-        assert outcome.admitted
-        written = _local_queue_writes(sent)
-        assert set(written) == {"team-b"}  # team-a holds nothing of ours
-        # The first reconcile's sample (its seed: nothing yet); the admission's penalty is in the ledger.
-        assert written["team-b"]["admissionFairSharingStatus"]["consumedResources"] == {}
-        consumed = live._afs_ledger.entries["team-b/main"].consumed  # type: ignore[union-attr]
-        assert consumed["nvidia.com/gpu"] == pytest.approx(2 * (1 - 0.5 ** (300 / 3600)))
-    finally:
-        live.stopped.set()
-        live._pool.shutdown(wait=True)
-        live._report_pool.shutdown(wait=True)
+    live.sync_session()
+    assert live.session is not None and live.session.queues is not None
+    (outcome,) = live.session.queues.outcomes
+    assert outcome.admitted
+    written = _local_queue_writes(sent)
+    assert set(written) == {"team-b"}  # team-a holds nothing of ours
+    # The first reconcile's sample (its seed: nothing yet); the admission's penalty is in the ledger.
+    assert written["team-b"]["admissionFairSharingStatus"]["consumedResources"] == {}
+    consumed = live._afs_ledger.entries["team-b/main"].consumed  # type: ignore[union-attr]
+    assert consumed["nvidia.com/gpu"] == pytest.approx(2 * (1 - 0.5 ** (300 / 3600)))
 
 
-def test_a_local_queue_status_change_alone_does_not_rebuild() -> None:
-    live, _ = _live(_objects({}), [])
+def test_a_local_queue_status_change_alone_does_not_rebuild(live_of: Any) -> None:
+    live, _ = live_of(_objects({}), [])
     old = live.kueue["LocalQueue"].store["team-a/main"]
     written = {**old, "metadata": {**old["metadata"], "resourceVersion": "2"}, "status": {"fairSharing": {}}}
     live.dirty = False
@@ -362,5 +363,3 @@ def test_a_local_queue_status_change_alone_does_not_rebuild() -> None:
     edited = {**old, "spec": {"clusterQueue": "elsewhere"}}
     live._on_cluster_queue("MODIFIED", edited, old)
     assert live.dirty
-    live._pool.shutdown(wait=True)
-    live._report_pool.shutdown(wait=True)
