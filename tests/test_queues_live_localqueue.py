@@ -324,7 +324,7 @@ def test_only_local_queues_holding_a_workload_of_ours_are_written(live_of: Any) 
     assert path == "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/main/status"
 
 
-def test_the_second_door_writes_the_local_queues_of_the_queued_pods_it_admits(live_of: Any) -> None:
+def test_the_second_door_writes_its_local_queues_and_pushes_one_penalty_per_reservation(live_of: Any) -> None:
     # No Kueue installed: a pod with the queue label, asking for accelsched, is a workload the door admits.
     live, sent = live_of(_objects({}), [])
     requests = {"requests": {"cpu": "1", "nvidia.com/gpu": "2"}}
@@ -349,8 +349,17 @@ def test_the_second_door_writes_the_local_queues_of_the_queued_pods_it_admits(li
     assert set(written) == {"team-b"}  # team-a holds nothing of ours
     # The first reconcile's sample (its seed: nothing yet); the admission's penalty is in the ledger.
     assert written["team-b"]["admissionFairSharingStatus"]["consumedResources"] == {}
-    consumed = live._afs_ledger.entries["team-b/main"].consumed  # type: ignore[union-attr]
-    assert consumed["nvidia.com/gpu"] == pytest.approx(2 * (1 - 0.5 ** (300 / 3600)))
+    ledger = live._afs_ledger
+    assert ledger is not None
+    charged = dict(ledger.entries["team-b/main"].consumed)
+    assert charged["nvidia.com/gpu"] == pytest.approx(2 * (1 - 0.5 ** (300 / 3600)))
+    # Rebuilt before its pod was placed (not due this round): admitted again from scratch, it is the same
+    # reservation, and Kueue pushes one penalty per reservation.
+    live.afs_clock.now = T0 + 60  # type: ignore[attr-defined]
+    live._invalidate("a node changed")
+    assert live.sync_session()
+    assert live.session.queues.outcomes[0].admitted
+    assert ledger.entries["team-b/main"].consumed == charged
 
 
 def test_a_local_queue_status_change_alone_does_not_rebuild(live_of: Any) -> None:

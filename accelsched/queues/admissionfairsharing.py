@@ -124,6 +124,11 @@ class Ledger:
         # LocalQueues whose consumed resources the LocalQueue controller sampled since the caller last took them
         # (its first reconcile, then each usageSamplingInterval): what it wrote to their status, and when
         self.sampled: dict[str, tuple[dict[str, float], float]] = {}
+        # Workloads (namespace/name) whose penalty was pushed for the quota they hold since: Kueue pushes one per
+        # reservation (shouldApplyEntryPenalty: not for a workload that has one). A new session of live mode admits
+        # from scratch what the last one admitted and did not place yet: the same reservation, not pushed again.
+        self.reserved: set[str] = set()
+        self._reserved_before: set[str] = set()  # the last session's, until admitted again in this one
 
     def _entry(self, key: str) -> _Entry:
         """initializeAfsIfNeeded: seeded from the LocalQueue's status, its clock starting now."""
@@ -140,6 +145,7 @@ class Ledger:
         and LocalQueues as they are now; a LocalQueue gone loses its entry (its controller's Delete), one not seen
         yet is seeded from its status when first read."""
         self.afs, self.local_queues, self.now = afs, local_queues, max(self.now, now)
+        self._reserved_before, self.reserved = self.reserved, set()
         for key in [k for k in self.entries if k not in local_queues]:
             del self.entries[key]
             self.sampled.pop(key, None)
@@ -168,9 +174,18 @@ class Ledger:
         return usage_of
 
     def push_penalty(self, info: Info) -> None:
-        """updateEntryPenalty on assume: the workload's entry penalty joins its LocalQueue's pending ones."""
+        """updateEntryPenalty on assume: the workload's entry penalty joins its LocalQueue's pending ones (but for
+        the last session's reservation, admitted again)."""
+        self.reserved.add(info.key)
+        if info.key in self._reserved_before:
+            self._reserved_before.discard(info.key)
+            return
         entry = self._entry(f"{info.namespace}/{info.queue_name}")
         entry.penalty = _merge(entry.penalty, entry_penalty(total_requests(info), self.afs))
+
+    def released(self, info: Info) -> None:
+        """The workload gave its quota back (evicted, finished, gone): its next admission pushes a penalty."""
+        self.reserved.discard(info.key)
 
     def settle(self, key: str, admitted: Mapping[str, float]) -> None:
         """updateAfsConsumedUsage: decayed toward the admitted usage since the last update, the penalties folded."""

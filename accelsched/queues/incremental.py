@@ -86,6 +86,8 @@ class OpenAdmission(_Admission):
     def finish(self, outcome: Outcome) -> None:
         """The workload ended: its quota is released and the cohort tree's inadmissible workloads are retried."""
         record = self.records.pop(id(outcome.info))
+        if self.afs is not None:
+            self.afs.released(outcome.info)
         self.preemptor.remove(record)
         self.admitted[record.cluster_queue].remove(record)
         self.generation[record.cluster_queue] = self.generation.get(record.cluster_queue, 0) + 1
@@ -173,7 +175,8 @@ class OpenAdmission(_Admission):
     def _evict(self, target: Target, preemptor_info: Info, queues: dict[str, Pending[Outcome]]) -> None:
         super()._evict(target, preemptor_info, queues)
         self.records.pop(id(target.workload.info), None)
+        if self.afs is not None:
+            self.afs.released(target.workload.info)
         victim = self.by_info[id(target.workload.info)]
         self._evicted_now.append(victim)
         self.touched[id(victim)] = victim
-
