@@ -314,7 +314,7 @@ class IncrementalState:
         if collect:
             gc.unfreeze()  # the old session's cycles (cluster <-> volume state) must be collectable
         converted = live_convert.convert(snapshot, self.scheduler_names, workloads=self.workload_reads)
-        self._with_room_waits(converted.inputs)
+        self._with_door_state(converted.inputs)
         session = live_convert.start_session(converted, self.config, self.seed)
         self._admit_queues(session)  # before the pending pods are taken: it puts stopped pods back on their nodes
         for obj, error in converted.errors.items():  # after the session: admission may leave the queues out

@@ -202,7 +202,7 @@ class QueueDoor:
             fn, *args = latest
             fn(*args)
 
-    def _with_room_waits(self, inputs: Inputs) -> None:
+    def _with_door_state(self, inputs: Inputs) -> None:
         """Before a rebuild's admission: the workloads waiting for room stay out of their queues, and admission fair
         sharing's ledger goes on from the last session's."""
         if inputs.queues:
