@@ -21,7 +21,7 @@ off: a waiting workload has QuotaReserved=False, reason Pending, and no Admitted
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,7 +118,7 @@ def _condition(kind: str, status: str, reason: str, message: str) -> dict[str, s
 class QueueResult:
     """Every workload's outcome, and the quota tree as admission left it (usage per ClusterQueue)."""
 
-    outcomes: list[Outcome]
+    outcomes: Collection[Outcome]  # in the order admission took them (an open admission forgets some: its own kind)
     tree: QuotaTree
     objects: QueueObjects
     # The admission kept open (queues.incremental.OpenAdmission), when the caller asked to go on from it (live mode's
