@@ -8,7 +8,7 @@ QueueInadmissibleWorkloads on a workload's deletion), as they do after an evicti
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 
 from accelsched.api.objects import Namespace, Node, Pod
 from accelsched.queues import admissionfairsharing
@@ -156,8 +156,9 @@ class OpenAdmission(_Admission):
         self._cycles(self.queues)
         if self.afs is not None and self.afs.pending():
             # the Workload controller settles each entry penalty as its workload turns Admitted
-            usage = self._local_queue_usage()
-            for key in self.afs.pending():
+            keys = self.afs.pending()
+            usage = self._local_queue_usage(keys)
+            for key in keys:
                 self.afs.settle(key, usage.get(key, {}))
         evicted = list({id(o): o for o in self._evicted_now}.values())
         admitted = [o for o in {id(o): o for o in self._admitted_now}.values() if o.admitted]
@@ -178,12 +179,23 @@ class OpenAdmission(_Admission):
             and admissionfairsharing.enabled(config, cq)
         ]
 
-    def _local_queue_usage(self) -> dict[str, dict[str, float]]:
-        """cacheLq.GetAdmittedUsage per LocalQueue: its admitted workloads' usage, flavors summed."""
+    def _local_queue_usage(self, keys: Collection[str] | None = None) -> dict[str, dict[str, float]]:
+        """cacheLq.GetAdmittedUsage per LocalQueue (of ``keys``, else every one): its admitted workloads' usage,
+        flavors summed. With ``keys``, only their ClusterQueues' workloads are read (a LocalQueue's all hold quota in
+        its one ClusterQueue, read in the same order: the same sums), not every workload admitted, each round."""
+        groups: Iterable[list[Admitted]] = self.admitted.values()
+        if keys is not None:
+            keys = set(keys)
+            local_queues = self.objects.local_queues
+            names = dict.fromkeys(local_queues[k].cluster_queue for k in keys if k in local_queues)
+            groups = [self.admitted.get(name, []) for name in names]
         out: dict[str, dict[str, float]] = {}
-        for records in self.admitted.values():
+        for records in groups:
             for record in records:
-                usage = out.setdefault(f"{record.info.namespace}/{record.info.queue_name}", {})
+                key = f"{record.info.namespace}/{record.info.queue_name}"
+                if keys is not None and key not in keys:
+                    continue
+                usage = out.setdefault(key, {})
                 for (_, name), amount in record.usage.items():
                     usage[name] = usage.get(name, 0.0) + admissionfairsharing.kueue_amount(name, amount)
         return out
