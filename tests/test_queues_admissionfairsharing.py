@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from accelsched.api import loader
 from accelsched.errors import InputError
@@ -305,6 +308,9 @@ def test_over_time_the_queue_that_used_more_waits_until_its_usage_decays(tmp_pat
     assert run.afs.usage("default/lq-a") == pytest.approx(penalty * 0.5**10 + 8 * (1 - 0.5**10), rel=1e-9)
     run.advance(300.0)  # lq-b runs b-1 for 200 s; lq-a has nothing admitted
     assert run.afs.usage("default/lq-a") < 0.01 < run.afs.usage("default/lq-b")
+    # the admitted usage read for some LocalQueues (their ClusterQueues' workloads alone) is every one's, cut
+    every = run._local_queue_usage()
+    assert every["default/lq-b"] and run._local_queue_usage(["default/lq-b"]) == {"default/lq-b": every["default/lq-b"]}
     run.finish(admitted[0])
     _submit(run, "b-2", "lq-b", 3)
     _submit(run, "a-2", "lq-a", 4)  # (a-1 waits among the inadmissible, retried after this round's cycles)
@@ -370,3 +376,42 @@ def test_preemption_takes_the_candidate_of_the_local_queue_that_used_more(
     result = admission.admit(inputs.queues, inputs.pods, inputs.namespaces, inputs.nodes)
     preempted = {o.info.name for o in result.outcomes if o.preempted}
     assert preempted == {victim}
+
+
+# ---------------------------------------------------------------- the head, read up to each LocalQueue's first
+
+
+def _head_reading_all(ledger: afs.Ledger, pending: list[Any], sticky: Any) -> Any:
+    """The head as it was read before: every pending workload ranked, the sticky one where it stands."""
+    usages: dict[str, float] = {}
+    best, chosen = None, pending[0]
+    for position, item in enumerate(pending):
+        key = f"{item.info.namespace}/{item.info.queue_name}"
+        if key in usages and item is not sticky:
+            continue
+        usages.setdefault(key, ledger.usage(key))
+        rank = (usages[key], item is not sticky, position)
+        if best is None or rank < best:
+            best, chosen = rank, item
+    return chosen
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), min_size=1, max_size=12),
+    st.lists(st.integers(0, 3), min_size=4, max_size=4),
+    st.integers(-1, 11),
+)
+def test_the_head_read_up_to_each_local_queues_first_is_the_one_read_from_every_workload(
+    queues: list[int], consumed: list[int], sticky_at: int
+) -> None:
+    """A head read stops once each LocalQueue feeding the ClusterQueue has shown its first (``lanes``): the same
+    head as ranking every waiting workload, the sticky one (waiting for its preemptions) wherever it stands."""
+    ledger = afs.Ledger(AdmissionFairSharing(usage_half_life=10.0, usage_sampling_interval=1.0), {})
+    for lq, cpu in enumerate(consumed):
+        ledger._entry(f"ns/lq{lq}").consumed = {"cpu": float(cpu)}  # equal usages among them: ties on the order
+    pending = [SimpleNamespace(info=SimpleNamespace(namespace="ns", queue_name=f"lq{q}")) for q in queues]
+    sticky = pending[sticky_at] if 0 <= sticky_at < len(pending) else None
+    want = _head_reading_all(ledger, pending, sticky)
+    assert ledger.head(iter(pending), sticky, lanes=len(set(queues))) is want
+    assert ledger.head(pending, sticky) is want

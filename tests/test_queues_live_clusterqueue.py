@@ -5,7 +5,10 @@ performance runner reads them (benchmarks/kueueperf.py)."""
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_queues_live import TWO_TEAMS, _workload_doc, cluster_of
 
 from accelsched.live import clusterqueuestatus
@@ -199,3 +202,46 @@ def test_what_fits_beside_a_preempted_workload_still_holding_its_quota_is_admitt
     assert [w.name for w in writes if "admission" in w.patch["status"]] == ["small"]
     # With the small one's admission in flight, nothing more fits: it is counted as held.
     assert workloadstatus.fitting_beside(result, store, holding, {"team-a/small"}) == set()
+
+
+ROUND = st.lists(
+    st.tuples(st.sampled_from(["arrive", "arrive", "finish", "delete"]), st.integers(0, 3), st.integers(0, 2)),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 14), st.lists(ROUND, min_size=1, max_size=8))
+def test_the_cluster_queue_status_kept_from_round_to_round_is_the_one_counted_from_every_outcome(
+    workloads: int, rounds: list[list[tuple[str, int, int]]]
+) -> None:
+    """The Workload door keeps each ClusterQueue's counts across the rounds it follows in place (Counts) and finds
+    its queues of ours through a witness: after every round of Workloads arriving, finishing (preempting and
+    preempted among them: three priorities, reclaimWithinCohort Any) and deleted, the counts are those summed over
+    every outcome, and the patches it sent are those worked out from scratch from what it read."""
+    from benchmarks.doorround import CLASSES, Door
+
+    with mock.patch("accelsched.live.clusterqueuestatus.time.strftime", return_value="T"):
+        door = Door(workloads, cohorts=2, per_cohort=2)
+        live, followed = door.live, 0
+        store = live.kueue["Workload"].store
+        for ops in rounds:
+            for op, a, b in ops:
+                if op == "arrive":
+                    door.event("ADDED", door.new(CLASSES[b][0], door.queues[a]), None)
+                    continue
+                keys = [k for k in store if (k in door.admitted()) == (op == "finish")]
+                if keys:
+                    key = keys[(3 * a + b) % len(keys)]
+                    door.finish(key) if op == "finish" else door.event("DELETED", store[key], None)
+            written, cluster_queues = dict(live._cq_written), dict(live.kueue["ClusterQueue"].store)
+            followed += not live.sync_session()
+            result = live.session.queues
+            assert clusterqueuestatus.statuses(result, live._cq_counts) == clusterqueuestatus.statuses(result)
+            sent = {args[0]: args[1] for key, args in door.sent if key.startswith("clusterqueue:")}
+            assert sent == clusterqueuestatus.status_patches(
+                result, cluster_queues, store, {"accelsched"}, written=written
+            )
+            door.apply_writes()
+    assert followed == len(rounds)  # each round was followed in place: the kept counts were the ones read

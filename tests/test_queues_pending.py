@@ -55,6 +55,12 @@ class SortedList(Pending[Any]):
     def remove(self, item: Any) -> None:
         self.items.remove(item)
 
+    def discard(self, item: Any) -> bool:
+        if item not in self:
+            return False
+        self.remove(item)
+        return True
+
     def pop_class(self, cls: Hashable) -> list[Any]:
         moved = [o for o in self.items if self.cls(o) == cls]
         self.items = [o for o in self.items if self.cls(o) != cls]
@@ -81,7 +87,11 @@ def shape(item: Item) -> int:
 
 
 OPS = st.lists(
-    st.tuples(st.sampled_from(["add", "add", "remove", "pop", "batch", "clear"]), st.integers(0, 3), st.integers(0, 4)),
+    st.tuples(
+        st.sampled_from(["add", "add", "remove", "discard", "pop", "batch", "clear"]),
+        st.integers(0, 3),
+        st.integers(0, 4),
+    ),
     max_size=60,
 )
 
@@ -105,6 +115,9 @@ def apply(op: str, cls: int, n: int, fast: Any, plain: SortedList, made: list[It
         item = list(plain)[n % len(plain)]
         fast.remove(item)
         plain.remove(item)
+    elif op == "discard" and made:  # queued or not (taken out, or never in): one lookup says which
+        item = made[(cls * 5 + n) % len(made)]
+        assert fast.discard(item) == plain.discard(item)
     elif op == "pop":
         assert fast.pop_class(cls) == plain.pop_class(cls)
     elif op == "clear" and n == 0:

@@ -25,12 +25,12 @@ the round's view wins, and the next round corrects one made stale meanwhile.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from accelsched.live.kube import JSON
 from accelsched.live.workloadstatus import ours
-from accelsched.queues.admission import QueueResult
+from accelsched.queues.admission import Outcome, QueueResult
 from accelsched.queues.api import STOP_NONE
 from accelsched.queues.resources import format_amount
 
@@ -65,17 +65,59 @@ def _active(result: QueueResult, name: str) -> bool:
     return cq.stop_policy == STOP_NONE and flavors <= set(result.objects.flavors) and name not in result.tree.in_cycle
 
 
-def statuses(result: QueueResult) -> dict[str, JSON]:
+class Counts:
+    """Per ClusterQueue, its workloads pending and reserving (the queue manager's Pending, the cache's reserving),
+    kept from round to round: a round followed in place (live/workloaddeltas.py) recounts the outcomes it can have
+    changed and drops those it forgot, instead of counting every outcome again (thousands waiting in Kueue's
+    performance harness: summed each round, the counts grew the round with the backlog)."""
+
+    def __init__(self, outcomes: Iterable[Outcome] = ()) -> None:
+        self._counts: dict[str, list[int]] = {}  # ClusterQueue -> [pending, reserving]
+        self._counted: dict[int, tuple[Outcome, str, bool]] = {}  # by id: the outcome, as counted
+        self._by_key: dict[str, Outcome] = {}  # namespace/name -> the outcome last counted under it
+        for o in outcomes:
+            self._count(o)
+
+    def of(self, cluster_queue: str) -> tuple[int, int]:
+        """(pending, reserving) of a ClusterQueue."""
+        pending, reserving = self._counts.get(cluster_queue, (0, 0))
+        return pending, reserving
+
+    def update(self, changed: Iterable[Outcome], keys: Iterable[str], current: Mapping[str, Outcome]) -> None:
+        """After a round: ``changed``, the outcomes it can have changed, counted as they are now; of ``keys`` (the
+        Workloads its events named), those whose outcome is no longer the one ``current`` (the admission's by
+        namespace/name) holds, forgotten."""
+        for key in keys:
+            counted = self._by_key.get(key)
+            if counted is not None and current.get(key) is not counted:
+                self._uncount(counted)
+                del self._by_key[key]
+        for o in changed:
+            self._uncount(o)
+            self._count(o)
+
+    def _count(self, o: Outcome) -> None:
+        self._counted[id(o)] = (o, o.cluster_queue, o.admitted)
+        self._by_key[o.info.key] = o
+        self._counts.setdefault(o.cluster_queue, [0, 0])[1 if o.admitted else 0] += 1
+
+    def _uncount(self, o: Outcome) -> None:
+        counted = self._counted.pop(id(o), None)
+        if counted is not None:
+            _, cluster_queue, admitted = counted
+            self._counts[cluster_queue][1 if admitted else 0] -= 1
+
+
+def statuses(result: QueueResult, counts: Counts | None = None) -> dict[str, JSON]:
     """Each active ClusterQueue's status fields as the round decided them (the Active condition without its
-    lastTransitionTime and observedGeneration)."""
-    counts: dict[str, list[int]] = {name: [0, 0] for name in result.objects.cluster_queues}
-    for o in result.outcomes:
-        if o.cluster_queue in counts:
-            counts[o.cluster_queue][1 if o.admitted else 0] += 1
+    lastTransitionTime and observedGeneration). ``counts``: the workloads counted so far (Counts), else counted
+    from every outcome."""
+    counts = Counts(result.outcomes) if counts is None else counts
     out = {}
-    for name, (pending, reserving) in counts.items():
+    for name in result.objects.cluster_queues:
         if not _active(result, name):
             continue
+        pending, reserving = counts.of(name)
         usage = _flavor_usage(result, name)
         out[name] = {
             "pendingWorkloads": pending,
@@ -106,22 +148,29 @@ def status_patches(
     scheduler_names: Collection[str],
     now: str | None = None,
     written: Mapping[str, JSON] | None = None,
+    counts: Counts | None = None,
+    witnesses: dict[str, str] | None = None,
 ) -> dict[str, JSON]:
     """ClusterQueue name -> the merge patch of its status subresource, for those (in the cache, ``cluster_queues``
     by name) whose status does not say what the round decided. Only ClusterQueues holding a Workload object of
     ours (``workloads``: the cache's, by namespace/name) are written: where Kueue admits the others, its controller
     writes their queues' status. ``written``: the status last sent for each, which the cache may not show yet; it
     stands for the cache's (else a round deciding what the cache still shows, after one that decided otherwise and
-    wrote it, would write nothing, and the queue would keep the older counts)."""
+    wrote it, would write nothing, and the queue would keep the older counts). ``counts``: statuses'; ``witnesses``:
+    _queues_of_ours', kept by the caller from round to round."""
     now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    mine = _queues_of_ours(result, workloads, scheduler_names)
-    out = {}
-    for name, wanted in statuses(result).items():
+    differing = {}
+    for name, wanted in statuses(result, counts).items():
         doc = cluster_queues.get(name)
-        if doc is None or name not in mine:
+        if doc is None:
             continue
         current = (written or {}).get(name) or doc.get("status") or {}
-        if _same(current, wanted):
+        if not _same(current, wanted):
+            differing[name] = (doc, current, wanted)
+    mine = _queues_of_ours(result, workloads, scheduler_names, differing, witnesses)
+    out = {}
+    for name, (doc, current, wanted) in differing.items():
+        if name not in mine:
             continue
         conditions = [dict(c) for c in current.get("conditions") or [] if c.get("type") != ACTIVE]
         before = next((c for c in current.get("conditions") or [] if c.get("type") == ACTIVE), {})
@@ -134,19 +183,45 @@ def status_patches(
     return out
 
 
-def _queues_of_ours(result: QueueResult, workloads: Mapping[str, JSON], scheduler_names: Collection[str]) -> set[str]:
-    """The ClusterQueues our Workload objects' LocalQueues point at, finished ones included (the last one's finish
-    must still bring its queue's counts back to zero)."""
+def _queues_of_ours(
+    result: QueueResult,
+    workloads: Mapping[str, JSON],
+    scheduler_names: Collection[str],
+    names: Collection[str],
+    witnesses: dict[str, str] | None = None,
+) -> set[str]:
+    """Of the ClusterQueues ``names``, those our Workload objects' LocalQueues point at, finished ones included
+    (the last one's finish must still bring its queue's counts back to zero). ``witnesses``: per ClusterQueue, the
+    Workload (namespace/name) found pointing at it last time, read first: while it is there, the store is not read
+    (a long history of finished Workloads, or thousands waiting); one found is noted there."""
     out: set[str] = set()
-    every = len(result.objects.cluster_queues)
+    witnesses = {} if witnesses is None else witnesses
+    for name in names:
+        key = witnesses.get(name)
+        doc = workloads.get(key) if key is not None else None
+        if key is not None and doc is not None and _cluster_queue_of(result, key, doc, scheduler_names) == name:
+            out.add(name)
+    left = set(names) - out
+    if not left:
+        return out
     for key, doc in workloads.items():
-        queue_name = (doc.get("spec") or {}).get("queueName")
-        local = result.objects.local_queues.get(f"{key.split('/')[0]}/{queue_name}")
-        if local is not None and local.cluster_queue not in out and ours(doc, scheduler_names):
-            out.add(local.cluster_queue)
-            if len(out) >= every:
-                break  # every queue is ours: the rest need not be read (a long history of finished Workloads)
+        name = _cluster_queue_of(result, key, doc, scheduler_names)
+        if name in left:
+            out.add(name)
+            witnesses[name] = key
+            left.discard(name)
+            if not left:
+                break  # the rest need not be read
     return out
+
+
+def _cluster_queue_of(result: QueueResult, key: str, doc: JSON, scheduler_names: Collection[str]) -> str | None:
+    """The ClusterQueue a Workload of ours points at through its LocalQueue (None: not ours, or none)."""
+    queue_name = (doc.get("spec") or {}).get("queueName")
+    local = result.objects.local_queues.get(f"{key.split('/')[0]}/{queue_name}")
+    if local is None or not ours(doc, scheduler_names):
+        return None
+    return local.cluster_queue
 
 
 def status_only(old: JSON, new: JSON) -> bool:

@@ -76,6 +76,8 @@ class QueueDoor:
     _latest: dict[str, tuple[Any, ...]]  # status write key -> the newest write not started yet (_submit_latest)
     _latest_lock: Any  # guards _latest alone (not the cache's lock: a write must not wait for a rebuild)
     _cq_written: dict[str, JSON]  # ClusterQueue -> the status last sent (live/clusterqueuestatus.py's ``written``)
+    _cq_counts: clusterqueuestatus.Counts  # the session's ClusterQueue counts, kept round to round
+    _cq_witnesses: dict[str, str]  # ClusterQueue -> a Workload of ours in it (clusterqueuestatus._queues_of_ours)
     # The last rebuild's admission, kept open for Workloads arriving and finishing (live/workloaddeltas.py), and the
     # Workload events waiting for the next round to be taken into it.
     _open: OpenAdmission | None
@@ -100,10 +102,15 @@ class QueueDoor:
                 self._open = workloaddeltas.open_admission(session.queues)
         if session.queues is None:
             return
+        if outcomes is None:  # counted once here; a round followed in place recounts what it changed
+            self._cq_counts = clusterqueuestatus.Counts(session.queues.outcomes)
         view = session.queues if outcomes is None else dataclasses.replace(session.queues, outcomes=outcomes)
         self.workload_outcomes_read += len(view.outcomes)
+        # The pods' part (stops, held and admitted pods) reads every outcome; a round followed in place has none to
+        # find: its outcomes have no pods (workloaddeltas.open_admission follows sessions of Workload objects alone)
+        pods = outcomes is None
         with self.lock:
-            stops = live_kueue.stops(session.queues, self._bound_node)
+            stops = live_kueue.stops(session.queues, self._bound_node) if pods else []
         for stop in stops:
             stop.pod.node_name = stop.node  # admission took it off; it runs until the delete is through
             session.scheduler.admit_bound(stop.pod)
@@ -128,11 +135,17 @@ class QueueDoor:
             # read again next round, changed or not: the preempted still holding, the admissions waiting for them
             self._carried = holding | workloadstatus.held_back(view, blocked, allowed)
             cq_patches = clusterqueuestatus.status_patches(
-                session.queues, self.kueue["ClusterQueue"].store, store, self.scheduler_names, written=self._cq_written
+                session.queues,
+                self.kueue["ClusterQueue"].store,
+                store,
+                self.scheduler_names,
+                written=self._cq_written,
+                counts=self._cq_counts,
+                witnesses=self._cq_witnesses,
             )
             self._cq_written.update((name, patch["status"]) for name, patch in cq_patches.items())
-        self.queue_held = live_kueue.held_pods(session.queues, preempting)
-        if not preempting:  # the second door's admitted workloads: placed whole, or they wait for room
+        self.queue_held = live_kueue.held_pods(session.queues, preempting) if pods else {}
+        if not preempting and pods:  # the second door's admitted workloads: placed whole, or they wait for room
             workloads = session.queues.objects.workloads
             self.queue_admitted = {
                 p.key: o
@@ -172,7 +185,9 @@ class QueueDoor:
         self.workload_rounds += 1
         with self.lock:  # a decision kept back by a write in flight is read again until its event comes
             carried = self._carried | self._stale_workloads
-        self._admit_queues(self.session, workloaddeltas.round_outcomes(admission, changes, carried))
+        outcomes = workloaddeltas.round_outcomes(admission, changes, carried)
+        self._cq_counts.update(outcomes, changes, admission.by_key)  # what else the round did not change
+        self._admit_queues(self.session, outcomes)
         return True
 
     def _submit_latest(self, key: str, fn: Any, *args: Any, report: bool = False) -> None:

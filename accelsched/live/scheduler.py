@@ -42,10 +42,10 @@ from accelsched.api.objects import Pod
 from accelsched.config import default_config, load_config
 from accelsched.engine import Session
 from accelsched.framework.profile import SchedulerConfig
+from accelsched.live import clusterqueuestatus, nodehint, podreuse
 from accelsched.live import dra as live_dra
 from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
-from accelsched.live import nodehint, podreuse
 from accelsched.live import volumes as live_volumes
 from accelsched.live.backoff import BackoffPool, PodBackoff
 from accelsched.live.convert import WorkloadRead
@@ -235,6 +235,8 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._cq_written: dict[str, Any] = {}  # ClusterQueue status last sent (live.queuedoor)
         self._afs_ledger = None  # admission fair sharing's usage, kept across sessions (live.queuedoor)
         self.afs_clock = time.time  # its clock: wall time, as Kueue's controllers' (tests set a fake one)
+        self._cq_counts = clusterqueuestatus.Counts()  # ClusterQueue counts, kept round to round (live.queuedoor)
+        self._cq_witnesses: dict[str, str] = {}  # ClusterQueue -> a Workload of ours in it (live.queuedoor)
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error
         self.pending_by_key: dict[str, Pod] = {}
         self._decided: list[Decision] = []

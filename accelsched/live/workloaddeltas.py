@@ -74,7 +74,7 @@ def apply(admission: OpenAdmission, changes: Mapping[str, JSON | None], names: C
     their cohort tree admits nothing more, until their jobs let go). False when a Workload does not read: the
     caller rebuilds from the cache, and ``admission`` is not to be used again."""
     by_key = admission.by_key
-    order = max((o.info.order for o in admission.outcomes), default=-1) + 1
+    order = admission.next_order
     for key, doc in changes.items():
         outcome = by_key.get(key)
         if doc is None or workloadstatus.finished(doc):

@@ -21,7 +21,8 @@ off: a waiting workload has QuotaReserved=False, reason Pending, and no Admitted
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,7 +119,7 @@ def _condition(kind: str, status: str, reason: str, message: str) -> dict[str, s
 class QueueResult:
     """Every workload's outcome, and the quota tree as admission left it (usage per ClusterQueue)."""
 
-    outcomes: list[Outcome]
+    outcomes: Collection[Outcome]  # in the order admission took them (an open admission forgets some: its own kind)
     tree: QuotaTree
     objects: QueueObjects
     # The admission kept open (queues.incremental.OpenAdmission), when the caller asked to go on from it (live mode's
@@ -176,6 +177,7 @@ class _Admission:
         self.prioritize_preemptor = objects.config.prioritize_preemptor
         # admission fair sharing: the LocalQueues' decayed usage orders the queues that ask for it
         self.afs = admissionfairsharing.ledger(objects)
+        self.lanes: Counter[str] | None = None  # per ClusterQueue, the LocalQueues pointing at it (_head)
         if self.afs is not None:
             self.preemptor.local_queue_usage = self.afs.preemption_usage(objects.config)
         # accelsched's fairness over time across a cohort's ClusterQueues (off unless a root Cohort asks for it)
@@ -388,7 +390,10 @@ class _Admission:
         fair sharing, the lowest LocalQueue usage first (queues.admissionfairsharing)."""
         sticky = self.preemptor_head.get(cq.name)
         if self.afs is not None and admissionfairsharing.enabled(self.objects.config, cq):
-            return self.afs.head(list(pending), sticky if sticky is not None and sticky in pending else None)
+            if self.lanes is None:  # how many LocalQueues feed each ClusterQueue: a head reads their firsts alone
+                self.lanes = Counter(lq.cluster_queue for lq in self.objects.local_queues.values())
+            sticky = sticky if sticky is not None and sticky in pending else None
+            return self.afs.head(pending, sticky, self.lanes[cq.name])
         return sticky if sticky is not None and sticky in pending else pending.first()
 
     def _order(

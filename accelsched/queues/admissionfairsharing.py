@@ -30,7 +30,7 @@ the last one's) and writes the sampled usage to the LocalQueues' status (live/lo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -217,23 +217,37 @@ class Ledger:
             entry.last_update = tick
             self.sampled[key] = (dict(entry.consumed), tick)
 
-    def head(self, pending: Sequence[Q], sticky: Q | None) -> Q:
-        """The queue's head: the lowest LocalQueue usage, then the base order (``pending`` is sorted by it; the
-        sticky workload first among its LocalQueue's, as baseCompareFunc puts it)."""
+    def head(self, pending: Iterable[Q], sticky: Q | None, lanes: int | None = None) -> Q:
+        """The queue's head: the lowest LocalQueue usage, then the base order (``pending`` comes in it, not empty;
+        the sticky workload first among its LocalQueue's, as baseCompareFunc puts it). Only each LocalQueue's first
+        can be the head, or the sticky one, whose place in the order decides nothing (no other is sticky): with
+        ``lanes`` (how many LocalQueues feed the queue) the reading stops once each has shown its first, instead of
+        going through the whole backlog for each head (thousands waiting)."""
         usages: dict[str, float] = {}
         best: tuple[float, bool, int] | None = None
-        chosen = pending[0]
+        chosen: Q | None = None
         for position, item in enumerate(pending):
-            key = f"{item.info.namespace}/{item.info.queue_name}"
-            is_sticky = item is sticky
-            if key in usages and not is_sticky:
+            key = _local_queue(item)
+            if key in usages:
                 continue  # a later workload of a LocalQueue already seen loses on the base order
-            if key not in usages:
-                usages[key] = self.usage(key)
-            rank = (usages[key], not is_sticky, position)
+            usages[key] = self.usage(key)
+            rank = (usages[key], True, position)
             if best is None or rank < best:
                 best, chosen = rank, item
+            if lanes is not None and len(usages) >= lanes:
+                break
+        if sticky is not None:
+            key = _local_queue(sticky)
+            usage = usages[key] if key in usages else self.usage(key)
+            if best is None or (usage, False, -1) < best:
+                chosen = sticky
+        if chosen is None:
+            raise ValueError("no workload pending")
         return chosen
+
+
+def _local_queue(item: _Queued) -> str:
+    return f"{item.info.namespace}/{item.info.queue_name}"
 
 
 def _wanted(objects: api.QueueObjects) -> AdmissionFairSharing | None:

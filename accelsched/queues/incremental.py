@@ -8,7 +8,7 @@ QueueInadmissibleWorkloads on a workload's deletion), as they do after an evicti
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 
 from accelsched.api.objects import Namespace, Node, Pod
 from accelsched.queues import admissionfairsharing
@@ -17,6 +17,32 @@ from accelsched.queues.api import ClusterQueue, QueueObjects
 from accelsched.queues.pending import Pending
 from accelsched.queues.preemption import Admitted, Target
 from accelsched.queues.workloads import Info
+
+
+class OutcomeOrder:
+    """The open admission's outcomes in the order they came (as the list a still admission keeps), a workload
+    leaving in one step: the Workload door forgets one each time a Workload finishes, and a list's remove read
+    the whole backlog each time (thousands waiting in Kueue's performance harness)."""
+
+    def __init__(self, outcomes: Iterable[Outcome] = ()) -> None:
+        self._by_id: dict[int, Outcome] = {id(o): o for o in outcomes}
+
+    def __iter__(self) -> Iterator[Outcome]:
+        return iter(self._by_id.values())
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __contains__(self, item: object) -> bool:
+        return self._by_id.get(id(item)) is item
+
+    def append(self, outcome: Outcome) -> None:
+        self._by_id[id(outcome)] = outcome
+
+    def remove(self, outcome: Outcome) -> None:
+        if self._by_id.get(id(outcome)) is not outcome:
+            raise ValueError("not an outcome of this admission")
+        del self._by_id[id(outcome)]
 
 
 class OpenAdmission(_Admission):
@@ -36,8 +62,11 @@ class OpenAdmission(_Admission):
         # changed (live mode's Workload door writes from these, not from every outcome)
         self.touched: dict[int, Outcome] = {}
         super().__init__(objects, pods or [], namespaces, nodes)
+        self.outcomes: OutcomeOrder = OutcomeOrder(self.outcomes)  # type: ignore[assignment]
         self.queues: dict[str, Pending[Outcome]] = {}
         self.by_key = {o.info.key: o for o in self.outcomes}  # the last submitted of a key (live mode's lookups)
+        # past every input order given so far: the next workload submitted after the others (live mode's order)
+        self.next_order = max((o.info.order for o in self.outcomes), default=-1) + 1
 
     @classmethod
     def start(
@@ -60,8 +89,8 @@ class OpenAdmission(_Admission):
             self.finish(outcome)
         for queues in (self.queues, self.inadmissible):
             pending = queues.get(outcome.cluster_queue)
-            if pending and outcome in pending:
-                pending.remove(outcome)
+            if pending:
+                pending.discard(outcome)
         if self.preemptor_head.get(outcome.cluster_queue) is outcome:
             del self.preemptor_head[outcome.cluster_queue]
         if self.preempting.get(outcome.cluster_queue) is outcome:
@@ -75,6 +104,7 @@ class OpenAdmission(_Admission):
         """Queue a workload in its LocalQueue's ClusterQueue (refused with Kueue's words when there is none)."""
         outcome = Outcome(info)
         self.outcomes.append(outcome)
+        self.next_order = max(self.next_order, info.order + 1)
         self.by_info[id(info)] = outcome
         self.by_key[info.key] = outcome
         cq = self._cluster_queue(outcome)
@@ -128,8 +158,9 @@ class OpenAdmission(_Admission):
         self._cycles(self.queues)
         if self.afs is not None and self.afs.pending():
             # the Workload controller settles each entry penalty as its workload turns Admitted
-            usage = self._local_queue_usage()
-            for key in self.afs.pending():
+            keys = self.afs.pending()
+            usage = self._local_queue_usage(keys)
+            for key in keys:
                 self.afs.settle(key, usage.get(key, {}))
         evicted = list({id(o): o for o in self._evicted_now}.values())
         admitted = [o for o in {id(o): o for o in self._admitted_now}.values() if o.admitted]
@@ -150,12 +181,23 @@ class OpenAdmission(_Admission):
             and admissionfairsharing.enabled(config, cq)
         ]
 
-    def _local_queue_usage(self) -> dict[str, dict[str, float]]:
-        """cacheLq.GetAdmittedUsage per LocalQueue: its admitted workloads' usage, flavors summed."""
+    def _local_queue_usage(self, keys: Collection[str] | None = None) -> dict[str, dict[str, float]]:
+        """cacheLq.GetAdmittedUsage per LocalQueue (of ``keys``, else every one): its admitted workloads' usage,
+        flavors summed. With ``keys``, only their ClusterQueues' workloads are read (a LocalQueue's all hold quota in
+        its one ClusterQueue, read in the same order: the same sums), not every workload admitted, each round."""
+        groups: Iterable[list[Admitted]] = self.admitted.values()
+        if keys is not None:
+            keys = set(keys)
+            local_queues = self.objects.local_queues
+            names = dict.fromkeys(local_queues[k].cluster_queue for k in keys if k in local_queues)
+            groups = [self.admitted.get(name, []) for name in names]
         out: dict[str, dict[str, float]] = {}
-        for records in self.admitted.values():
+        for records in groups:
             for record in records:
-                usage = out.setdefault(f"{record.info.namespace}/{record.info.queue_name}", {})
+                key = f"{record.info.namespace}/{record.info.queue_name}"
+                if keys is not None and key not in keys:
+                    continue
+                usage = out.setdefault(key, {})
                 for (_, name), amount in record.usage.items():
                     usage[name] = usage.get(name, 0.0) + admissionfairsharing.kueue_amount(name, amount)
         return out

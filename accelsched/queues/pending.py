@@ -56,15 +56,26 @@ class Classes(Generic[T]):
 
     def remove(self, item: T) -> None:
         """One workload out of its class (a workload deleted while it waits)."""
+        if not self.discard(item):
+            raise ValueError("not queued")
+
+    def discard(self, item: T) -> bool:
+        """One workload out of its class if it is queued (found once: the Workload door forgets a finished one
+        without asking first whether it waits). True when it was."""
         at = self._index(item)
         if at is None:
-            raise ValueError("not queued")
+            return False
+        self._remove_at(item, at)
+        return True
+
+    def _remove_at(self, item: T, at: int) -> Hashable:
         cls = self.cls(item)
         group = self.groups[cls]
         del group[at]
         self.size -= 1
         if not group:
             del self.groups[cls]
+        return cls
 
     def add(self, item: T) -> Hashable:
         """One workload into its class, after those of an equal key (as an append and a stable sort would)."""
@@ -144,14 +155,13 @@ class Pending(Classes[T]):
         if self.groups[cls][0] is not before:
             self._push(cls)
 
-    def remove(self, item: T) -> None:
-        at = self._index(item)
-        super().remove(item)
-        cls = self.cls(item)
+    def _remove_at(self, item: T, at: int) -> Hashable:
+        cls = super()._remove_at(item, at)
         if cls not in self.groups:
             self._token.pop(cls, None)
         elif at == 0:
             self._push(cls)
+        return cls
 
     def pop_class(self, cls: Hashable) -> list[T]:
         self._token.pop(cls, None)
