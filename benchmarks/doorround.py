@@ -138,10 +138,10 @@ class Door:
         live, store = self.live, self.live.kueue["Workload"].store
         written = []
         for key, args in sent:
-            if key.startswith("clusterqueue:"):
-                name, patch = args
-                cqs = live.kueue["ClusterQueue"].store
-                cqs[name] = {**cqs[name], "status": patch["status"]}
+            if key.startswith(("clusterqueue:", "localqueue:")):
+                kind, name, patch = args
+                queues = live.kueue[kind].store
+                queues[name] = {**queues[name], "status": patch["status"]}
                 continue
             (write,) = args
             old = store.get(f"{write.namespace}/{write.name}")

@@ -239,7 +239,7 @@ def test_the_cluster_queue_status_kept_from_round_to_round_is_the_one_counted_fr
             followed += not live.sync_session()
             result = live.session.queues
             assert clusterqueuestatus.statuses(result, live._cq_counts) == clusterqueuestatus.statuses(result)
-            sent = {args[0]: args[1] for key, args in door.sent if key.startswith("clusterqueue:")}
+            sent = {args[1]: args[2] for key, args in door.sent if key.startswith("clusterqueue:")}
             assert sent == clusterqueuestatus.status_patches(
                 result, cluster_queues, store, {"accelsched"}, written=written
             )

@@ -358,7 +358,7 @@ def test_the_second_door_writes_its_local_queues_and_pushes_one_penalty_per_rese
     live.afs_clock.now = T0 + 60  # type: ignore[attr-defined]
     live._invalidate("a node changed")
     assert live.sync_session()
-    assert live.session.queues.outcomes[0].admitted
+    assert next(iter(live.session.queues.outcomes)).admitted
     assert ledger.entries["team-b/main"].consumed == charged
 
 
