@@ -55,6 +55,7 @@ from typing import Any
 
 import yaml
 
+from benchmarks import kueuetimeline
 from benchmarks.live import start_scheduler
 
 REPO = Path(__file__).resolve().parents[1]
@@ -172,11 +173,19 @@ def _starting_workers(log: Path) -> str:
 
 
 def run_system(
-    system: str, harness: Path, module: Path, assets: Path, config: Path, out: Path, deadline: float
+    system: str,
+    harness: Path,
+    module: Path,
+    assets: Path,
+    config: Path,
+    out: Path,
+    deadline: float,
+    timeline: bool = False,
 ) -> Result:
     """One run: a fresh control plane with Kueue's CRDs (the API server's request limits raised as Kueue's runner
     raises envtest's), the system started, then Kueue's runner against it (client QPS and burst as envtest's,
-    1000 and 2000), interrupted at ``deadline`` seconds (it then writes what it recorded)."""
+    1000 and 2000), interrupted at ``deadline`` seconds (it then writes what it recorded). ``timeline``: the
+    Workloads' events are recorded too (benchmarks/kueuetimeline.py: ``timeline.jsonl``, summed up on stdout)."""
     from controlplane import ControlPlane, apply_crds
 
     from accelsched.live import kube as k
@@ -188,10 +197,14 @@ def run_system(
         apply_crds(k.api_client(str(cp.kubeconfig)), module / "config/components/crd/bases")
         sut = System(system, harness, cp.kubeconfig, out)
         sut.start()
+        recorder = kueuetimeline.Recorder(cp.kubeconfig, out / "timeline.jsonl").start() if timeline else None
         try:
             completed = _run_runner(harness / "runner", cp.kubeconfig, module, config, out, deadline)
         finally:
             sut.stop()
+            if recorder is not None:
+                recorder.stop()
+                print(f"{system}: {kueuetimeline.summary((out / 'timeline.jsonl').read_text().splitlines())}")
     finally:
         cp.stop()
     summary_file = out / "summary.yaml"
@@ -314,7 +327,7 @@ def _limit(op: str, value: Any, unit: float = 1000) -> str:
 
 
 def run(
-    config_name: str, scale: float, systems: tuple[str, ...], workdir: Path, deadline: float
+    config_name: str, scale: float, systems: tuple[str, ...], workdir: Path, deadline: float, timeline: bool = False
 ) -> tuple[list[Result], dict[str, Any], int]:
     """Both systems through the harness in turn: (results, Kueue's thresholds, workloads per run)."""
     module = kueue_module()
@@ -334,7 +347,7 @@ def run(
     generator.write_text(yaml.safe_dump(doc, sort_keys=False))
     thresholds = yaml.safe_load((configs / "rangespec.yaml").read_text()) or {}
     sys.path.insert(0, str(REPO / "tests" / "live"))  # the test control plane (controlplane.py)
-    results = [run_system(s, harness, module, assets, generator, workdir / s, deadline) for s in systems]
+    results = [run_system(s, harness, module, assets, generator, workdir / s, deadline, timeline) for s in systems]
     return results, thresholds, workload_count(doc)
 
 
@@ -345,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=SYSTEMS)
     parser.add_argument("--deadline", type=float, default=1800.0, help="seconds each system's run may take")
     parser.add_argument("--keep", type=Path, help="keep the runs' artifacts (summaries, CSVs, logs) in this dir")
+    parser.add_argument("--timeline", action="store_true", help="record the Workloads' events and sum them up")
     args = parser.parse_args(argv)
     if args.scale <= 0:
         parser.error("--scale must be more than 0")
@@ -352,10 +366,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
-            results, thresholds, count = run(args.config, args.scale, systems, args.keep, args.deadline)
+            results, thresholds, count = run(args.config, args.scale, systems, args.keep, args.deadline, args.timeline)
         else:
             with tempfile.TemporaryDirectory(prefix="kueueperf-") as tmp:
-                results, thresholds, count = run(args.config, args.scale, systems, Path(tmp), args.deadline)
+                results, thresholds, count = run(
+                    args.config, args.scale, systems, Path(tmp), args.deadline, args.timeline
+                )
     except Unavailable as exc:
         print(f"benchmarks.kueueperf: {exc}", file=sys.stderr)
         return 2
