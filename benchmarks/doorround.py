@@ -127,7 +127,7 @@ class Door:
             turn -= n
         return workload(f"{cls}-{i}", namespace, cls or MIX[0][0], i)
 
-    def _record(self, key: str, fn: Any, *args: Any, report: bool = False) -> None:
+    def _record(self, key: str, fn: Any, *args: Any, lane: str = "") -> None:
         self.sent.append((key, args))
 
     def apply_writes(self) -> int:

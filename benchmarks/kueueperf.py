@@ -205,6 +205,7 @@ def run_system(
             if recorder is not None:
                 recorder.stop()
                 print(f"{system}: {kueuetimeline.summary((out / 'timeline.jsonl').read_text().splitlines())}")
+                print(kueuetimeline.api_requests(cp.kubeconfig))
     finally:
         cp.stop()
     summary_file = out / "summary.yaml"

@@ -22,9 +22,17 @@ from typing import Any
 CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"  # the generator's ClassLabel (runner/generator)
 
 
-def _state(obj: dict[str, Any]) -> dict[str, bool]:
-    conditions = {c.get("type"): c.get("status") == "True" for c in (obj.get("status") or {}).get("conditions") or []}
-    return {k: bool(conditions.get(t)) for k, t in (("a", "Admitted"), ("e", "Evicted"), ("f", "Finished"))}
+def _state(obj: dict[str, Any]) -> dict[str, Any]:
+    """The flags the summary follows (admitted, evicted, finished), the Preempted reason (why it was evicted) and
+    the QuotaReserved message (a waiting one's), cut short."""
+    conditions = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or []}
+    state: dict[str, Any] = {
+        k: (conditions.get(t) or {}).get("status") == "True"
+        for k, t in (("a", "Admitted"), ("e", "Evicted"), ("f", "Finished"))
+    }
+    state["why"] = (conditions.get("Preempted") or {}).get("reason", "")
+    state["msg"] = str((conditions.get("QuotaReserved") or {}).get("message", ""))[:60]
+    return state
 
 
 class Recorder:
@@ -94,6 +102,7 @@ def summary(lines: Iterable[str]) -> str:
     evicted_since: dict[str, float] = {}
     finished_at: dict[str, list[float]] = {}  # namespace (= ClusterQueue in the harness) -> finish times waiting
     reuse: list[float] = []
+    reasons: dict[str, int] = {}
     start = min(e["t"] for e in events)
     for e in events:
         key = f"{e['ns']}/{e['name']}"
@@ -110,6 +119,7 @@ def summary(lines: Iterable[str]) -> str:
                 reuse.append(e["t"] - waiting.pop(0))
         if e["e"] and not before["e"]:
             evictions_at.append(e["t"] - start)
+            reasons[f"{e['class']} {e.get('why', '')}"] = reasons.get(f"{e['class']} {e.get('why', '')}", 0) + 1
             evicted_since[key] = e["t"]
         if e["f"] and not before["f"]:
             finished_at.setdefault(e["ns"], []).append(e["t"])
@@ -123,7 +133,38 @@ def summary(lines: Iterable[str]) -> str:
     for t in evictions_at:
         buckets[int(t)] = buckets.get(int(t), 0) + 1
     out.append(f"  evictions: {len(evictions_at)}; by second: {dict(sorted(buckets.items()))}")
+    out.append(f"  evictions by class and Preempted reason: {dict(sorted(reasons.items()))}")
     out.append(f"  finish to the next admission in its ClusterQueue (s): {_quantiles(reuse)}")
+    return "\n".join(out)
+
+
+def api_requests(kubeconfig: Path) -> str:
+    """The API server's request counts and time spent per verb, resource and subresource since it started (its
+    ``apiserver_request_total`` and ``apiserver_request_duration_seconds_sum``): on these machines the API server is
+    the busiest process of a run, so what each system asks of it explains much of the difference."""
+    from accelsched.live import kube as k
+
+    text = k.Kube(k.api_client(str(kubeconfig))).request("GET", "/metrics", parse=lambda body: body)
+    counts: dict[tuple[str, str, str], float] = {}
+    seconds: dict[tuple[str, str, str], float] = {}
+    for line in str(text).splitlines():
+        name, _, rest = line.partition("{")
+        if name not in ("apiserver_request_total", "apiserver_request_duration_seconds_sum"):
+            continue
+        labels_text, _, value = rest.rpartition("} ")
+        labels = dict(part.split("=", 1) for part in labels_text.replace('"', "").split(",") if "=" in part)
+        if labels.get("group") not in ("kueue.x-k8s.io", "") or labels.get("verb") in ("WATCH", "CONNECT"):
+            continue
+        key = (labels.get("verb", ""), labels.get("resource", ""), labels.get("subresource", ""))
+        into = counts if name == "apiserver_request_total" else seconds
+        into[key] = into.get(key, 0.0) + float(value)
+    rows = sorted(counts.items(), key=lambda item: -item[1])
+    out = ["  API server requests (verb resource/subresource: count, seconds in the server):"]
+    out += [
+        f"    {v} {r}{'/' + sub if sub else ''}: {int(n)}, {seconds.get((v, r, sub), 0):.1f} s"
+        for (v, r, sub), n in rows
+        if n >= 10
+    ]
     return "\n".join(out)
 
 

@@ -24,7 +24,7 @@ def _door() -> tuple[LiveScheduler, list[workloadstatus.StatusWrite]]:
     live = _scheduler()
     sent: list[workloadstatus.StatusWrite] = []
 
-    def record(key: str, fn: object, *args: object, report: bool = False) -> None:
+    def record(key: str, fn: object, *args: object, lane: str = "") -> None:
         if key.startswith(("workload:", "pending:")):
             sent.append(args[-1])  # type: ignore[arg-type]
 
@@ -170,3 +170,45 @@ def test_a_write_refused_as_stale_is_worked_out_again_for_that_workload_alone() 
     (again,) = sent
     assert again.patch["metadata"]["resourceVersion"] == "8"
     assert _said(sent) == _from_scratch(store) and workloadstatus.written(again)[1][1]
+
+
+class _Held:
+    """A write lane that takes writes and runs none: a backlog on the report pool, as in Kueue's harness."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def submit(self, key: str, fn: object, *args: object) -> None:
+        self.keys.append(key)
+
+    def report(self, key: str, fn: object, *args: object, subject: str = "") -> None:
+        self.keys.append(key)
+
+
+def test_an_admission_decided_while_the_pending_condition_waits_for_its_turn_goes_out_in_its_place() -> None:
+    """The second Workload's Pending condition waits behind other reports, unsent; the first finishes and the next
+    round admits the second from the version the Pending condition was decided from. The Pending condition is
+    dropped and the admission goes out (before, the admission waited for the superseded message to be written and
+    come back)."""
+    live = _scheduler()
+    live.writes = live.queue_status_writes = _Held()  # type: ignore[assignment]
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)
+    _rebuild(live)
+    echo = _applied(first, live._latest.pop("workload:team-a/first")[-1], "8")
+    _event(live, "MODIFIED", echo, first)
+
+    _event(live, "ADDED", _workload_doc("second", 6), None)
+    assert live._follow_workloads()
+    (pending,) = live._latest["pending:team-a/second"][1:]
+    assert not workloadstatus.written(pending)[1][1]  # it waits: its Pending condition is queued, not sent
+
+    done = copy.deepcopy(echo)
+    done["metadata"]["resourceVersion"] = "10"
+    done["status"]["conditions"].append(FINISHED)
+    _event(live, "MODIFIED", done, echo)
+    assert live._follow_workloads()
+    assert "pending:team-a/second" not in live._latest
+    (admit,) = live._latest["workload:team-a/second"][1:]
+    assert workloadstatus.written(admit)[1][1] and admit.patch["metadata"]["resourceVersion"] == "7"
+    assert "team-a/second" not in live._stale_workloads

@@ -245,3 +245,19 @@ def test_the_cluster_queue_status_kept_from_round_to_round_is_the_one_counted_fr
             )
             door.apply_writes()
     assert followed == len(rounds)  # each round was followed in place: the kept counts were the ones read
+
+
+def test_queue_status_goes_on_its_own_lane_not_behind_the_workloads_writes() -> None:
+    """ClusterQueue status writes go to the queue status lane: behind the Pending conditions on the report pool they
+    lagged seconds, and Kueue's performance runner reads usage and the end of its run from them."""
+    from benchmarks.doorround import CLASSES, Door
+    from tests.test_live_workloaddeltas import _Held
+
+    door = Door(2, cohorts=1, per_cohort=2)
+    live = door.live
+    del live._submit_latest  # the door's own, not the benchmark's recorder
+    live.writes, live.queue_status_writes = workloads, queues = _Held(), _Held()  # type: ignore[assignment]
+    door.event("ADDED", door.new(CLASSES[0][0], door.queues[0]), None)
+    live.sync_session()
+    assert queues.keys and all(k.startswith("clusterqueue:") for k in queues.keys)
+    assert workloads.keys and not any(k.startswith("clusterqueue:") for k in workloads.keys)

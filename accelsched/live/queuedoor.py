@@ -59,6 +59,7 @@ JOB_GRACE_SECONDS = 10.0  # how long a pod waits for its Job to show in the cach
 # How long a Workload status write counts as in flight at most (its event normally ends it sooner): a write the API
 # server takes as no change brings no event, and must not hold that workload's next decision back for good.
 IN_FLIGHT_SECONDS = 10.0
+BIND, REPORT, STATUS = "bind", "report", "status"  # the write lanes of _submit_latest
 
 
 class QueueDoor:
@@ -161,10 +162,10 @@ class QueueDoor:
                     self._latest.pop(f"pending:{key}", None)
                 self._submit_latest(f"workload:{key}", self._write_workload_status, write)
             else:
-                self._submit_latest(f"pending:{key}", self._write_workload_status, write, report=True)
+                self._submit_latest(f"pending:{key}", self._write_workload_status, write, lane=REPORT)
         for name, patch in cq_patches.items():  # the ClusterQueue controller's part (live/clusterqueuestatus.py)
             self._submit_latest(
-                f"clusterqueue:{name}", self._write_queue_status, "ClusterQueue", name, patch, report=True
+                f"clusterqueue:{name}", self._write_queue_status, "ClusterQueue", name, patch, lane=STATUS
             )
 
     def _follow_workloads(self) -> bool:
@@ -175,8 +176,10 @@ class QueueDoor:
             admission = self._open
         if not changes:
             return True
-        if admission is None or self.session is None or not workloaddeltas.apply(
-            admission, changes, self.scheduler_names
+        if (
+            admission is None
+            or self.session is None
+            or not workloaddeltas.apply(admission, changes, self.scheduler_names)
         ):
             with self.lock:
                 self._open = None
@@ -190,23 +193,28 @@ class QueueDoor:
         self._admit_queues(self.session, outcomes)
         return True
 
-    def _submit_latest(self, key: str, fn: Any, *args: Any, report: bool = False) -> None:
+    def _submit_latest(self, key: str, fn: Any, *args: Any, lane: str = BIND) -> None:
         """A status write that supersedes the one of an earlier round still waiting for its turn under ``key``:
         rounds come faster than the writes, and each decides from a cache that does not show the previous round's
         writes yet, so without this the same objects' writes queued up, each behind the ones before, most of them
         refused as stale (409) by the time they ran (Kueue's performance runner: 1,200 refused to 46 done).
-        ``report``: the write goes to the report pool (live/writer.py), as the ClusterQueue status and the Pending
-        conditions do: at 5% of Kueue's harness they were more than half of the door's writes, and on the bind pool
-        the admissions and evictions waited behind them (up to 9 s, no admission going out for 25 s while the
-        first rounds' Pending conditions were written). A Pending condition and an admission of one Workload never
-        run at once: a write from the version an earlier one was decided from is not sent (_status_writes_due)."""
+        ``lane``: admissions and evictions go on the bind pool (BIND); the Pending conditions on the report pool
+        (REPORT, live/writer.py): at 5% of Kueue's harness they were more than half of the door's writes, and on the
+        bind pool the admissions and evictions waited behind them (up to 9 s, no admission going out for 25 s while
+        the first rounds' Pending conditions were written); the ClusterQueue and LocalQueue status on threads of
+        their own (STATUS): behind the Pending conditions they lagged seconds, and Kueue's performance runner reads
+        the queues' usage and the end of its run from them. A Pending condition and an admission of one Workload
+        never run at once: a write from the version an earlier one was decided from is not sent
+        (_status_writes_due)."""
         with self._latest_lock:
             waiting = key in self._latest
             self._latest[key] = (fn, *args)
         if waiting:
             return
-        if report:  # on the report pool: a round's ClusterQueue counts must not queue the admissions behind them
+        if lane == REPORT:
             self.writes.report(key, self._write_latest, key)
+        elif lane == STATUS:
+            self.queue_status_writes.submit(key, self._write_latest, key)
         else:
             self.writes.submit(key, self._write_latest, key)
 
@@ -247,7 +255,7 @@ class QueueDoor:
             mine = localqueuestatus.local_queues_of_ours(self.session.queues, workloads, self.scheduler_names)
             patches = localqueuestatus.status_patches(samples, self.kueue["LocalQueue"].store, mine)
         for key, patch in patches.items():
-            self._submit_latest(f"localqueue:{key}", self._write_queue_status, "LocalQueue", key, patch, report=True)
+            self._submit_latest(f"localqueue:{key}", self._write_queue_status, "LocalQueue", key, patch, lane=STATUS)
 
     def _wait_for_room(self, result: ScheduleResult) -> bool:
         """A pod the engine could not place, of a workload this door admitted in this session: admitted means
@@ -285,7 +293,13 @@ class QueueDoor:
         so it is not sent; a different one from that version would be answered 409 too, so it is not sent either,
         and the workload is marked stale: its next event rebuilds the session, even a Pending message's that
         _on_workload leaves out otherwise (else the decision waits for an unrelated event: the deep queue's
-        stalls, benchmarks/deepqueue.py)."""
+        stalls, benchmarks/deepqueue.py).
+
+        The exception: a Pending condition decided from that version and still waiting for its turn on the report
+        pool (not sent: the API server has not moved the version on) is dropped, and the new write goes out in its
+        place. Pending conditions queue behind the round's other reports (a backlog of seconds in Kueue's
+        performance harness), and an admission decided meanwhile waited for the superseded message to be written
+        and come back before it was sent at all."""
         out = []
         now = time.monotonic()
         with self.lock:
@@ -294,9 +308,11 @@ class QueueDoor:
                 version, what = workloadstatus.written(write)
                 flight = self._status_in_flight.get(key)
                 if flight is not None and flight[0] == version and now - flight[2] < IN_FLIGHT_SECONDS:
-                    if flight[1] != what:
+                    if flight[1] == what:
+                        continue
+                    if not self._drop_unsent(f"pending:{key}"):
                         self._stale_workloads.add(key)
-                    continue
+                        continue
                 self._status_in_flight[key] = (version, what, now)
                 if what[1]:  # it admits: assumed admitted until the cache shows it (_assumed_workloads)
                     self._assumed_admissions[key] = (version, write.patch["status"])
@@ -304,6 +320,11 @@ class QueueDoor:
                     self._assumed_admissions.pop(key, None)
                 out.append(write)
         return out
+
+    def _drop_unsent(self, key: str) -> bool:
+        """Drop the write waiting under ``key`` (_submit_latest) if it has not started; True when there was one."""
+        with self._latest_lock:
+            return self._latest.pop(key, None) is not None
 
     def _assumed_workloads(self) -> list[JSON]:
         """The cache's Workloads for a round, less the finished ones (Kueue's workload controller takes them out of

@@ -77,6 +77,7 @@ LOOP_STALLED = 120.0  # /healthz fails when the loop has not turned for this lon
 __all__ = ["NON_TERMINAL", "BindOutcome", "Decision", "LiveScheduler"]
 
 
+QUEUE_STATUS_WORKERS = 2  # threads writing ClusterQueue and LocalQueue status (live.queuedoor), one per queue at once
 REPORT_WORKERS = 4  # threads writing FailedScheduling events and conditions (live.writer's report pool)
 
 
@@ -248,6 +249,12 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._report_pool = concurrent.futures.ThreadPoolExecutor(REPORT_WORKERS, thread_name_prefix="report")
         # Binds, events and status patches: concurrent across pods, in order per pod or gang (live.writer).
         self.writes = OrderedWriter(self._pool, self._report_pool)
+        # The queue door's ClusterQueue and LocalQueue status (live.queuedoor): neither behind admissions nor behind
+        # a backlog of Pending conditions (Kueue's performance runner reads usage and its end from them).
+        self._queue_status_pool = concurrent.futures.ThreadPoolExecutor(
+            QUEUE_STATUS_WORKERS, thread_name_prefix="queue-status"
+        )
+        self.queue_status_writes = OrderedWriter(self._queue_status_pool)
         self._last_flush = time.monotonic()
         self._thread: threading.Thread | None = None
         self._beat = time.monotonic()  # the loop's last turn (/healthz)
@@ -274,6 +281,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
             self._thread.join(timeout=10)
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._report_pool.shutdown(wait=True, cancel_futures=True)
+        self._queue_status_pool.shutdown(wait=True, cancel_futures=True)
 
     def _leader_status(self, leading: bool) -> None:
         self.metrics.leader.labels(self._lease_name).set(1 if leading else 0)
