@@ -358,3 +358,22 @@ def test_the_configuration_turns_gates_on_with_either_feature_gate(tmp_path: Pat
     path = tmp_path / "in.yaml"
     path.write_text(yaml.safe_dump_all([config(**gates), *queue()]))
     assert load([path]).queues.config.preemption_gates is on
+
+
+def test_live_mode_closes_a_preempted_workloads_gates_in_its_eviction_patch() -> None:
+    """The eviction patch live mode writes on a preempted Workload of ours (Preempted, Evicted) also carries
+    status.preemptionGates, each Closed at the time of the write (evict.closeAllPreemptionGates)."""
+    from accelsched.live import workloadstatus
+    from tests.test_queues_live import reclaimed_borrower
+
+    def gated(borrower: dict) -> None:
+        borrower["spec"]["preemptionGates"] = [{"name": "orch"}]
+        borrower["status"]["preemptionGates"] = [{"name": "orch", "position": "Open", "lastTransitionTime": _T}]
+
+    session, store = reclaimed_borrower(gated)
+    (write,), _ = workloadstatus.preemptions(session.queues, store, {"accelsched"}, now="T1")
+    closed = [{"name": "orch", "position": "Closed", "lastTransitionTime": "T1"}]
+    assert write.patch["status"]["preemptionGates"] == closed
+    session, store = reclaimed_borrower()
+    (unchanged,), _ = workloadstatus.preemptions(session.queues, store, {"accelsched"}, now="T1")
+    assert "preemptionGates" not in unchanged.patch["status"]  # none to close
