@@ -18,11 +18,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from accelsched.api.loader import load
+from accelsched.api.loader import Inputs, load
 from accelsched.cli import main
 from accelsched.errors import InputError
 from accelsched.queues import explain, preemptiongates
-from accelsched.queues.admission import Outcome, admit
+from accelsched.queues.admission import Outcome, QueueResult, admit
 from tests.test_queues_admission import GPU, KUEUE, cluster_queue, flavor, job, local_queue, node, quota, run
 
 GATED = "Workload requires preemption, but it's gated"
@@ -91,6 +91,20 @@ def outcomes(tmp_path: Path, docs: list[dict]) -> dict[str, dict]:
 
 def conditions(w: dict) -> dict[str, dict]:
     return {c["type"]: c for c in w["conditions"]}
+
+
+def admitted(tmp_path: Path, docs: list[dict]) -> tuple[dict[str, Outcome], QueueResult, Inputs]:
+    """Admission through the Python API: the outcomes by workload name, the result and the inputs."""
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    inputs = load([path])
+    result = admit(inputs.queues, inputs.pods, inputs.namespaces, inputs.nodes)
+    return {o.info.name: o for o in result.outcomes}, result, inputs
+
+
+def explained(tmp_path: Path, docs: list[dict], name: str) -> explain.QueueExplanation:
+    outcomes, result, inputs = admitted(tmp_path, docs)
+    return explain.explain(result, outcomes[name], inputs.pods, inputs.namespaces, inputs.nodes)
 
 
 # ------------------------------------------------------------------------------------------------ the cycle
@@ -213,11 +227,7 @@ def test_an_eviction_closes_every_gate_and_turns_a_blocked_condition_false(tmp_p
         config(ConcurrentAdmission=True), *queue(),
         workload("mid", 8, 50, ["orch"], {"orch": "Open"}, running=True), workload("high", 4, 100),
     ]  # fmt: skip
-    path = tmp_path / "in.yaml"
-    path.write_text(yaml.safe_dump_all(docs))
-    inputs = load([path])
-    result = admit(inputs.queues, inputs.pods, inputs.namespaces, inputs.nodes)
-    mid = next(o for o in result.outcomes if o.info.name == "mid")
+    mid = admitted(tmp_path, docs)[0]["mid"]
     assert mid.preempted and mid.gates.closed() == ["orch"] and mid.gates.positions == {"orch": "Closed"}
     assert "BlockedOnPreemptionGates" not in {c["type"] for c in mid.conditions}  # never True: not written
     again = Outcome(mid.info, conditions=[dict(BLOCKED)])
@@ -243,12 +253,7 @@ def test_explain_names_the_closed_gate_and_offers_opening_it_checked(tmp_path: P
     changes admission admits it after: opening the gate (preempting low) among them."""
     docs = [config(ConcurrentAdmission=True), *queue(), workload("low", 6, running=True)]
     docs.append(workload("high", 4, 100, ["orch", "mk"], {"mk": "Open"}))
-    path = tmp_path / "in.yaml"
-    path.write_text(yaml.safe_dump_all(docs))
-    inputs = load([path])
-    result = admit(inputs.queues, inputs.pods, inputs.namespaces, inputs.nodes)
-    high = next(o for o in result.outcomes if o.info.name == "high")
-    why = explain.explain(result, high, inputs.pods, inputs.namespaces, inputs.nodes)
+    why = explained(tmp_path, docs, "high")
     assert why.message == GATED and why.gates == ["orch"]
     assert "gated: it needs to preempt, and its preemption gate orch is closed" in "\n".join(why.lines())
     gate = next(f for f in why.fixes if f.kind == "preemptionGate")
@@ -260,12 +265,7 @@ def test_explain_names_the_closed_gate_and_offers_opening_it_checked(tmp_path: P
 def test_explain_says_nothing_of_gates_when_the_feature_gates_are_off(tmp_path: Path) -> None:
     """A workload with a gate in a Kueue that ignores gates waits for quota, not for its gate."""
     docs = [*queue(), workload("top", 6, 1000, running=True), workload("high", 4, 100, ["orch"])]
-    path = tmp_path / "in.yaml"
-    path.write_text(yaml.safe_dump_all(docs))
-    inputs = load([path])
-    result = admit(inputs.queues, inputs.pods, inputs.namespaces, inputs.nodes)
-    high = next(o for o in result.outcomes if o.info.name == "high")
-    why = explain.explain(result, high, inputs.pods, inputs.namespaces, inputs.nodes)
+    why = explained(tmp_path, docs, "high")
     assert why.gates == [] and not any(f.kind == "preemptionGate" for f in why.fixes)
 
 
