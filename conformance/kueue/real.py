@@ -261,10 +261,10 @@ class KueueCluster:
         if not gates:
             return made
         assert self.kube is not None
-        path = RESOURCES["Workload"].path(made["metadata"]["namespace"], made["metadata"]["name"], "status")
-        body = {**made, "status": {**(made.get("status") or {}), "preemptionGates": gates}}
-        try:
-            return self.kube.request("PUT", path, body=body)
+        meta = made["metadata"]
+        try:  # a merge patch: Kueue may have written the gate's refusal meanwhile (no resourceVersion to conflict)
+            return self.kube.patch(RESOURCES["Workload"], meta["name"], {"status": {"preemptionGates": gates}},
+                                   meta["namespace"], "status", content_type="application/merge-patch+json")
         except ApiError as exc:
             raise OracleError(f"the API server refused the status of Workload {made['metadata']['name']}: "
                               f"{exc.message}") from None
