@@ -12,9 +12,10 @@ valid set of v1beta2 objects (what Kueue's webhooks would accept and default: th
 - ``flavors``: flavor node labels against pod node selectors, taints against tolerations, flavorFungibility.
 
 The ``preemptiongates`` class (run alone, against a Kueue started with the ConcurrentAdmission feature gate, and
-accelsched given the same Configuration) is the ``preemption`` class with Workload preemption gates: some
-workloads list a gate in ``spec.preemptionGates``, closed (no position) or opened in ``status.preemptionGates``
-(the harness writes that status once the workload exists, as the controller owning the gate would).
+accelsched given the same Configuration) is the ``preemption`` class leaning on preemption (``_gated``), with
+Workload preemption gates: some workloads list a gate in ``spec.preemptionGates``, closed (no position) or opened
+in ``status.preemptionGates`` (the harness writes that status once the workload exists, as the controller owning
+the gate would).
 
 The ``fairsharing`` class (run alone) makes most of its scenarios a contest (``_contest``): one ClusterQueue, the
 hog, gets most of the first phase and borrows the cohort's idle quota; another, the claimant, with a small
@@ -111,15 +112,25 @@ def build(klass: str, seed: int) -> Scenario:
 
 
 def _gated(s: Scenario) -> Scenario:
-    """The preemption scenario with some of its workloads gated (drawn from their own seed: the scenario stays the
-    preemption class's own)."""
+    """The preemption scenario leaning on preemption, with some of its workloads gated (drawn from their own seed):
+    every ClusterQueue preempts lower priorities within itself and reclaims within its cohort, the first phase's
+    workloads have priority 10 and the second's 1000, so a second-phase workload that does not fit mostly has
+    candidates: gated, it waits; open, it preempts."""
     rng = random.Random(s.seed + 7)
-    for wl in s.workloads():
-        if rng.random() < GATED:
-            wl["spec"]["preemptionGates"] = [{"name": GATE}]
-            if rng.random() < GATE_OPEN:
-                wl["status"] = {"preemptionGates": [
-                    {"name": GATE, "position": "Open", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    for cq in (o for o in s.objects if o["kind"] == "ClusterQueue"):
+        preemption = cq["spec"].setdefault("preemption", {})
+        preemption["withinClusterQueue"] = "LowerPriority"
+        if cq["spec"].get("cohortName"):
+            preemption["reclaimWithinCohort"] = "Any"
+    for phase, priority in zip(s.phases, (10, 1000), strict=False):
+        for wl in phase:
+            wl["spec"].pop("priorityClassRef", None)
+            wl["spec"]["priority"] = priority
+            if rng.random() < GATED:
+                wl["spec"]["preemptionGates"] = [{"name": GATE}]
+                if rng.random() < GATE_OPEN:
+                    wl["status"] = {"preemptionGates": [
+                        {"name": GATE, "position": "Open", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
     s.klass = PREEMPTION_GATES
     return s
 
