@@ -71,3 +71,39 @@ def test_fairsharing_scenarios_are_often_a_contest_a_claimant_must_borrow_in() -
         assert any(int(q["nominalQuota"]) >= 4 for o in s.objects if o["kind"] == "ClusterQueue"
                    for g in o["spec"]["resourceGroups"] for f in g["flavors"] for q in f["resources"]
                    if q["name"] == generator.GPU)
+
+
+def test_preemptiongates_scenarios_gate_some_workloads_and_accelsched_reads_them_with_the_feature_gate() -> None:
+    """The preemptiongates class: the preemption class's scenario leaning on preemption, with a gate on some
+    workloads (a few opened in status), read by accelsched with Kueue's Configuration carrying the feature gate."""
+    import yaml
+
+    from accelsched.api.loader import build_inputs, read_documents
+    from conformance.kueue import runner
+
+    scenarios = generator.generate(30, seed=5, classes=[generator.PREEMPTION_GATES])
+    workloads = [w for s in scenarios for w in s.workloads()]
+    gated = [w for w in workloads if w["spec"].get("preemptionGates")]
+    opened = [w for w in gated if (w.get("status") or {}).get("preemptionGates")]
+    assert 0.4 < len(gated) / len(workloads) < 0.8 and opened
+    for s in scenarios:  # leaning on preemption: the second phase outranks the first, every queue may preempt
+        assert all(cq["spec"]["preemption"]["withinClusterQueue"] == "LowerPriority"
+                   for cq in s.objects if cq["kind"] == "ClusterQueue")
+        assert [{w["spec"]["priority"] for w in phase} for phase in s.phases] == [{10}, {1000}][:len(s.phases)]
+
+    class Cluster:  # what runner.configuration reads of a KueueCluster
+        fair_sharing = None
+        feature_gates = generator.PREEMPTION_GATES_FEATURES
+
+    s = next(s for s in scenarios if any((w.get("status") or {}).get("preemptionGates") for w in s.workloads()))
+    objects, phases = place(s, "slot")
+    flat = [w for phase in phases for w in phase]
+    docs = runner.configuration(Cluster()) + compare.inputs(objects, flat, len(phases) - 1)  # type: ignore[arg-type]
+    queues = build_inputs(read_documents("oracle.yaml", yaml.safe_dump_all(docs))).queues
+    assert queues.config.preemption_gates
+    read = {w["metadata"]["name"]: queues.workloads[f"{w['metadata']['namespace']}/{w['metadata']['name']}"]
+            for w in flat}
+    for w in flat:
+        closed = read[w["metadata"]["name"]].preemption_gates.closed()
+        position = ((w.get("status") or {}).get("preemptionGates") or [{}])[0].get("position")
+        assert closed == (["orchestrator"] if w["spec"].get("preemptionGates") and position != "Open" else [])

@@ -6,6 +6,7 @@ The readers against the real API server are in tests/live/test_live_kueue.py."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from kubernetes import client as k8s
@@ -382,9 +383,9 @@ def test_run_leaves_out_pending_workloads_of_other_schedulers_but_counts_them_on
     assert set(what_if) == {"team-a/mine", "team-a/pending", "team-a/running"}
 
 
-def test_a_preempted_workload_object_is_told_so_and_nothing_is_admitted_on_its_room_until_it_lets_go() -> None:
-    from accelsched.live import workloadstatus
-
+def reclaimed_borrower(borrower_changes: Callable[[dict], None] | None = None) -> tuple[Session, dict[str, dict]]:
+    """two-teams' Workloads alone: team-a's borrower (running with 12 GPUs, 4 of them team-b's) and team-b's owner
+    (8: its own), whose queue may reclaim: the owner preempts the borrower. The session and the cache's store."""
     snap = cluster_of(TWO_TEAMS)
     del snap.kueue["Job"]
     (team_b,) = [q for q in snap.kueue["ClusterQueue"] if q["metadata"]["name"] == "team-b"]
@@ -399,10 +400,18 @@ def test_a_preempted_workload_object_is_told_so_and_nothing_is_admitted_on_its_r
         "lastTransitionTime": "T0",
     }
     borrower = _workload_doc("borrower", 6, admission=admission, conditions=[reserved])  # 12: 4 of team b's
+    if borrower_changes is not None:
+        borrower_changes(borrower)
     owner = _workload_doc("owner", 4, namespace="team-b")  # 8: team b's own, 4 of them lent
     snap.kueue["Workload"] = [borrower, owner]
     session = live_convert.start_session(live_convert.convert(snap, {"accelsched"}))
-    store = {"team-a/borrower": borrower, "team-b/owner": owner}
+    return session, {"team-a/borrower": borrower, "team-b/owner": owner}
+
+
+def test_a_preempted_workload_object_is_told_so_and_nothing_is_admitted_on_its_room_until_it_lets_go() -> None:
+    from accelsched.live import workloadstatus
+
+    session, store = reclaimed_borrower()
     writes, holding = workloadstatus.preemptions(session.queues, store, {"accelsched"}, now="T1")
     assert holding == {"team-a/borrower"}
     (write,) = writes

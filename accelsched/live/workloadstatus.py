@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsched.live.kube import JSON
+from accelsched.queues import preemptiongates
 from accelsched.queues.admission import EVICTED, PREEMPTED, QUOTA_RESERVED, Outcome, QueueResult
 from accelsched.queues.resources import format_amount
 from accelsched.queues.workloads import FINISHED
@@ -189,7 +190,8 @@ def preemptions(
 ) -> tuple[list[StatusWrite], set[str]]:
     """Workload objects admission preempted (or a HoldAndDrain queue drained) that still hold their reservation:
     Kueue's scheduler's part written on ours (IssuePreemptions: ``Preempted=True`` with its reason, ``Evicted=True``,
-    reason ``Preempted``, each with Kueue's message; the admission stays until the job's reconciler releases it),
+    reason ``Preempted``, each with Kueue's message, and every preemption gate Closed; the admission stays until the
+    job's reconciler releases it),
     and which hold a reservation still (namespace/name: their quota is not free yet, whoever's they are)."""
     now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out: list[StatusWrite] = []
@@ -204,7 +206,11 @@ def preemptions(
         if not ours(doc, scheduler_names) or _same(current, evicted):
             continue
         meta = doc.get("metadata") or {}
-        body = {"conditions": _conditions(current, evicted, meta.get("generation"), now)}
+        body: JSON = {"conditions": _conditions(current, evicted, meta.get("generation"), now)}
+        gates = (doc.get("status") or {}).get("preemptionGates")
+        if gates:  # evict.closeAllPreemptionGates, in the same patch
+            closed = {"position": preemptiongates.CLOSED, "lastTransitionTime": now}
+            body["preemptionGates"] = [{**g, **closed} for g in gates]
         patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": body}
         out.append(StatusWrite(o.info.namespace, o.info.name, patch))
     return out, holding

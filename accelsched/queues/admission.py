@@ -13,7 +13,9 @@ pkg/scheduler/scheduler.go with its queue manager (pkg/cache/queue), on a still 
   Kueue's Preempted, Evicted and Requeued conditions, and is admitted in a later cycle; the evicted go back to
   their queues, their pods off their nodes;
 - a workload whose LocalQueue or ClusterQueue is missing or stopped is Inadmissible (the workload controller's
-  words), one whose namespace the ClusterQueue's namespaceSelector does not match is refused as Kueue does.
+  words), one whose namespace the ClusterQueue's namespaceSelector does not match is refused as Kueue does;
+- with the feature gate ConcurrentAdmission or MultiKueueOrchestratedPreemption on, a head that would preempt while
+  one of its preemption gates is closed preempts nothing and waits (queues.preemptiongates).
 
 Conditions carry Kueue's reasons and messages with its default feature gates (UnadmittedWorkloadsObservability
 off: a waiting workload has QuotaReserved=False, reason Pending, and no Admitted condition).
@@ -27,11 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelsched.api.objects import Namespace, Node, Pod
-from accelsched.queues import admissionfairsharing, api, cohortusage, fairsharing, preemption, quota
+from accelsched.queues import admissionfairsharing, api, cohortusage, fairsharing, preemption, preemptiongates, quota
 from accelsched.queues.api import ClusterQueue, QueueObjects
 from accelsched.queues.flavorassigner import Assignment, AssignmentMode, FlavorAssigner, pending_flavors
 from accelsched.queues.pending import Classes, Pending
 from accelsched.queues.preemption import Admitted, Oracle, Preemptor, Target
+from accelsched.queues.preemptiongates import BLOCKED_ON_PREEMPTION_GATES as BLOCKED
+from accelsched.queues.preemptiongates import GATED_MESSAGE, PREEMPTION_GATED, Gates
 from accelsched.queues.quota import QuotaTree
 from accelsched.queues.workloads import Info, find
 
@@ -59,6 +63,7 @@ class Outcome:
     last: dict[tuple[int, str], int] | None = None
     last_cycle: int = 0
     last_generation: int = 0
+    gates: Gates = preemptiongates.NONE  # its Workload's preemption gates (an eviction closes them)
 
     def _set(self, kind: str, status: str, reason: str, message: str) -> None:
         """apimeta.SetStatusCondition: replaced in place, or appended."""
@@ -86,6 +91,7 @@ class Outcome:
         self._set(QUOTA_RESERVED, "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}")
         self._reset(EVICTED, "QuotaReserved")
         self._reset(PREEMPTED, "QuotaReserved")
+        self._reset(BLOCKED, "QuotaReserved")
         self._set(ADMITTED, "True", "Admitted", "The workload is admitted")
         self.held_message = ""
 
@@ -93,6 +99,7 @@ class Outcome:
         """Evicted by a stopped queue (HoldAndDrain): not requeued, its reservation released."""
         self.admitted, self.flavors = False, {}
         self._set(EVICTED, "True", reason, message)
+        self._ungate(reason, message)
         self._set(REQUEUED, "False", reason, message)
         self._set(QUOTA_RESERVED, "False", PENDING, message)
         self._set(ADMITTED, "False", "NoReservation", "The workload has no reservation")
@@ -105,10 +112,31 @@ class Outcome:
         self.admitted, self.preempted, self.flavors = False, True, {}
         self._set(PREEMPTED, "True", reason, message)
         self._set(EVICTED, "True", "Preempted", message)
+        self._ungate("Preempted", message)
         self._set(REQUEUED, "True", "Preempted", message)
         self._set(QUOTA_RESERVED, "False", PENDING, message)
         self._set(ADMITTED, "False", "NoReservation", "The workload has no reservation")
         self.held_message = message
+
+    def _ungate(self, reason: str, message: str) -> None:
+        """prepareForEviction: BlockedOnPreemptionGates, if True, turns False with the eviction's words, and every
+        preemption gate closes (the controller that opened one decides again)."""
+        for c in self.conditions:
+            if c["type"] == BLOCKED and c["status"] == "True":
+                self._set(BLOCKED, "False", reason, message)
+        self.gates = self.gates.close_all()
+
+    def gate(self) -> None:
+        """markPreemptionGated, then requeueAndUpdate: QuotaReserved False (Pending) and BlockedOnPreemptionGates
+        True (PreemptionGated), both with Kueue's message. Kueue's status patch goes out only if the last condition
+        changed (``updated = SetBlockedOnPreemptionGatesCondition(...)`` overwrites the earlier answer): when that
+        condition already says so, nothing is written, not even QuotaReserved."""
+        if _condition(BLOCKED, "True", PREEMPTION_GATED, GATED_MESSAGE) in self.conditions:
+            reserved = next((c for c in self.conditions if c["type"] == QUOTA_RESERVED), None)
+            self.held_message = reserved["message"] if reserved is not None else GATED_MESSAGE
+            return
+        self.refuse(PENDING, GATED_MESSAGE)
+        self._set(BLOCKED, "True", PREEMPTION_GATED, GATED_MESSAGE)
 
 
 def _condition(kind: str, status: str, reason: str, message: str) -> dict[str, str]:
@@ -163,8 +191,10 @@ class _Admission:
             outcome.conditions = [
                 _condition(c["type"], str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", "")))
                 for c in (written.conditions if written is not None else [])
-                if c.get("type") in (QUOTA_RESERVED, ADMITTED, EVICTED, PREEMPTED, REQUEUED)
+                if c.get("type") in (QUOTA_RESERVED, ADMITTED, EVICTED, PREEMPTED, REQUEUED, BLOCKED)
             ]
+            if written is not None:
+                outcome.gates = written.preemption_gates
         self.namespace_labels = {ns.name: ns.label_map() for ns in namespaces}
         self.node_labels = {n.name: n.labels for n in nodes}
         self.reserved: list[tuple[quota.Node, tuple[str, str], int]] = []  # this cycle's reserveCapacity...
@@ -175,6 +205,7 @@ class _Admission:
             fair = fairsharing.FairPreemptor(self.preemptor, objects.config.fair_sharing, self._reservation)
             self.preemptor.fair_targets = fair.targets
         self.prioritize_preemptor = objects.config.prioritize_preemptor
+        self.preemption_gates = objects.config.preemption_gates  # ConcurrentAdmission, MultiKueueOrchestrated...
         # admission fair sharing: the LocalQueues' decayed usage orders the queues that ask for it
         self.afs = admissionfairsharing.ledger(objects)
         self.lanes: Counter[str] | None = None  # per ClusterQueue, the LocalQueues pointing at it (_head)
@@ -449,6 +480,8 @@ class _Admission:
             del self.preemptor_head[cq.name]  # set again below if it still waits for preemptions
         if mode == AssignmentMode.PREEMPT:
             targets = self.nominated.get(id(outcome), [])
+            if targets and self.preemption_gates and outcome.gates.closed():
+                return self._gated(outcome, cq, pending)
             if targets:
                 return self._preempt(outcome, cq, assignment, targets)
         if mode != AssignmentMode.FIT:
@@ -476,6 +509,20 @@ class _Admission:
         self._status_changed(cq.name)
         if self.preempting.get(cq.name) is outcome:
             del self.preempting[cq.name]
+        return True
+
+    def _gated(self, outcome: Outcome, cq: ClusterQueue, pending: Pending[Outcome]) -> bool:
+        """processEntry in Preempt mode with targets and a closed preemption gate: no preemption, no capacity kept
+        for it (later heads of the cycle may take the room), its flavor scan cleared. Requeued with reason
+        PreemptionGated: a StrictFIFO head stays the head (an immediate requeue), a BestEffortFIFO one goes to the
+        inadmissible workloads alone (only NoFit and PreemptionNoCandidates bulk-move its class) until quota frees
+        in its tree."""
+        outcome.gate()
+        outcome.last = None
+        if cq.queueing_strategy != api.BEST_EFFORT_FIFO:
+            return False
+        pending.remove(outcome)
+        self._inadmissible(cq.name).add(outcome)
         return True
 
     def _bulk_move(self, outcome: Outcome, name: str, pending: Pending[Outcome]) -> None:

@@ -18,7 +18,7 @@ from accelsched.api.object_fields import _int, _list, _mapping, _str, _string_ma
 from accelsched.api.selectors import LabelSelector, Taint, Toleration
 from accelsched.config.fields import Fields
 from accelsched.errors import InputError, Where
-from accelsched.queues import resources
+from accelsched.queues import preemptiongates, resources
 from accelsched.queues import validation as rules
 from accelsched.queues.config import KueueConfig
 
@@ -187,6 +187,7 @@ class WorkloadObject:
     conditions: list[Mapping[str, Any]] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    preemption_gates: preemptiongates.Gates = preemptiongates.NONE  # spec and status.preemptionGates
     # Its pod sets' templates as read (queues.workloads), kept with it: live mode keeps a Workload parsed until its
     # resourceVersion changes (live/workloadcache.py), so admission reads each template once, not every round.
     template_pod_sets: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
@@ -584,6 +585,7 @@ def parse_workload(doc: Mapping[str, Any], source: str = "") -> WorkloadObject:
         list(_list(where, status.get("conditions"), "status.conditions")),
         _string_map(where, meta.get("labels"), "metadata.labels"),
         source,
+        preemptiongates.parse(where, spec, status),
     )
 
 

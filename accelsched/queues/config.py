@@ -8,8 +8,10 @@ Its other fields (webhooks, integrations, metrics, ...) do not change admission 
   ``preemptionStrategies`` is required; in v1beta1 it is on with ``enable: true``, the strategies defaulting to
   both, in order (v1beta1 defaults.go). Either way the list must be one of Kueue's valid sets
   (pkg/config/validation.go validateFairSharing).
-- ``featureGates``: ``PrioritizePreemptorWorkloads`` is honoured (its default, off, otherwise), and
-  ``AdmissionFairSharing`` (beta, on by default: false turns admissionFairSharing off);
+- ``featureGates``: ``PrioritizePreemptorWorkloads`` is honoured (its default, off, otherwise),
+  ``AdmissionFairSharing`` (beta, on by default: false turns admissionFairSharing off), and
+  ``ConcurrentAdmission`` and ``MultiKueueOrchestratedPreemption`` (alpha, off by default) as far as either turns on
+  the Workloads' preemption gates (queues.preemptiongates; not the variants of concurrent admission, nor MultiKueue);
 - ``admissionFairSharing``: usageHalfLifeTime, usageSamplingInterval (default 5m) and resourceWeights, checked as
   validateAdmissionFairSharing checks them.
 """
@@ -22,6 +24,7 @@ from typing import Any
 
 from accelsched.config.fields import Fields, go_value
 from accelsched.errors import InputError
+from accelsched.queues import preemptiongates
 
 GROUP = "config.kueue.x-k8s.io"
 KIND = "Configuration"
@@ -53,6 +56,9 @@ class KueueConfig:
     # before the other heads of its cohort, so a victim requeued meanwhile cannot take back the room
     prioritize_preemptor: bool = False
     source: str = ""
+    # featureGates.ConcurrentAdmission or MultiKueueOrchestratedPreemption (alpha, off by default): a closed
+    # preemption gate keeps a workload from preempting (queues.preemptiongates)
+    preemption_gates: bool = False
 
 
 def is_config(doc: Mapping[str, Any]) -> bool:
@@ -96,7 +102,8 @@ def parse(doc: Mapping[str, Any], source: str = "") -> KueueConfig:
     if not gates.get(ADMISSION_FAIR_SHARING, True):
         afs = None  # afs.Enabled: the configuration and the gate (beta, on by default)
     # Other gates are read past: those that change admission keep Kueue's defaults here (docs/queues.md).
-    return KueueConfig(strategies, afs, bool(gates.get(PRIORITIZE_PREEMPTOR, False)), source)
+    gated = any(gates.get(name, False) for name in preemptiongates.FEATURE_GATES)
+    return KueueConfig(strategies, afs, bool(gates.get(PRIORITIZE_PREEMPTOR, False)), source, gated)
 
 
 def _fair_sharing(raw: Any, version: str, source: str, obj: str) -> tuple[str, ...] | None:

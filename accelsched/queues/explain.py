@@ -1,6 +1,7 @@
 """Why a workload is not admitted, beyond Kueue's one-line message: the quota that blocks it, the borrowing left in
 its cohort, whose admitted workloads hold that quota (and whether its ClusterQueue's preemption policy could take
-it back from them), and the smallest change that admits it.
+it back from them), the closed preemption gates that keep it from preempting, and the smallest change that admits
+it.
 
 Every change offered is checked, not guessed: admission (queues.admission) runs again on a copy of the input with
 the change applied, and only a change after which the workload is admitted is offered. The copy is the input as
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelsched.api.objects import Namespace, Node, Pod
-from accelsched.queues import api
+from accelsched.queues import api, preemptiongates
 from accelsched.queues.admission import Outcome, QueueResult, admit
 from accelsched.queues.api import ClusterQueue, QueueObjects
 from accelsched.queues.preemption import satisfies, within_nominal
@@ -105,7 +106,7 @@ class Holder:
 class Fix:
     """A change after which admission admits the workload (checked by running it)."""
 
-    kind: str  # nominalQuota, borrowingLimit, preemptionPolicy, wait
+    kind: str  # nominalQuota, borrowingLimit, preemptionPolicy, preemptionGate, wait
     text: str
     size: int  # the quota added, or the quota the workloads to finish or preempt hold: smaller is smaller
     preempted: list[str] = field(default_factory=list)  # what admission preempted to admit it, after the change
@@ -126,12 +127,19 @@ class QueueExplanation:
     holders: list[Holder] = field(default_factory=list)
     fixes: list[Fix] = field(default_factory=list)  # smallest first
     note: str = ""  # e.g. why no change is offered
+    gates: list[str] = field(default_factory=list)  # closed preemption gates that keep it from preempting
 
     def lines(self) -> list[str]:
         """For a person: ``accelsched explain``'s text and the demo."""
         out = [f"workload {self.workload} is not admitted in ClusterQueue {self.cluster_queue or '?'}: {self.message}"]
         out += [f"blocked by {b.text()}" for b in self.blockers]
         out += [f"held by {h.text()}" for h in self.holders]
+        if self.gates:
+            which = f"gate {self.gates[0]} is" if len(self.gates) == 1 else f"gates {', '.join(self.gates)} are"
+            out.append(
+                f"gated: it needs to preempt, and its preemption {which} closed "
+                "(in spec.preemptionGates, not Open in status.preemptionGates)"
+            )
         if self.fixes:
             first, *others = self.fixes
             tail = f" ({first.preempted_text()})" if first.preempted else ""
@@ -148,6 +156,7 @@ class QueueExplanation:
             "message": self.message,
             "blockedBy": [b.to_json() for b in self.blockers],
             "heldBy": [h.to_json() for h in self.holders],
+            "closedPreemptionGates": list(self.gates),
             "smallestChange": self.fixes[0].to_json() if self.fixes else None,
             "changes": [f.to_json() for f in self.fixes],
             "note": self.note or None,
@@ -298,6 +307,9 @@ def fixes(
         return [], "admitted when admission runs again (it waited on the order of the queue): no change needed"
     cq = result.objects.cluster_queues[outcome.cluster_queue]
     out = []
+    gate = _open_gates(trial, outcome, holding) if gated(result, outcome) else None
+    if gate is not None:
+        out.append(gate)
     # nominalQuota (and borrowingLimit) per flavor, the shortfall first, then up to the whole request
     for flavor in dict.fromkeys(b.flavor for b in blocking):
         mine = [b for b in blocking if b.flavor == flavor]
@@ -344,6 +356,34 @@ def fixes(
     return out, note
 
 
+def gated(result: QueueResult, outcome: Outcome) -> list[str]:
+    """The closed preemption gates of a workload Kueue keeps from preempting (BlockedOnPreemptionGates True, with
+    the feature gates that honour them on), or none."""
+    blocked = any(
+        c["type"] == preemptiongates.BLOCKED_ON_PREEMPTION_GATES and c["status"] == "True" for c in outcome.conditions
+    )
+    return outcome.gates.closed() if blocked and result.objects.config.preemption_gates else []
+
+
+def _open_gates(trial: _Trial, outcome: Outcome, holding: list[Holder]) -> Fix | None:
+    """Its preemption gates opened (what the controller owning them does, in status.preemptionGates): offered if
+    admission then admits it, with whom it preempts."""
+    closed = outcome.gates.closed()
+    written = trial.objects.workloads.get(outcome.info.key)
+    if not closed or written is None:
+        return None
+    changed = copy.copy(trial.objects)
+    opened = dataclasses.replace(written, preemption_gates=written.preemption_gates.open_all())
+    changed.workloads = {**trial.objects.workloads, outcome.info.key: opened}
+    admitted, preempted = trial.run(changed)
+    if not admitted:
+        return None
+    size = sum(h.amount for h in holding if h.workload in preempted)
+    which = "gate" if len(closed) == 1 else "gates"
+    text = f"open preemption {which} {', '.join(closed)} of workload {outcome.info.key} (status.preemptionGates)"
+    return Fix("preemptionGate", text, size, preempted)
+
+
 def _raise(trial: _Trial, cq: ClusterQueue, mine: list[Blocker], kind: str, field_name: str) -> Fix | None:
     """The least raise of every blocking resource of one flavor: the shortfall, then twice and four times it (a
     workload ahead in the queue may take the first room), never past the whole request."""
@@ -376,6 +416,7 @@ def explain(
         return why  # a queue problem (missing, stopped) is its message alone
     why.blockers = blockers(result, outcome)
     why.holders = holders(result, outcome, why.blockers)
+    why.gates = gated(result, outcome)
     if not why.blockers:
         why.note = "no quota blocks it now (its message names the reason: taints, node affinity, the queue's order)"
         return why

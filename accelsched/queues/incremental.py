@@ -103,6 +103,9 @@ class OpenAdmission(_Admission):
     def submit(self, info: Info) -> Outcome:
         """Queue a workload in its LocalQueue's ClusterQueue (refused with Kueue's words when there is none)."""
         outcome = Outcome(info)
+        written = self.objects.workloads.get(info.key)
+        if written is not None:  # live mode's Workload door: its preemption gates as the cache has them
+            outcome.gates = written.preemption_gates
         self.outcomes.append(outcome)
         self.next_order = max(self.next_order, info.order + 1)
         self.by_info[id(info)] = outcome

@@ -43,11 +43,18 @@ def check_name(where: Where, value: Any, path: str, pattern: re.Pattern[str] = _
     """A reference field (cohortName, clusterQueue, a flavor's name): maxLength, then the CRD's pattern."""
     if not isinstance(value, str):
         return ""
-    if len(value) > max_length:
-        raise where.error(path, f"Too long: may not be more than {max_length} bytes")
+    check_length(where, value, path, 0, max_length)
     if value and not pattern.fullmatch(value):
         raise invalid(where, path, value, f"{path} in body should match '{pattern.pattern}'")
     return value
+
+
+def check_length(where: Where, value: str, path: str, min_length: int, max_length: int) -> None:
+    """A string field's minLength and maxLength, worded as the API server words them."""
+    if len(value) > max_length:
+        raise where.error(path, f"Too long: may not be more than {max_length} bytes")
+    if len(value) < min_length:
+        raise invalid(where, path, value, f"{path} in body should be at least {min_length} chars long")
 
 
 def check_pod_set_name(where: Where, value: Any, path: str) -> str:

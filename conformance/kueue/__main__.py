@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--classes", help=f"comma-separated, of: {', '.join(generator.CLASSES)} (default: all); or "
-                        f"{generator.FAIR_SHARING} alone (Kueue and accelsched with fair sharing on)")
+                        f"{generator.FAIR_SHARING} alone (Kueue and accelsched with fair sharing on), or "
+                        f"{generator.PREEMPTION_GATES} alone (with the ConcurrentAdmission feature gate on)")
     parser.add_argument("--only", help="comma-separated scenario seeds of this run (from -v or --json)")
     parser.add_argument("--shrink", action=argparse.BooleanOptionalAction, default=False,
                         help="shrink one disagreement per class and kind into tests/kueue_cases/")
@@ -74,14 +75,17 @@ def main(argv: list[str] | None = None) -> int:
 
     classes = [c for c in args.classes.split(",") if c] if args.classes else None
     fair = classes == [generator.FAIR_SHARING]
-    if classes and generator.FAIR_SHARING in classes and not fair:
-        parser.error(f"--classes {generator.FAIR_SHARING} runs alone (its Kueue has fair sharing on)")
+    gated = classes == [generator.PREEMPTION_GATES]
+    for alone, why in ((generator.FAIR_SHARING, "fair sharing"), (generator.PREEMPTION_GATES, "a feature gate")):
+        if classes and alone in classes and classes != [alone]:
+            parser.error(f"--classes {alone} runs alone (its Kueue has {why} on)")
     scenarios = generator.generate(args.scenarios, args.seed, classes)
     if args.only:
         wanted = {int(s) for s in args.only.split(",") if s}
         scenarios = [s for s in scenarios if s.seed in wanted]
     with tempfile.TemporaryDirectory(prefix="accelsched-kueue-oracle-") as tmp, KueueCluster(
-            Path(tmp), fair_sharing=generator.FAIR_SHARING_STRATEGIES if fair else None) as cluster:
+            Path(tmp), fair_sharing=generator.FAIR_SHARING_STRATEGIES if fair else None,
+            feature_gates=generator.PREEMPTION_GATES_FEATURES if gated else None) as cluster:
         progress = cli.progress(len(scenarios), args.verbose, lambda v: f"{v.scenario.klass} {v.scenario.seed}")
         tally = runner.run_all(cluster, scenarios, progress)
         saved = _shrink_all(cluster, tally, args) if args.shrink else []

@@ -1,7 +1,8 @@
 """accelsched's answer on a phase's objects, and its comparison with what the real Kueue left.
 
 Per workload: admitted or not; the flavor of each pod set's resources; and the conditions Kueue writes
-(QuotaReserved, Admitted, Evicted, Preempted, Requeued) with their status, reason and message, byte for byte.
+(QuotaReserved, Admitted, Evicted, Preempted, Requeued, BlockedOnPreemptionGates) with their status, reason and
+message, byte for byte.
 Earlier phases' workloads are given to accelsched with the status Kueue left them (admission and conditions); one
 whose conditions Kueue did not touch in this phase is compared on admission and flavors only.
 """
@@ -17,7 +18,7 @@ from accelsched.engine import Session
 from accelsched.queues.report import workloads_json
 from conformance.kueue.scenario import GATE_LABEL, JSON
 
-CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted", "Requeued")
+CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted", "Requeued", "BlockedOnPreemptionGates")
 # What Kueue writes on a workload tried while its namespace was still closed by the gate (scenario.py). A workload
 # it never tries again once open (behind a StrictFIFO head that does not fit) keeps it; accelsched, which has no
 # gate, leaves such a workload without a condition, as Kueue does without the gate.
@@ -36,6 +37,8 @@ def _clean(obj: JSON) -> JSON:
         out["status"] = {"conditions": [c for c in status.get("conditions") or [] if c.get("message") != GATE_MESSAGE]}
         if status.get("admission"):
             out["status"]["admission"] = status["admission"]
+        if status.get("preemptionGates"):
+            out["status"]["preemptionGates"] = status["preemptionGates"]
     return out
 
 

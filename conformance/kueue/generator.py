@@ -11,6 +11,12 @@ valid set of v1beta2 objects (what Kueue's webhooks would accept and default: th
   borrowWithinCohort, priorities from WorkloadPriorityClasses;
 - ``flavors``: flavor node labels against pod node selectors, taints against tolerations, flavorFungibility.
 
+The ``preemptiongates`` class (run alone, against a Kueue started with the ConcurrentAdmission feature gate, and
+accelsched given the same Configuration) is the ``preemption`` class leaning on preemption (``_gated``), with
+Workload preemption gates: some workloads list a gate in ``spec.preemptionGates``, closed (no position) or opened
+in ``status.preemptionGates`` (the harness writes that status once the workload exists, as the controller owning
+the gate would).
+
 The ``fairsharing`` class (run alone) makes most of its scenarios a contest (``_contest``): one ClusterQueue, the
 hog, gets most of the first phase and borrows the cohort's idle quota; another, the claimant, with a small
 nominal quota, gets most of the second, so it must borrow too and preempts by share (Kueue's
@@ -29,6 +35,13 @@ CLASSES = ("quota", "cohort", "tree", "preemption", "flavors")
 # scenarios in a flat cohort or a tree, with fairSharing weights on ClusterQueues and Cohorts.
 FAIR_SHARING = "fairsharing"
 FAIR_SHARING_STRATEGIES = ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+# Run alone, against a Kueue started with the feature gate that turns preemption gates on (accelsched given the
+# same Configuration): the preemption class with gated workloads.
+PREEMPTION_GATES = "preemptiongates"
+PREEMPTION_GATES_FEATURES = {"ConcurrentAdmission": True}
+GATE = "orchestrator"
+GATED = 0.6  # the chance that a workload lists the gate
+GATE_OPEN = 0.3  # the chance that a gated workload's status opens it
 WEIGHTS = ("0", "0.5", "1", "1", "2")
 CONTEST = 0.6  # the share of fairsharing scenarios that are a contest (_contest)
 CONTEST_QUEUE = 0.75  # the chance that a contest's workload goes to its phase's ClusterQueue
@@ -43,6 +56,8 @@ def generate(count: int, seed: int, classes: list[str] | None = None) -> list[Sc
 
 
 def build(klass: str, seed: int) -> Scenario:
+    if klass == PREEMPTION_GATES:
+        return _gated(build("preemption", seed))
     rng = random.Random(seed)
     resources = [r for r in RESOURCES[: rng.choice((1, 2, 2, 3))]]
     fair = klass == FAIR_SHARING
@@ -94,6 +109,30 @@ def build(klass: str, seed: int) -> Scenario:
         phases.append([_workload(rng, next(counter), queues, klass, resources, priorities, flavors, queue(1), contest)
                        for _ in range(rng.randint(1, 3) if not contest else rng.randint(2, 3))])
     return Scenario(klass, seed, objects, phases)
+
+
+def _gated(s: Scenario) -> Scenario:
+    """The preemption scenario leaning on preemption, with some of its workloads gated (drawn from their own seed):
+    every ClusterQueue preempts lower priorities within itself and reclaims within its cohort, the first phase's
+    workloads have priority 10 and the second's 1000, so a second-phase workload that does not fit mostly has
+    candidates: gated, it waits; open, it preempts."""
+    rng = random.Random(s.seed + 7)
+    for cq in (o for o in s.objects if o["kind"] == "ClusterQueue"):
+        preemption = cq["spec"].setdefault("preemption", {})
+        preemption["withinClusterQueue"] = "LowerPriority"
+        if cq["spec"].get("cohortName"):
+            preemption["reclaimWithinCohort"] = "Any"
+    for phase, priority in zip(s.phases, (10, 1000), strict=False):
+        for wl in phase:
+            wl["spec"].pop("priorityClassRef", None)
+            wl["spec"]["priority"] = priority
+            if rng.random() < GATED:
+                wl["spec"]["preemptionGates"] = [{"name": GATE}]
+                if rng.random() < GATE_OPEN:
+                    wl["status"] = {"preemptionGates": [
+                        {"name": GATE, "position": "Open", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    s.klass = PREEMPTION_GATES
+    return s
 
 
 def _contest(rng: random.Random, cluster_queues: list[JSON]) -> tuple[int, int]:

@@ -102,7 +102,8 @@ class KueueProcess:
     """One kueue process with its config, certificates and log under ``workdir``."""
 
     def __init__(self, binary: Path, kubeconfig: Path, kube: Kube, workdir: Path,
-                 fair_sharing: list[str] | None = None, long_requeue: bool = True, log_level: str = "2") -> None:
+                 fair_sharing: list[str] | None = None, long_requeue: bool = True, log_level: str = "2",
+                 feature_gates: dict[str, bool] | None = None) -> None:
         self.binary = binary
         # zap's level: 2 logs every reconcile and scheduling attempt (a hundred thousand lines for 100 oracle
         # scenarios); the oracle keeps "info": what it reads of the log is the tail when Kueue fails.
@@ -110,6 +111,7 @@ class KueueProcess:
         # False for timings (benchmarks/deepqueue.py): Kueue's default 1 s requeue batch, as it is deployed.
         self.long_requeue = long_requeue
         self.fair_sharing = fair_sharing  # preemptionStrategies: Kueue started with fair sharing on
+        self.feature_gates = feature_gates or {}  # more of Kueue's feature gates (the preemptiongates class's)
         self.kubeconfig = kubeconfig
         self.kube = kube
         self.workdir = workdir
@@ -147,8 +149,10 @@ class KueueProcess:
             # here runs in a pod (the scheduler does not use it).
             # SchedulerLongRequeueInterval: inadmissible workloads are retried 10 s after the event that asks for
             # it, not 1 s (real.REQUEUE_PERIOD says why); what is retried, and when in the order of events, is the same.
+            gates = {"VisibilityOnDemand": False, "SchedulerLongRequeueInterval": self.long_requeue}
+            flag = ",".join(f"{name}={str(on).lower()}" for name, on in {**gates, **self.feature_gates}.items())
             args = [str(self.binary), f"--config={path}", f"--zap-log-level={self.log_level}",
-                    f"--feature-gates=VisibilityOnDemand=false,SchedulerLongRequeueInterval={str(self.long_requeue).lower()}"]
+                    f"--feature-gates={flag}"]
             self._proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         threading.Thread(target=self._mount_secret, name="kueue-secret-mount", daemon=True).start()
         deadline = time.monotonic() + timeout

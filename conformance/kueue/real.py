@@ -95,9 +95,11 @@ class RealResult:
 class KueueCluster:
     """etcd, kube-apiserver and Kueue; ``run`` answers a batch of scenarios."""
 
-    def __init__(self, workdir: Path, workers: int = 8, fair_sharing: list[str] | None = None) -> None:
+    def __init__(self, workdir: Path, workers: int = 8, fair_sharing: list[str] | None = None,
+                 feature_gates: dict[str, bool] | None = None) -> None:
         self.workdir = workdir
         self.fair_sharing = fair_sharing
+        self.feature_gates = feature_gates or {}
         self.cp = ControlPlane(workdir / "cp", find_binaries())
         self.kube: Kube | None = None
         self.kueue: process.KueueProcess | None = None
@@ -115,7 +117,8 @@ class KueueCluster:
         binary = process.kueue_binary()
         assert binary is not None
         self.kueue = process.KueueProcess(binary, self.cp.kubeconfig, self.kube, self.workdir,
-                                          self.fair_sharing, log_level="info").start()
+                                          self.fair_sharing, log_level="info",
+                                          feature_gates=self.feature_gates).start()
         for kind, query in (("Workload", {"label_selector": BATCH_LABEL}), ("ClusterQueue", {}), ("LocalQueue", {})):
             self.informers[kind] = Informer(self.kube, RESOURCES[kind], lambda *_: None, self._lock, **query)
             self.informers[kind].start()
@@ -242,12 +245,29 @@ class KueueCluster:
                     wl = workloads[wave]
                     wl["metadata"].setdefault("labels", {})[BATCH_LABEL] = batch
                     try:
-                        created.append(self._create(RESOURCES["Workload"], wl, wl["metadata"]["namespace"]))
+                        made = self._create(RESOURCES["Workload"], wl, wl["metadata"]["namespace"])
+                        created.append(self._write_gates(made, wl))
                     except OracleError as exc:
                         results[i].error = str(exc)
 
             list(self.pool.map(create, items))
         return created
+
+    def _write_gates(self, made: JSON, wl: JSON) -> JSON:
+        """status.preemptionGates as the scenario gives them (the API server drops a status sent with the object):
+        written once the workload exists, as the controller owning a gate opens it. Its namespace is still closed,
+        so Kueue has admitted nothing yet."""
+        gates = (wl.get("status") or {}).get("preemptionGates")
+        if not gates:
+            return made
+        assert self.kube is not None
+        meta = made["metadata"]
+        try:  # a merge patch: Kueue may have written the gate's refusal meanwhile (no resourceVersion to conflict)
+            return self.kube.patch(RESOURCES["Workload"], meta["name"], {"status": {"preemptionGates": gates}},
+                                   meta["namespace"], "status", content_type="application/merge-patch+json")
+        except ApiError as exc:
+            raise OracleError(f"the API server refused the status of Workload {made['metadata']['name']}: "
+                              f"{exc.message}") from None
 
     def _wait_cached(self, objects: list[JSON], timeout: float) -> None:
         """Until the watch caches hold every one of ``objects`` as created or newer: what a wait reads next is
@@ -441,7 +461,12 @@ def _set(conditions: list[JSON], kind: str, status: str, reason: str, message: s
 
 
 def _fresh(wl: JSON) -> JSON:
-    """A workload as its creator wrote it, with what the API server gave it (uid, creationTimestamp)."""
+    """A workload as its creator wrote it, with what the API server gave it (uid, creationTimestamp), and its
+    preemption gates' positions (the harness wrote them before the gate opened)."""
     meta = wl["metadata"]
     keep = {k_: meta[k_] for k_ in ("name", "namespace", "uid", "creationTimestamp", "labels") if k_ in meta}
-    return {"apiVersion": wl["apiVersion"], "kind": "Workload", "metadata": keep, "spec": wl["spec"]}
+    out = {"apiVersion": wl["apiVersion"], "kind": "Workload", "metadata": keep, "spec": wl["spec"]}
+    gates = (wl.get("status") or {}).get("preemptionGates")
+    if gates:
+        out["status"] = {"preemptionGates": gates}
+    return out

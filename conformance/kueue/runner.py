@@ -60,10 +60,14 @@ def cases_of(result: RealResult, config: list[JSON] | None = None) -> list[Case]
 
 def configuration(cluster: KueueCluster) -> list[JSON]:
     """The Configuration document accelsched reads for what the cluster's Kueue was started with."""
-    if not cluster.fair_sharing:
+    if not cluster.fair_sharing and not cluster.feature_gates:
         return []
-    return [{"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-             "fairSharing": {"preemptionStrategies": cluster.fair_sharing}}]
+    doc: JSON = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
+    if cluster.fair_sharing:
+        doc["fairSharing"] = {"preemptionStrategies": cluster.fair_sharing}
+    if cluster.feature_gates:
+        doc["featureGates"] = dict(cluster.feature_gates)
+    return [doc]
 
 
 def judge_batch(cluster: KueueCluster, chunk: list[Scenario],
