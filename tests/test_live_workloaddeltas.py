@@ -212,3 +212,31 @@ def test_an_admission_decided_while_the_pending_condition_waits_for_its_turn_goe
     (admit,) = live._latest["workload:team-a/second"][1:]
     assert workloadstatus.written(admit)[1][1] and admit.patch["metadata"]["resourceVersion"] == "7"
     assert "team-a/second" not in live._stale_workloads
+
+
+def test_a_workload_arriving_while_its_class_is_set_aside_waits_untried_as_kueues_push_or_update_puts_it() -> None:
+    """The second Workload does not fit (its Pending condition is written) and its equivalence class is bulk-moved
+    to the inadmissible set. A third of the same shape arriving then is put there untried, as Kueue's PushOrUpdate
+    puts one: no Pending condition of its own (in Kueue's performance harness each such arrival was tried and
+    written, hundreds of writes a run), as a rebuild from the cache decides too. When the first finishes, the
+    requeue tries them in order."""
+    live, sent = _door()
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)
+    _rebuild(live)
+    echo = _applied(first, sent[0], "8")
+    _event(live, "MODIFIED", echo, first)
+    second = _workload_doc("second", 6)
+    _event(live, "ADDED", second, None)
+    sent.clear()
+    assert live._follow_workloads()
+    assert set(_said(sent)) == {"second"} and not _said(sent)["second"][1]
+    _event(live, "MODIFIED", _applied(second, sent[0], "9"), second)
+
+    sent.clear()
+    _event(live, "ADDED", _workload_doc("third", 6), None)
+    assert live._follow_workloads() and not live.dirty
+    assert not sent  # set aside untried: nothing to write
+    assert _from_scratch(store).get("third") is None  # a rebuild from the cache writes nothing for it either
+    third = live._open.by_key["team-a/third"]  # type: ignore[union-attr]
+    assert not third.conditions and "equivalent workload team-a/second does not fit" in third.held_message

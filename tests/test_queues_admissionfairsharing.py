@@ -312,9 +312,13 @@ def test_over_time_the_queue_that_used_more_waits_until_its_usage_decays(tmp_pat
     every = run._local_queue_usage()
     assert every["default/lq-b"] and run._local_queue_usage(["default/lq-b"]) == {"default/lq-b": every["default/lq-b"]}
     run.finish(admitted[0])
+    # b-2 and a-2 arrive while their class is still bulk-moved (a-1 did not fit, and the requeue of b-1's finish
+    # comes after the cycles in flight): they wait with a-1, untried (PushOrUpdate), and the requeue brings the
+    # three back together. lq-a's oldest goes first, though lq-b's b-2 was created before a-2.
     _submit(run, "b-2", "lq-b", 3)
-    _submit(run, "a-2", "lq-a", 4)  # (a-1 waits among the inadmissible, retried after this round's cycles)
-    assert [o.info.name for o in run.run_cycles()[0]] == ["a-2"]
+    _submit(run, "a-2", "lq-a", 4)
+    assert not run.queues.get("cq1") and len(run.inadmissible["cq1"]) == 3
+    assert [o.info.name for o in run.run_cycles()[0]] == ["a-1"]
 
 
 def test_the_example_admits_the_least_recent_users_first() -> None:

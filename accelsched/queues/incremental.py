@@ -135,8 +135,16 @@ class OpenAdmission(_Admission):
         self.finish(outcome)
 
     def requeue(self, outcome: Outcome) -> None:
-        """A released workload back into its queue."""
-        self._queue(self.queues, outcome.cluster_queue).add(outcome)
+        """A workload into its queue (a new one, or one released), as Kueue's PushOrUpdate puts a workload the heap
+        does not hold: straight into the inadmissible set, untried, when its BestEffortFIFO queue bulk-moved its
+        equivalence class there since the set was last requeued (a new arrival of a class that does not fit waits
+        with it, and gets no Pending condition of its own until a requeue tries it)."""
+        name = outcome.cluster_queue
+        failed = self.bulk_moved.get(name, {}).get(self._equivalence(outcome.info))
+        if failed is not None:
+            self._set_aside(outcome, name, failed)
+        else:
+            self._queue(self.queues, name).add(outcome)
 
     def advance(self, now: float) -> None:
         """The clock moves to ``now`` (seconds): admission fair sharing's sampling ticks decay each LocalQueue's
