@@ -158,8 +158,7 @@ class QueueDoor:
         for write in self._status_writes_due(writes):
             key = f"{write.namespace}/{write.name}"
             if workloadstatus.urgent(write):
-                with self._latest_lock:  # a Pending condition still waiting for its turn says less: dropped
-                    self._latest.pop(f"pending:{key}", None)
+                self._drop_unsent(f"pending:{key}")  # a Pending condition still waiting for its turn says less
                 self._submit_latest(f"workload:{key}", self._write_workload_status, write)
             else:
                 self._submit_latest(f"pending:{key}", self._write_workload_status, write, lane=REPORT)
