@@ -66,7 +66,7 @@ def test_only_the_leader_schedules_and_the_other_takes_over_when_it_dies(kube: K
 
         api.create(k.PODS, accel_pod("before", kube.namespace), kube.namespace)
         wait_for("before bound", lambda: node_of(api, kube.namespace, "before"), timeout=30)
-        (event,) = events_for(api, kube.namespace, "before", "Scheduled")
+        (event,) = _scheduled_event(api, kube.namespace, "before")
         # client-go's recorder: <reportingController>-<hostname>, the same for both replicas on this machine;
         # which replica scheduled is told by its metrics.
         assert (event["reportingController"], event["reportingInstance"]) == ("accelsched", INSTANCE)
@@ -84,7 +84,7 @@ def test_only_the_leader_schedules_and_the_other_takes_over_when_it_dies(kube: K
 
         api.create(k.PODS, accel_pod("after", kube.namespace), kube.namespace)
         wait_for("after bound", lambda: node_of(api, kube.namespace, "after"), timeout=30)
-        (event,) = events_for(api, kube.namespace, "after", "Scheduled")
+        (event,) = _scheduled_event(api, kube.namespace, "after")
         assert event["reportingInstance"] == INSTANCE
         text = urllib.request.urlopen(f"http://127.0.0.1:{ports[follower]}/metrics").read().decode()
         assert 'scheduler_schedule_attempts_total{profile="accelsched",result="scheduled"} 1.0' in text
@@ -94,6 +94,11 @@ def test_only_the_leader_schedules_and_the_other_takes_over_when_it_dies(kube: K
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGTERM)
                 proc.wait(timeout=20)
+
+
+def _scheduled_event(api: k.Kube, namespace: str, name: str) -> list[dict]:
+    """The pod's Scheduled events, once there is one: the recorder writes them after the bind, on its own thread."""
+    return wait_for(f"{name}'s Scheduled event", lambda: events_for(api, namespace, name, "Scheduled"), timeout=30)
 
 
 def _ready(port: int) -> bool:
