@@ -27,11 +27,11 @@ demo: $(STAMP)
 test: $(TEST_STAMP)
 	hack/test-deps.sh
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q -m "not integration"
+	$(BIN)/pytest -q -n auto -m "not integration"
 	$(BIN)/pytest -q -m "integration and not node" || [ $$? -eq 5 ]
 
 unit: $(STAMP)
-	$(BIN)/pytest -q -m "not integration"
+	$(BIN)/pytest -q -n auto -m "not integration"
 
 integration: $(TEST_STAMP)
 	$(BIN)/pytest -q -m "integration and not node" || [ $$? -eq 5 ]
