@@ -256,7 +256,9 @@ class ControlPlane:
     def stop(self) -> None:
         """Stop everything; safe to call twice and after a failed start."""
         self.stop_controller_manager()
-        _kill(self._apiserver, signal.SIGTERM)
+        # A client's watch still open holds a SIGTERMed kube-apiserver in its graceful shutdown until the kill after
+        # 30 s; it keeps no state of its own (etcd does, stopped after it), so it gets 5 s.
+        _kill(self._apiserver, signal.SIGTERM, grace=5.0)
         self._apiserver = None
         _kill(self._etcd, signal.SIGTERM)
         self._etcd = None
@@ -362,12 +364,13 @@ class ControlPlane:
             return False
 
 
-def _kill(proc: subprocess.Popen[bytes] | None, sig: signal.Signals) -> None:
+def _kill(proc: subprocess.Popen[bytes] | None, sig: signal.Signals, grace: float = 30.0) -> None:
+    """Send ``sig``; SIGKILL after ``grace`` seconds if it has not exited by then."""
     if proc is None or proc.poll() is not None:
         return
     proc.send_signal(sig)
     try:
-        proc.wait(timeout=30)
+        proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=30)

@@ -36,6 +36,24 @@ def test_a_fixed_seed_run_agrees_on_the_implemented_classes(cluster: RealCluster
     assert problems == []
 
 
+def test_two_clusters_side_by_side_give_one_clusters_verdicts_in_its_order(
+    cluster: RealCluster, tmp_path: Path
+) -> None:
+    # `python -m conformance` deals the scenarios out to clusters run side by side (runner.run_all): the tally must
+    # be the one a single cluster gives, in the same order, whichever cluster answered which scenario.
+    scenarios = generator.generate(12, seed=31, classes=["resources", "taints", "preemption"])
+    alone = runner.run_all(cluster, scenarios)
+    seen: list[int] = []
+    with RealCluster(tmp_path / "second") as second:
+        both = runner.run_all([cluster, second], scenarios, lambda n, _: seen.append(n))
+        assert next(second.counter) == len(scenarios) // 2  # it ran its share (counter: scenarios it has run)
+    assert seen == list(range(len(scenarios)))
+    assert [v.scenario.seed for v in both.verdicts] == [v.scenario.seed for v in alone.verdicts]
+    real = [[o.to_json() for o in v.real] for v in both.verdicts]
+    assert real == [[o.to_json() for o in v.real] for v in alone.verdicts]
+    assert all(v.agree for v in both.verdicts)
+
+
 def test_accelsched_run_agrees_with_offline_on_a_sample(cluster: RealCluster) -> None:
     scenarios = [s for s in generator.generate(10, seed=5, classes=["resources"]) if s.config == "default"][:1]
     result = live.sample(cluster, scenarios)
