@@ -1,6 +1,7 @@
 """Admission fair sharing in live mode, without an API server: the usage kept across rounds and sessions and decayed
 on the door's clock (a fake one here: no sleeping), and the LocalQueue status Kueue's LocalQueue controller writes
-(live/localqueuestatus.py)."""
+(live/localqueuestatus.py). The cohort history of accelsched's fairness over time (queues/cohortusage.py) is kept
+and decayed the same way."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from accelsched.live import kueue as live_kueue
 from accelsched.live import localqueuestatus
 from accelsched.live.kube import Kube
 from accelsched.live.scheduler import LiveScheduler
+from accelsched.queues import cohortusage
 
 T0 = 1767261600.0  # 2026-01-01T10:00:00Z
 HOUR = 3600.0
@@ -245,6 +247,92 @@ def test_the_usage_outlives_a_rebuilt_session_as_kueues_ledger_outlives_its_cycl
     live._invalidate("a LocalQueue deleted")
     live.sync_session()
     assert "team-a/main" not in ledger.entries
+
+
+FAIR_SHARING = """apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+fairSharing:
+  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
+"""
+
+
+def _cohort_objects() -> dict[str, list[dict[str, Any]]]:
+    """Kueue's fair sharing on; team-a's and team-b's ClusterQueues (no quota of their own) share the 8 GPUs of the
+    Cohort pool, whose history has a half-life of an hour; each team's LocalQueue ``main`` points at its own."""
+    objects = _objects({})
+    (config,) = objects[live_kueue.CONFIG]
+    config["data"] = {live_kueue.CONFIG_KEY: FAIR_SHARING}
+    (cluster_queue,) = objects["ClusterQueue"]
+    (group,) = cluster_queue["spec"]["resourceGroups"]
+    quota = group["flavors"][0]["resources"]
+    pool = {"name": "pool", "resourceVersion": "1", "annotations": {cohortusage.ANNOTATION: "1h"}}
+    cohort = {"kind": "Cohort", "metadata": pool, "spec": {"resourceGroups": [copy.deepcopy(group)]}}
+    queues = []
+    for team in ("team-a", "team-b"):
+        cq = copy.deepcopy(cluster_queue)
+        cq["metadata"]["name"] = team
+        del cq["spec"]["admissionScope"]
+        cq["spec"]["cohortName"] = "pool"
+        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"] = [{**r, "nominalQuota": 0} for r in quota]
+        queues.append(cq)
+    for local_queue in objects["LocalQueue"]:
+        local_queue["spec"]["clusterQueue"] = local_queue["metadata"]["namespace"]
+    return {**objects, "Cohort": [cohort], "ClusterQueue": queues}
+
+
+@pytest.mark.parametrize(("idle", "first"), [(0.0, "b-next"), (10 * HOUR, "a-next")])
+def test_the_cohort_history_outlives_a_rebuilt_session_and_decays_on_the_clock(
+    live_of: Any, idle: float, first: str
+) -> None:
+    # team-a runs the whole cohort for an hour (its first session); then it finishes and, ``idle`` later, a workload
+    # of each team waits for the 8 GPUs, in a session rebuilt from the cache. Kueue's tournament sees two equal
+    # shares and goes by creation (team-a's); the history kept from the earlier sessions adds team-a's decayed hour
+    # (4 GPUs of 8 at once): team-b's goes first. Ten half-lives later it has decayed to nothing: team-a's goes.
+    # A door that started each session from an empty history would admit team-a's both times.
+    running = _workload("a-running", "team-a", "2026-01-01T08:00:00Z", admitted=True)
+    running["status"]["admission"]["clusterQueue"] = "team-a"
+    live, _ = live_of(_cohort_objects(), [running])
+    assert live.sync_session()
+    history = live._cohort_history
+    assert history is not None and live._open is not None and live._open.cohort_history is history
+    assert history.now == T0 and set(history.half_life) == {"team-a", "team-b"}
+    live.afs_clock.now = T0 + HOUR  # type: ignore[attr-defined]
+    _finish(live, "team-a/a-running")
+    live._invalidate("a node changed")
+    assert live.sync_session()  # a new session, the same history: team-a's hour at 8 GPUs, one half-life
+    assert live._open is not None and live._open.cohort_history is history
+    assert history.usage(history.tree.cluster_queues["team-a"])[("a100", "nvidia.com/gpu")] == 4
+    live.afs_clock.now = T0 + HOUR + idle  # type: ignore[attr-defined]
+    store = live.kueue["Workload"].store
+    store["team-a/a-next"] = _workload("a-next", "team-a", "2026-01-01T09:00:00Z")
+    store["team-b/b-next"] = _workload("b-next", "team-b", "2026-01-01T09:30:00Z")
+    live._invalidate("Workloads added")
+    assert live.sync_session()
+    admission = live._open
+    assert admission is not None and admission.cohort_history is history
+    assert [o.info.name for o in admission.outcomes if o.admitted] == [first]
+
+
+def test_the_cohort_history_drops_a_cluster_queue_that_left_the_annotated_tree(live_of: Any) -> None:
+    running = _workload("a-running", "team-a", "2026-01-01T08:00:00Z", admitted=True)
+    running["status"]["admission"]["clusterQueue"] = "team-a"
+    live, _ = live_of(_cohort_objects(), [running])
+    live.sync_session()
+    history = live._cohort_history
+    live.afs_clock.now = T0 + HOUR  # type: ignore[attr-defined]
+    live._invalidate("a node changed")
+    live.sync_session()
+    assert history is not None and set(history.decayed) == {"team-a", "team-b"}
+    assert history.decayed["team-a"]
+    team_b = live.kueue["ClusterQueue"].store["team-b"]
+    team_b["spec"] = {k: v for k, v in team_b["spec"].items() if k != "cohortName"}  # out of the pool
+    live._invalidate("a ClusterQueue changed")
+    live.sync_session()
+    assert live._cohort_history is history and set(history.decayed) == {"team-a"}
+    del live.kueue["Cohort"].store["pool"]  # no Cohort asks for a history: none is kept
+    live._invalidate("a Cohort deleted")
+    live.sync_session()
+    assert live._cohort_history is None
 
 
 def test_the_status_has_kueues_field_names_quantity_formats_and_time_format() -> None:

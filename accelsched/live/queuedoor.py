@@ -26,7 +26,9 @@ Admission fair sharing's usage (queues/admissionfairsharing.py) is kept for the 
 queue manager keeps its ledger: each rebuilt session's admission goes on from the last one's, and each round the
 clock moves to now (``afs_clock``, wall time), so each LocalQueue's consumed resources decay toward what it has
 admitted every ``usageSamplingInterval``; the LocalQueues holding a workload of ours get the sample in their status,
-as Kueue's LocalQueue controller writes it (live/localqueuestatus.py).
+as Kueue's LocalQueue controller writes it (live/localqueuestatus.py). The cohort history of accelsched's fairness
+over time (queues/cohortusage.py) is kept the same way, on the same clock: a rebuild does not forget which
+ClusterQueue used the cohort, and the history decays on wall time between rounds.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from accelsched.live.events import MERGE_PATCH
 from accelsched.live.informer import object_key
 from accelsched.live.kube import JSON, ApiError
 from accelsched.live.podjson import labels, write_key
-from accelsched.queues import admissionfairsharing
+from accelsched.queues import admissionfairsharing, cohortusage
 from accelsched.queues import api as queue_api
 from accelsched.queues.admission import Outcome
 from accelsched.queues.incremental import OpenAdmission
@@ -88,9 +90,11 @@ class QueueDoor:
     # Workloads whose writes a round followed in place reads again though nothing changed them: preempted ones still
     # holding their reservation, and the admissions held back until they let go (workloadstatus.held_back)
     _carried: set[str]
-    # Admission fair sharing's ledger, kept across sessions (queues.admissionfairsharing.carried), and its clock:
-    # seconds since the epoch (time.time; tests put a fake one in its place)
+    # Admission fair sharing's ledger, kept across sessions (queues.admissionfairsharing.carried), the cohort history
+    # likewise (queues.cohortusage.carried), and their clock: seconds since the epoch (time.time; tests put a fake
+    # one in its place)
     _afs_ledger: admissionfairsharing.Ledger | None
+    _cohort_history: cohortusage.History | None
     afs_clock: Callable[[], float]
 
     def _admit_queues(self, session: Any, outcomes: list[Outcome] | None = None) -> None:
@@ -226,21 +230,29 @@ class QueueDoor:
 
     def _with_door_state(self, inputs: Inputs) -> None:
         """Before a rebuild's admission: the workloads waiting for room stay out of their queues, and admission fair
-        sharing's ledger goes on from the last session's."""
+        sharing's ledger and the cohort history go on from the last session's."""
         if inputs.queues:
             with self.lock:
                 inputs.queues.room_waits = self.room_waits.messages()
-            ledger = admissionfairsharing.carried(inputs.queues, self._afs_ledger, self.afs_clock())
+            now = self.afs_clock()
+            ledger = admissionfairsharing.carried(inputs.queues, self._afs_ledger, now)
             self._afs_ledger = inputs.queues.afs_ledger = ledger
+            history = cohortusage.carried(inputs.queues, self._cohort_history, now)
+            self._cohort_history = inputs.queues.cohort_history = history
 
     def _sample_usage(self) -> None:
         """At the start of a round, before the session is synced: admission fair sharing's clock moves to now, and
         the LocalQueue controller's samples due since the last round decay each LocalQueue's consumed resources
-        toward what it has admitted (as the last round left the session: Kueue's controller reads its cache)."""
+        toward what it has admitted (as the last round left the session: Kueue's controller reads its cache); the
+        cohort history's clock too, each ClusterQueue's decayed usage moving toward what it used since."""
         queues = self.session.queues if self.session is not None else None
         admission = queues.admission if queues is not None else None
-        if isinstance(admission, OpenAdmission) and admission.afs is not None and admission.afs is self._afs_ledger:
-            admission.advance(self.afs_clock())
+        if not isinstance(admission, OpenAdmission):
+            return
+        if admission.afs is not None and admission.afs is self._afs_ledger:
+            admission.advance(self.afs_clock())  # the cohort history's with it
+        elif admission.cohort_history is not None and admission.cohort_history is self._cohort_history:
+            admission.cohort_history.advance(self.afs_clock())
 
     def _write_usage(self) -> None:
         """At the end of a round: the LocalQueues sampled since the last one (first seen, or due) get the sample in

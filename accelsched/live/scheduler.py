@@ -235,7 +235,8 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._latest_lock = threading.Lock()
         self._cq_written: dict[str, Any] = {}  # ClusterQueue status last sent (live.queuedoor)
         self._afs_ledger = None  # admission fair sharing's usage, kept across sessions (live.queuedoor)
-        self.afs_clock = time.time  # its clock: wall time, as Kueue's controllers' (tests set a fake one)
+        self._cohort_history = None  # the cohort history (queues.cohortusage), kept likewise
+        self.afs_clock = time.time  # their clock: wall time, as Kueue's controllers' (tests set a fake one)
         self._cq_counts = clusterqueuestatus.Counts()  # ClusterQueue counts, kept round to round (live.queuedoor)
         self._cq_witnesses: dict[str, str] = {}  # ClusterQueue -> a Workload of ours in it (live.queuedoor)
         self.errors: dict[str, str] = {}  # objects the parsers rejected -> the error

@@ -212,8 +212,9 @@ class _Admission:
         if self.afs is not None:
             self.preemptor.local_queue_usage = self.afs.preemption_usage(objects.config)
         # accelsched's fairness over time across a cohort's ClusterQueues (off unless a root Cohort asks for it)
+        # (live mode carries it from the last session: objects.cohort_history)
         self.cohort_history = cohortusage.history(
-            self.tree, {name: c.usage_half_life for name, c in objects.cohorts.items()}
+            self.tree, {name: c.usage_half_life for name, c in objects.cohorts.items()}, objects.cohort_history
         )
         # per ClusterQueue, the workload waiting for its preemptions until it is admitted (Kueue's pw, IsPreemptor)
         self.preempting: dict[str, Outcome] = {}

@@ -217,6 +217,9 @@ class QueueObjects:
     # live mode only, which keeps it for the life of the process as Kueue does; None, each admission starts its own
     # from the LocalQueues' status.
     afs_ledger: Any = None
+    # The cohort history of accelsched's extension kept from the last session (queues.cohortusage.carried), likewise
+    # set by live mode only; None, each admission starts an empty one.
+    cohort_history: Any = None
 
     def __bool__(self) -> bool:
         """Whether Kueue is in play: without any of its objects a queue-name label is inert (no Kueue to read it)."""

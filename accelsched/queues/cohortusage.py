@@ -10,8 +10,12 @@ more than its share for a while then yields to the others until its history deca
 which heads are nominated, the no-borrowing-first rule (on current usage), preemption. Kueue ignores the
 annotation, so the same objects run unchanged under Kueue. Without it (the default) nothing changes.
 
-The history moves with the clock: ``simulate --queues`` advances it at every instant of the replay. A still input
-(``schedule``, ``explain``) has no past: the history is empty and the order is Kueue's.
+The history moves with the clock: ``simulate --queues`` advances it at every instant of the replay. Live mode
+(``accelsched run``) keeps one history for the process (``carried``), as it keeps admission fair sharing's ledger:
+each rebuilt session goes on from the last one's values (a ClusterQueue that left an annotated tree loses its own, a
+new one starts empty, each under its root's half-life now), and each round advances it to the wall clock, so it
+decays toward what each ClusterQueue uses between rounds and between sessions (in memory only: a restart starts
+it empty). A still input (``schedule``, ``explain``) has no past: the history is empty and the order is Kueue's.
 """
 
 from __future__ import annotations
@@ -20,24 +24,33 @@ from collections.abc import Mapping
 
 from accelsched.queues.admissionfairsharing import alpha
 from accelsched.queues.api import USAGE_HALF_LIFE_ANNOTATION as ANNOTATION
+from accelsched.queues.api import QueueObjects
 from accelsched.queues.quota import FlavorResource, Node, QuotaTree
 
-__all__ = ["ANNOTATION", "History", "history"]
+__all__ = ["ANNOTATION", "History", "carried", "history"]
 
 
 class History:
     """Per ClusterQueue of an annotated tree, its decayed usage (per flavor and resource, Kueue's int64 units)."""
 
-    def __init__(self, tree: QuotaTree, half_lives: Mapping[str, float]) -> None:
+    def __init__(self, tree: QuotaTree, half_lives: Mapping[str, float], now: float | None = None) -> None:
         self.tree = tree
-        # ClusterQueue -> the half-life of its root (a root cohort carrying the annotation)
+        self.half_life: dict[str, float] = {}  # ClusterQueue -> the half-life of its root (an annotated cohort)
+        self.decayed: dict[str, dict[FlavorResource, float]] = {}
+        self.now = now
+        self.renew(tree, half_lives)
+
+    def renew(self, tree: QuotaTree, half_lives: Mapping[str, float]) -> None:
+        """Go on over a new session's tree (live mode's rebuild): a ClusterQueue still under an annotated root keeps
+        its decayed usage, under that root's half-life now; one that left loses it; a new one starts empty. The
+        clock goes on: the next ``advance`` decays over the time since the last one, whichever session it was in."""
+        self.tree = tree
         self.half_life = {
             name: half_lives[node.root().name]
             for name, node in tree.cluster_queues.items()
             if node.root().is_cohort and node.root().name in half_lives
         }
-        self.decayed: dict[str, dict[FlavorResource, float]] = {name: {} for name in self.half_life}
-        self.now: float | None = None
+        self.decayed = {name: self.decayed.get(name, {}) for name in self.half_life}
 
     def advance(self, now: float) -> None:
         """Each ClusterQueue's decayed usage moves toward its usage since the last call (constant in between)."""
@@ -56,8 +69,25 @@ class History:
         return {fr: round(v) for fr, v in self.decayed.get(node.name, {}).items() if round(v)}
 
 
-def history(tree: QuotaTree, cohort_half_lives: Mapping[str, float | None]) -> History | None:
-    """The history of the annotated trees, or None when no root cohort carries the annotation."""
+def history(
+    tree: QuotaTree, cohort_half_lives: Mapping[str, float | None], previous: History | None = None
+) -> History | None:
+    """The history of the annotated trees, or None when no root cohort carries the annotation. ``previous``: the
+    one live mode carries (``carried``), renewed over ``tree`` in place and returned; else a new, empty one."""
     half_lives = {name: h for name, h in cohort_half_lives.items() if h is not None}
-    out = History(tree, half_lives) if half_lives else None
+    if isinstance(previous, History):
+        previous.renew(tree, half_lives)
+        out: History | None = previous
+    else:
+        out = History(tree, half_lives) if half_lives else None
     return out if out is not None and out.half_life else None
+
+
+def carried(objects: QueueObjects, previous: History | None, now: float) -> History | None:
+    """The history a new session of live mode goes on with: ``previous`` (its admission renews it over the session's
+    tree), or the first time a new, empty one with its clock at ``now``; None when no Cohort carries the annotation
+    (what was kept is dropped). Set it as ``objects.cohort_history``. A session starting from an empty history
+    would forget, at every rebuild, who used the cohort before."""
+    if not any(c.usage_half_life is not None for c in objects.cohorts.values()):
+        return None
+    return previous if previous is not None else History(QuotaTree({}, {}, set()), {}, now)
