@@ -23,6 +23,17 @@ def test_kueues_runner_drives_minimalkueue_and_accelsched_through_every_workload
     except kueueperf.Unavailable as exc:
         pytest.skip(str(exc))
     assert count == 90  # 5 cohorts x 6 ClusterQueues x one workload of each class
+    first = results[0]
+    if first.completed and first.admitted != {c: (30, 30) for c in kueueperf.CLASSES}:
+        # Kueue's runner stops recording once generation is done and no ClusterQueue reports pending or reserving
+        # Workloads (recorder.expectMoreEvents). At this size generation ends within a second, and a minimalkueue
+        # slowed by a loaded machine may not have counted its Workloads in the ClusterQueues' status by then: the
+        # recorder stops early (seen: 28/23/0 of 30 admitted). A race in Kueue's own runner against Kueue: rerun that
+        # side once. accelsched's side is never rerun.
+        print(f"minimalkueue's run ended early ({first.admitted}): rerun once")
+        (tmp_path / "again").mkdir()
+        (first,), _, _ = kueueperf.run("baseline", 0.001, ("minimalkueue",), tmp_path / "again", deadline=150)
+        results[0] = first
     assert thresholds["cmd"]["maxWallMs"] == 425_000  # Kueue's own rangespec, read from its module
     assert [r.system for r in results] == ["minimalkueue", "accelsched"]
     for r in results:
