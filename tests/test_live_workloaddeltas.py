@@ -240,3 +240,36 @@ def test_a_workload_arriving_while_its_class_is_set_aside_waits_untried_as_kueue
     assert _from_scratch(store).get("third") is None  # a rebuild from the cache writes nothing for it either
     third = live._open.by_key["team-a/third"]  # type: ignore[union-attr]
     assert not third.conditions and "equivalent workload team-a/second does not fit" in third.held_message
+
+
+def _lower_priority_first(snap: live_convert.Snapshot) -> live_convert.Snapshot:
+    """team-a's ClusterQueue preempts its own lower-priority workloads (withinClusterQueue LowerPriority)."""
+    for cq in snap.kueue["ClusterQueue"]:
+        if cq["metadata"]["name"] == "team-a":
+            cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    return snap
+
+
+def test_a_workload_evicted_already_and_still_holding_is_the_first_target_as_in_kueues_candidates_ordering() -> None:
+    # CandidatesOrdering's first rule: a workload evicted already (its job has not let go) goes before the others,
+    # here before the more recently admitted low one that the later rules pick (an input read off a cluster in the
+    # middle of a preemption: `schedule --from-cluster`).
+    def admitted(name: str, at: str, *extra: dict, team: str = "team-a") -> dict:
+        reserved = {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "m",
+                    "lastTransitionTime": at}
+        flavors = {"cpu": "a100", "memory": "a100", "nvidia.com/gpu": "a100"}
+        admission = {"clusterQueue": team, "podSetAssignments": [{"name": "main", "count": 2, "flavors": flavors}]}
+        return _workload_doc(name, 2, namespace=team, conditions=[reserved, *extra], admission=admission)
+
+    evicted = {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "m",
+               "lastTransitionTime": "2026-01-01T10:05:00Z"}
+    high = _workload_doc("high-1", 2)
+    high["spec"]["priority"] = 100
+    full_b = [admitted(n, "2026-01-01T09:00:00Z", team="team-b") for n in ("b-1", "b-2")]
+    for marked in (False, True):
+        docs = [admitted("low-1", "2026-01-01T10:00:00Z", *([evicted] if marked else [])),
+                admitted("low-2", "2026-01-01T10:01:00Z"), *copy.deepcopy(full_b), copy.deepcopy(high)]
+        inputs = live_convert.convert(_lower_priority_first(_snapshot(*docs)), {"accelsched"}).inputs
+        result = queue_admission.admit(inputs.queues, inputs.pods, inputs.namespaces, inputs.nodes)
+        preempted = {o.info.name for o in result.outcomes if o.preempted}
+        assert preempted == ({"low-1"} if marked else {"low-2"}), marked

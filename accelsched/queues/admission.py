@@ -610,6 +610,7 @@ class _Admission:
             preemption.path(self.tree, w.cluster_queue),
         )
         victim.evict(target.reason, message)
+        w.info.evicted = False  # released here at once (the job reconciler's part): no longer holding
         for pod in w.info.pods:
             pod.node_name = ""  # the job is stopped; its pods come back Pending when it is admitted again
         failed = self.bulk_moved.get(w.cluster_queue, {}).get(self._equivalence(w.info))

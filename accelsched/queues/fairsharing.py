@@ -369,7 +369,7 @@ class _Ordering:
 
 
 Reservation = tuple[int, str, int]  # (0, the input's QuotaReserved time, 0), or (1, "", admission order here)
-Rank = tuple[bool, float, int, tuple[int, ...], str]
+Rank = tuple[bool, bool, float, int, tuple[int, ...], str]
 
 
 def _newest_first(reserved: Reservation) -> tuple[int, ...]:
@@ -399,11 +399,12 @@ class FairPreemptor:
         usage = self.base.local_queue_usage
 
         def rank(w: Admitted) -> Rank:
-            """CandidatesOrdering: other queues first; with admission fair sharing, in the preemptor's queue the
-            LocalQueue that used more first; lower priority, the quota reserved more recently, then by UID."""
+            """CandidatesOrdering: evicted already (still holding) first; other queues first; with admission fair
+            sharing, in the preemptor's queue the LocalQueue that used more first; lower priority, the quota
+            reserved more recently, then by UID."""
             same = w.cluster_queue == cq.name
             afs = -(usage(w.info, cq) or 0.0) if same and usage is not None else 0.0
-            return (same, afs, w.info.priority, _newest_first(self.reserved(w)), w.info.uid)
+            return (not w.info.evicted, same, afs, w.info.priority, _newest_first(self.reserved(w)), w.info.uid)
 
         candidates.sort(key=rank)
         revert = _with_usage(node, requests)  # the shares count the incoming workload

@@ -145,7 +145,9 @@ class Preemptor:
             # CandidatesOrdering with AFS: in the preemptor's ClusterQueue, the LocalQueue that used more gives
             # first (a stable sort: the order above among equal usage). Candidates of other ClusterQueues keep it.
             same.sort(key=lambda c: -(usage(c.workload.info, cq) or 0.0))
-        candidates = hierarchy + priority + same
+        # CandidatesOrdering's first rule: workloads already evicted (holding their quota until their jobs let go)
+        # before all others, which keep the order above (a stable sort)
+        candidates = sorted(hierarchy + priority + same, key=lambda c: not c.workload.info.evicted)
         forbidden = cq.preemption.borrow_within_cohort == api.NEVER
         if (not hierarchy and not priority) or (forbidden and not self._under_nominal(node, frs)):
             attempts = [True]

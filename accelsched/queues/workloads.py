@@ -60,6 +60,9 @@ class Info:
     job_uid: str = ""  # its owner's (Kueue's kueue.x-k8s.io/job-uid label): the Job's, or the pod's
     admitted: dict[str, dict[str, str]] | None = None  # pod set -> resource -> flavor, when it runs already
     waiting: str = ""  # why Kueue has made no Workload yet (a pod group short of its total count)
+    # Evicted (Evicted=True) while it still holds its reservation: its job has not let go yet (an input read off a
+    # cluster in the middle of a preemption). Kueue's preemptors target such a workload first (CandidatesOrdering).
+    evicted: bool = False
 
     @property
     def key(self) -> str:
@@ -281,6 +284,7 @@ def _find(queues: api.QueueObjects, pods: list[Pod]) -> list[Info]:
                 str(psa.get("name")): {str(r): str(f) for r, f in (psa.get("flavors") or {}).items()}
                 for psa in obj.admission.get("podSetAssignments") or []
             }
+            info.evicted = any(c.get("type") == "Evicted" and c.get("status") == "True" for c in _conditions(obj))
         infos.append(info)
     groups: dict[tuple[str, str], list[Pod]] = {}
     jobs: dict[tuple[str, str], list[Pod]] = {}
