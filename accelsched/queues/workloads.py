@@ -230,13 +230,18 @@ def _admitted_on(pods: list[Pod]) -> bool:
 def finished(obj: api.WorkloadObject) -> bool:
     """Finished=True (workload.IsFinished): Kueue's workload controller takes it out of the queues and the cache, so
     it neither waits nor holds quota, whatever its status.admission still says."""
-    return any(c.get("type") == FINISHED and c.get("status") == "True" for c in _conditions(obj))
+    return _has(obj, FINISHED, "True")
 
 
 def _released(obj: api.WorkloadObject) -> bool:
     """QuotaReserved=False beside a status.admission left in place: the reservation was unset (an evicted workload
     whose job was stopped), which Kueue reads from the condition (workload.HasQuotaReservation), not the field."""
-    return any(c.get("type") == "QuotaReserved" and c.get("status") == "False" for c in _conditions(obj))
+    return _has(obj, "QuotaReserved", "False")
+
+
+def _has(obj: api.WorkloadObject, type_: str, status: str) -> bool:
+    """Whether the Workload has a condition of ``type_`` with ``status``."""
+    return any(c.get("type") == type_ and c.get("status") == status for c in _conditions(obj))
 
 
 def _conditions(obj: api.WorkloadObject) -> list[Mapping[str, Any]]:
@@ -284,7 +289,7 @@ def _find(queues: api.QueueObjects, pods: list[Pod]) -> list[Info]:
                 str(psa.get("name")): {str(r): str(f) for r, f in (psa.get("flavors") or {}).items()}
                 for psa in obj.admission.get("podSetAssignments") or []
             }
-            info.evicted = any(c.get("type") == "Evicted" and c.get("status") == "True" for c in _conditions(obj))
+            info.evicted = _has(obj, "Evicted", "True")
         infos.append(info)
     groups: dict[tuple[str, str], list[Pod]] = {}
     jobs: dict[tuple[str, str], list[Pod]] = {}
