@@ -6,6 +6,7 @@ writes are recorded, and the cache's events are fed to the door's handler as the
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from accelsched.live import convert as live_convert
 from accelsched.live import workloadstatus
@@ -273,3 +274,50 @@ def test_a_workload_evicted_already_and_still_holding_is_the_first_target_as_in_
         result = queue_admission.admit(inputs.queues, inputs.pods, inputs.namespaces, inputs.nodes)
         preempted = {o.info.name for o in result.outcomes if o.preempted}
         assert preempted == ({"low-1"} if marked else {"low-2"}), marked
+
+
+class _AtOnce:
+    """A write lane that runs each write as it is handed over."""
+
+    def submit(self, key: str, fn: Any, *args: Any) -> None:
+        fn(*args)
+
+    def report(self, key: str, fn: Any, *args: Any, subject: str = "") -> None:
+        fn(*args)
+
+
+def test_a_pending_condition_waits_its_delay_and_is_never_written_when_the_workload_is_admitted_meanwhile() -> None:
+    """Most Pending conditions are followed by their Workload's admission within a second or two in a queue that
+    drains (Kueue's harness): each is held back PENDING_CONDITION_DELAY first, and an admission decided meanwhile
+    takes its place. One still waiting is written when its time comes."""
+    live = _scheduler()
+    live.pending_condition_delay = 3600.0  # beyond the test: its waiting calls are run by hand below
+    live.writes = live.queue_status_writes = _AtOnce()  # type: ignore[assignment]
+    written: list[workloadstatus.StatusWrite] = []
+    live._write_workload_status = written.append  # type: ignore[method-assign]
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)  # 8 GPUs: team-a's quota
+    _rebuild(live)
+    echo = _applied(first, written[-1], "8")
+    _event(live, "MODIFIED", echo, first)
+
+    _event(live, "ADDED", _workload_doc("second", 6), None)  # 12 more: the cohort lends 8, it waits
+    assert live._follow_workloads()
+    assert [w.name for w in written] == ["first"] and len(live.deferred_reports) == 1
+    assert not workloadstatus.written(live._latest["pending:team-a/second"][-1])[1][1]
+
+    done = copy.deepcopy(echo)  # the first finishes: the second is admitted before its Pending condition is due
+    done["metadata"]["resourceVersion"] = "10"
+    done["status"]["conditions"].append(FINISHED)
+    _event(live, "MODIFIED", done, echo)
+    assert live._follow_workloads()
+    _event(live, "ADDED", _workload_doc("third", 4), None)  # 8 more beside the second's 12: it waits
+    assert live._follow_workloads()
+
+    live.deferred_reports.run_all()
+    assert [(w.name, workloadstatus.written(w)[1][1]) for w in written] == [
+        ("first", True),
+        ("second", True),
+        ("third", False),
+    ]
+    assert not live._latest and not len(live.deferred_reports)

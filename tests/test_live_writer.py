@@ -6,7 +6,7 @@ import concurrent.futures
 import threading
 import time
 
-from accelsched.live.writer import OrderedWriter
+from accelsched.live.writer import Deferred, OrderedWriter
 
 
 class _Recorder:
@@ -126,3 +126,19 @@ def test_the_reports_of_a_gangs_members_waiting_behind_one_key_each_stand() -> N
     write.release.set()
     reports.shutdown(wait=True)
     assert write.done == ["m0-report-1", "m1-report", "m2-report-2"] and writer.in_flight == 0
+
+
+def test_deferred_calls_run_on_its_thread_in_the_order_they_fall_due_and_stop_drops_the_rest() -> None:
+    deferred = Deferred("test")
+    done: list[str] = []
+    last = threading.Event()
+    deferred.call_later(0.2, done.append, "later")
+    deferred.call_later(0.0, done.append, "sooner")
+    deferred.call_later(0.3, last.set)
+    assert last.wait(10)
+    assert done == ["sooner", "later"] and len(deferred) == 0
+    deferred.call_later(3600, done.append, "never")
+    assert len(deferred) == 1
+    deferred.stop()
+    deferred.call_later(0, done.append, "after the stop")
+    assert len(deferred) == 0 and done == ["sooner", "later"]

@@ -62,6 +62,9 @@ JOB_GRACE_SECONDS = 10.0  # how long a pod waits for its Job to show in the cach
 # server takes as no change brings no event, and must not hold that workload's next decision back for good.
 IN_FLIGHT_SECONDS = 10.0
 BIND, REPORT, STATUS = "bind", "report", "status"  # the write lanes of _submit_latest
+# How long a Workload's Pending condition waits before it is written (_submit_latest): most are made moot by the
+# Workload's admission within that time, and each one written is an API server write its admission then follows.
+PENDING_CONDITION_DELAY = 2.0
 
 
 class QueueDoor:
@@ -208,13 +211,26 @@ class QueueDoor:
         their own (STATUS): behind the Pending conditions they lagged seconds, and Kueue's performance runner reads
         the queues' usage and the end of its run from them. A Pending condition and an admission of one Workload
         never run at once: a write from the version an earlier one was decided from is not sent
-        (_status_writes_due)."""
+        (_status_writes_due).
+
+        A Pending condition first waits ``pending_condition_delay`` seconds (PENDING_CONDITION_DELAY), then takes
+        its turn on the report pool: a deliberate difference from Kueue, which writes it as soon as the workload is
+        tried and does not fit. In a queue that drains, the head of a class is tried and refused, then admitted
+        when the next workload finishes, usually within the second: at 20% of Kueue's performance harness 69% of
+        the Pending conditions were followed by their Workload's admission within 1 s (86% within 2 s), 2,100
+        writes in a run, each one more write for the API server, which the job controller's finishes wait on. An
+        admission (or another Pending message) decided meanwhile replaces the waiting one, which keeps its time;
+        what a workload still waiting shows is unchanged, only later."""
         with self._latest_lock:
             waiting = key in self._latest
             self._latest[key] = (fn, *args)
         if waiting:
             return
-        if lane == REPORT:
+        if lane == REPORT and self.pending_condition_delay > 0:
+            self.deferred_reports.call_later(
+                self.pending_condition_delay, self.writes.report, key, self._write_latest, key
+            )
+        elif lane == REPORT:
             self.writes.report(key, self._write_latest, key)
         elif lane == STATUS:
             self.queue_status_writes.submit(key, self._write_latest, key)

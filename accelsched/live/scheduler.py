@@ -61,10 +61,10 @@ from accelsched.live.leaderelection import ElectionConfig, LeaderElector
 from accelsched.live.loop import SchedulingLoop
 from accelsched.live.metrics import Metrics
 from accelsched.live.nominator import Nominator
-from accelsched.live.queuedoor import QueueDoor
+from accelsched.live.queuedoor import PENDING_CONDITION_DELAY, QueueDoor
 from accelsched.live.trim import trim
 from accelsched.live.workloadcache import ParsedByVersion
-from accelsched.live.writer import OrderedWriter
+from accelsched.live.writer import Deferred, OrderedWriter
 from accelsched.live.writes import BindOutcome, Decision, WritePipeline
 from accelsched.queues.admission import Outcome
 from accelsched.queues.room import RoomWaits
@@ -256,6 +256,9 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
             QUEUE_STATUS_WORKERS, thread_name_prefix="queue-status"
         )
         self.queue_status_writes = OrderedWriter(self._queue_status_pool)
+        # The queue door's Pending conditions, each held back a moment first (live.queuedoor._submit_latest).
+        self.deferred_reports = Deferred("pending-conditions")
+        self.pending_condition_delay = PENDING_CONDITION_DELAY
         self._last_flush = time.monotonic()
         self._thread: threading.Thread | None = None
         self._beat = time.monotonic()  # the loop's last turn (/healthz)
@@ -280,6 +283,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
             self.elector.stop()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.deferred_reports.stop()
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._report_pool.shutdown(wait=True, cancel_futures=True)
         self._queue_status_pool.shutdown(wait=True, cancel_futures=True)

@@ -16,8 +16,10 @@ drained (live.scheduler).
 from __future__ import annotations
 
 import concurrent.futures
+import heapq
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -120,3 +122,63 @@ class OrderedWriter:
         """Keys with a write running or queued."""
         with self._lock:
             return len(self._queues)
+
+
+class Deferred:
+    """Calls each function handed to it once its delay is over, on one thread of its own, started with the first.
+
+    For the writes worth holding back a moment because a later decision often makes them moot (the queue door's
+    Pending conditions, live.queuedoor): one thread and a heap, not a timer thread per write, since a backlog
+    defers thousands. A call that is due runs on this thread, so what it does must be short (hand a write to a
+    pool). Calls still waiting when it stops are dropped: they were reports of a scheduler that is going away."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._due: list[tuple[float, int, Callable[..., Any], tuple[Any, ...]]] = []
+        self._seq = 0
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
+        with self._cond:
+            if self._stopped:
+                return
+            self._seq += 1
+            heapq.heappush(self._due, (time.monotonic() + delay, self._seq, fn, args))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._due.clear()
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def run_all(self) -> None:
+        """Run every call waiting, now, on the caller's thread, whatever its time (the tests' clock)."""
+        with self._cond:
+            due, self._due = sorted(self._due), []
+        for _, _, fn, args in due:
+            fn(*args)
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._due)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopped and (not self._due or self._due[0][0] > time.monotonic()):
+                    self._cond.wait(self._due[0][0] - time.monotonic() if self._due else None)
+                if self._stopped:
+                    return
+                _, _, fn, args = heapq.heappop(self._due)
+            try:
+                fn(*args)
+            except Exception:  # one failed call must not stop the later ones
+                log.exception("deferred call failed", extra={"key": self.name})
