@@ -118,6 +118,7 @@ def test_a_change_the_door_does_not_follow_in_place_rebuilds() -> None:
     relabelled["metadata"]["labels"] = {"team": "x"}
     _event(live, "MODIFIED", relabelled, first)
     assert live.dirty and not live._workload_changes
+    assert live.rebuild_reason == "Workload modified: spec changed"  # what the rebuild's log line says
 
 
 def test_a_round_followed_in_place_reads_what_changed_not_every_workload() -> None:

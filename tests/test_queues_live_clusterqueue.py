@@ -156,7 +156,7 @@ def test_a_refused_stale_workload_write_brings_a_new_decision() -> None:
     live.kube.patch = conflict  # type: ignore[method-assign]
     live.dirty = False
     live._write_workload_status(workloadstatus.StatusWrite("team-a", "w", {"status": {}}))
-    assert live.dirty and live.rebuild_reason == "workload status conflict" and live.wake.is_set()
+    assert live.dirty and live.rebuild_reason == "workload status conflict: not in the cache" and live.wake.is_set()
 
 
 def test_an_admission_left_beside_quota_reserved_false_holds_nothing() -> None:

@@ -44,11 +44,13 @@ class EventHandlers:
             self._changed_nodes[name] = True
         self._wake_unschedulable(node_event=True, node=None if kind == "DELETED" else live_convert.one_node(obj))
 
-    def _on_other(self, kind: str, obj: JSON, old: JSON | None) -> None:
+    def _on_other(self, kind: str, obj: JSON, old: JSON | None, why: str = "") -> None:
+        """An object changed that the session does not follow in place: rebuilt (``why``: what the rebuild's log
+        line adds to the kind and the change)."""
         if kind == "MODIFIED" and old is not None and same_content(old, obj):
             return
         self._event = queue_metrics.resource_event(kind, obj)
-        self._cluster_event(f"{obj.get('kind') or 'object'} {kind.lower()}")
+        self._cluster_event(f"{obj.get('kind') or 'object'} {kind.lower()}" + (f": {why}" if why else ""))
 
     def _on_claim(self, kind: str, obj: JSON, old: JSON | None) -> None:
         """A ResourceClaim changed: the session follows it in place next round (allocations and reservations

@@ -466,17 +466,16 @@ class QueueDoor:
                 # each was a third of the rounds of Kueue's performance harness: benchmarks/kueueperf.py)
                 self.own_writes_seen += 1
                 return
-        if (
-            not self.dirty
-            and self._open is not None
-            and (echo or workloaddeltas.follows(kind, obj, old, self._open, self.scheduler_names))
-        ):
+        why = "no open admission" if self._open is None else ""
+        if not self.dirty and self._open is not None and not echo:
+            why = workloaddeltas.unfollowed(kind, obj, old, self._open, self.scheduler_names)
+        if not self.dirty and not why:
             # taken in by the next round; a stale decision's echo changes nothing there, but that round writes what
             # the open admission decides now, which the write in flight kept back
             self._workload_changes[key] = None if kind == "DELETED" else obj
             self.wake.set()
             return
-        self._on_other(kind, obj, old)
+        self._on_other(kind, obj, old, why)
         if stale:
             self._invalidate("workload decided from a stale version")
         self.wake.set()
@@ -532,7 +531,14 @@ class QueueDoor:
                 self._workload_changes[key] = doc
                 self.wake.set()
                 return
-            self._invalidate("workload status conflict")
+            why = (
+                "not in the cache"
+                if doc is None
+                else "no open admission"
+                if self._open is None
+                else "not held by the open admission"
+            )
+            self._invalidate(f"workload status conflict: {why}")
             self.wake.set()
 
     def _stop_pod(self, stop: live_kueue.Stop) -> None:

@@ -48,24 +48,33 @@ def open_admission(result: QueueResult | None) -> OpenAdmission | None:
     return result.admission
 
 
-def follows(kind: str, obj: JSON, old: JSON | None, admission: OpenAdmission, names: Collection[str]) -> bool:
-    """Whether a Workload event can be taken in place."""
+def unfollowed(kind: str, obj: JSON, old: JSON | None, admission: OpenAdmission, names: Collection[str]) -> str:
+    """Why a Workload event cannot be taken in place ("" when it can): the session's rebuild logs it, since at
+    1,000 ClusterQueues a rebuild costs seconds."""
     key = _key(obj)
     outcome = admission.by_key.get(key)
     if kind == "ADDED":  # a new one: no conditions yet (one that has some carries them into admission: rebuild)
-        fresh = not (obj.get("status") or {}).get("conditions")
-        return fresh and outcome is None and workloadstatus.ours(obj, names) and _pending(obj)
+        if (obj.get("status") or {}).get("conditions"):
+            return "added with conditions"
+        if outcome is not None:
+            return "added, held already"
+        return "" if workloadstatus.ours(obj, names) and _pending(obj) else "added, not a pending one of ours"
     if kind == "DELETED":
-        return True
-    if kind != "MODIFIED" or old is None or outcome is None or workloadstatus.spec_changed(old, obj):
-        return False
+        return ""
+    if kind != "MODIFIED" or old is None:
+        return f"{kind.lower()} without the object before"
+    if outcome is None:
+        return "modified, not held by the open admission"
+    if workloadstatus.spec_changed(old, obj):
+        return "spec changed"
     if workloadstatus.finished(obj):
-        return not workloadstatus.finished(old)
+        return "" if not workloadstatus.finished(old) else "modified after it finished"
     # A preempted Workload let go of its reservation (its job stopped): admission evicted it already and counts its
     # quota free (the event only lets the admissions that waited for it in its cohort tree be written), or, where
     # the rebuild that evicted it has been followed by another, holds it as running still (released here).
-    released = workloadstatus.reserved(old) and not workloadstatus.reserved(obj)
-    return released and ((outcome.preempted and not outcome.admitted) or _evicted(obj))
+    if not (workloadstatus.reserved(old) and not workloadstatus.reserved(obj)):
+        return "modified, not a release"
+    return "" if (outcome.preempted and not outcome.admitted) or _evicted(obj) else "released, not preempted"
 
 
 def apply(admission: OpenAdmission, changes: Mapping[str, JSON | None], names: Collection[str]) -> bool:
