@@ -73,8 +73,23 @@ def unfollowed(kind: str, obj: JSON, old: JSON | None, admission: OpenAdmission,
     # quota free (the event only lets the admissions that waited for it in its cohort tree be written), or, where
     # the rebuild that evicted it has been followed by another, holds it as running still (released here).
     if not (workloadstatus.reserved(old) and not workloadstatus.reserved(obj)):
-        return "modified, not a release"
+        return f"modified, not a release ({_status_change(old, obj)})"
     return "" if (outcome.preempted and not outcome.admitted) or _evicted(obj) else "released, not preempted"
+
+
+def _status_change(old: JSON, new: JSON) -> str:
+    """What changed in a Workload's status, in a few words: the conditions (type=status/reason) gone and come, and
+    whether its admission was set, changed or removed."""
+    def conditions(doc: JSON) -> set[str]:
+        found = (doc.get("status") or {}).get("conditions") or ()
+        return {f"{c.get('type')}={c.get('status')}/{c.get('reason', '')}" for c in found if isinstance(c, dict)}
+
+    before, after = conditions(old), conditions(new)
+    words = [f"-{c}" for c in sorted(before - after)] + [f"+{c}" for c in sorted(after - before)]
+    was, now = (old.get("status") or {}).get("admission"), (new.get("status") or {}).get("admission")
+    if was != now:
+        words.append("admission " + ("set" if not was else "removed" if not now else "changed"))
+    return " ".join(words) or "the rest of its status"
 
 
 def apply(admission: OpenAdmission, changes: Mapping[str, JSON | None], names: Collection[str]) -> bool:
