@@ -8,7 +8,8 @@ The harness is Kueue v0.19.2's test/performance/scheduler, from its Go module: t
 and cached by ``hack/build-controlplane.sh kueue-perf`` (here on demand, about 30 s once Kueue's packages are in the
 Go build cache); the generator configs and thresholds are read from the module. Each system gets a fresh test
 control plane (tests/live/controlplane.py: the cached etcd and kube-apiserver v1.36.3, with the request limits
-Kueue's runner gives its envtest one, ``--max-requests-inflight=5000 --max-mutating-requests-inflight=2500``) with
+Kueue's runner gives its envtest one, ``--max-requests-inflight=5000 --max-mutating-requests-inflight=2500``, and
+etcd compacted every 5 minutes, the API server's default that envtest keeps, not the test suite's 5 seconds) with
 Kueue's CRDs (config/components/crd/bases, as envtest installs them); the system is started and ready first, then
 Kueue's runner runs against the cluster (its in-cluster mode, client QPS 1000 and burst 2000 as envtest's): it
 creates the config's ResourceFlavor, ClusterQueues (a namespace and LocalQueue each, a cohort per cohort) and
@@ -192,7 +193,10 @@ def run_system(
 
     out.mkdir(parents=True)
     limits = ("--max-requests-inflight=5000", "--max-mutating-requests-inflight=2500")
-    cp = ControlPlane(out / "controlplane", assets, extra_apiserver_args=limits).start()
+    # envtest leaves --etcd-compaction-interval at its 5m default. The tests' 5 s made the API server's watch cache
+    # fall behind compaction under the runner's load ("required revision has been compacted"): it then closed
+    # every ClusterQueue and Workload watch and answered 429 "storage is (re)initializing" for seconds.
+    cp = ControlPlane(out / "controlplane", assets, compaction_interval="5m", extra_apiserver_args=limits).start()
     try:
         apply_crds(k.api_client(str(cp.kubeconfig)), module / "config/components/crd/bases")
         sut = System(system, harness, cp.kubeconfig, out)
