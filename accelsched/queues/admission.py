@@ -392,15 +392,9 @@ class _Admission:
                     head.refuse(PENDING, NAMESPACE_MISMATCH)
                     pending.remove(head)  # requeued as inadmissible in both strategies
                     continue
-                assignment = self._assign(head, cq)
+                assignment, oracle = self._assign(head, cq)
                 heads.append((head, cq, assignment))
-                # getInitialAssignments: the targets are found at nomination, on the cycle's fresh snapshot, not
-                # after the capacity earlier heads of the cycle reserve
-                self.nominated[id(head)] = (
-                    self.preemptor.targets(head.info, cq, assignment.usage, assignment.needs_preemption())
-                    if assignment.mode == AssignmentMode.PREEMPT
-                    else []
-                )
+                self.nominated[id(head)] = self._nominate(head, cq, assignment, oracle)
             if not heads:
                 if any(queues.values()) or self._requeue_pending(queues):
                     continue  # queues whose heads stepped aside have new heads, or the requeuer brought some back
@@ -456,9 +450,23 @@ class _Admission:
             self.cohort_history.usage if self.cohort_history is not None else None,
         )
 
-    def _assign(self, outcome: Outcome, cq: ClusterQueue) -> Assignment:
+    def _nominate(self, outcome: Outcome, cq: ClusterQueue, assignment: Assignment, oracle: Oracle) -> list[Target]:
+        """getInitialAssignments' preemption targets: found at nomination, on the cycle's fresh snapshot, not after
+        the capacity earlier heads of the cycle reserve. Where the assignment asks for what the oracle searched for
+        already (one flavor and resource), its answer: the tree has not changed since, and the search is the same."""
+        if assignment.mode != AssignmentMode.PREEMPT:
+            return []
+        frs = assignment.needs_preemption()
+        if len(assignment.usage) == 1 and frs == assignment.usage.keys():
+            found = oracle.found.get(next(iter(assignment.usage.items())))
+            if found is not None:
+                return found
+        return self.preemptor.targets(outcome.info, cq, assignment.usage, frs)
+
+    def _assign(self, outcome: Outcome, cq: ClusterQueue) -> tuple[Assignment, Oracle]:
         """getAssignments: the scan resumes from the workload's LastAssignment unless that is outdated (older than
-        the previous cycle, and a workload has left the ClusterQueue since: lastAssignmentOutdated)."""
+        the previous cycle, and a workload has left the ClusterQueue since: lastAssignmentOutdated). With the
+        assignment, the oracle that answered its scan (with the targets it found)."""
         node = self.tree.cluster_queues[cq.name]
         oracle = Oracle(self.preemptor, outcome.info, cq)
         generation = self.generation.get(cq.name, 0)
@@ -469,7 +477,7 @@ class _Admission:
         )
         assignment = assigner.assign()
         outcome.last, outcome.last_cycle, outcome.last_generation = assignment.last_state(), self.cycle, generation
-        return assignment
+        return assignment, oracle
 
     def _process(
         self, outcome: Outcome, cq: ClusterQueue, assignment: Assignment, pending: Pending[Outcome]

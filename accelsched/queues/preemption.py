@@ -300,12 +300,15 @@ class Oracle:
     preemptor: Preemptor
     info: Info
     cq: ClusterQueue
-    results: dict[tuple[FlavorResource, int], tuple[str, int]] = field(default_factory=dict)
+    # The targets found per request asked about. The tree is the same when the head is nominated right after its
+    # flavor assignment (which reads the tree alone): a workload of one flavor and resource asks for the same
+    # targets again then (admission's ``_nominate``), and each search walks every admitted workload of the cohort.
+    found: dict[tuple[FlavorResource, int], list[Target]] = field(default_factory=dict)
 
     def __call__(self, fr: FlavorResource, amount: int) -> tuple[str, int]:
         """("NoCandidates" | "Preempt" | "Reclaim", borrowing height after the preemptions)."""
         node = self.preemptor.tree.cluster_queues[self.cq.name]
-        chosen = self.preemptor.targets(self.info, self.cq, {fr: amount}, {fr})
+        chosen = self.found[fr, amount] = self.preemptor.targets(self.info, self.cq, {fr: amount}, {fr})
         if not chosen:
             return "NoCandidates", self.preemptor.tree.height_of_lowest_subtree_that_fits(node, fr, amount)[0]
         for t in chosen:
