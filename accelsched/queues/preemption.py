@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 
 from accelsched.queues import api
 from accelsched.queues.api import ClusterQueue
@@ -58,6 +59,12 @@ class Admitted:
     usage: dict[FlavorResource, int]
     sequence: int  # admission order: a higher one was admitted more recently
 
+    @cached_property
+    def order(self) -> tuple[int, int, str]:
+        """Kueue's candidate order past the first rules: lower priority, then admitted more recently, then UID
+        (worked out once: a large cohort's candidates are sorted again for every head tried)."""
+        return (self.info.priority, -self.sequence, self.info.uid)
+
 
 @dataclass
 class Target:
@@ -91,7 +98,8 @@ def satisfies(policy: str, preemptor: Info, candidate: Info) -> bool:
 
 def within_nominal(node: Node, frs: Iterable[FlavorResource]) -> bool:
     """IsWithinNominalInResources: the node uses no more than its subtree quota in each of ``frs``."""
-    return all(node.subtree.get(fr, 0) >= node.usage.get(fr, 0) for fr in frs)
+    subtree, usage = node.subtree, node.usage
+    return all(subtree.get(fr, 0) >= usage.get(fr, 0) for fr in frs)
 
 
 def fits_in_quota(node: Node, requests: dict[FlavorResource, int]) -> tuple[bool, dict[FlavorResource, int]]:
@@ -137,9 +145,15 @@ class Preemptor:
             return self.fair_targets(info, cq, requests, frs)
         node = self.tree.cluster_queues[cq.name]
         same = self._same_queue(info, cq, frs)
-        hierarchy, priority = self._hierarchical(info, cq, node, requests, frs)
+        forbidden = cq.preemption.borrow_within_cohort == api.NEVER
+        # Borrowing not allowed to preempt, and the preemptor's queue borrowing whatever of its own it takes: only the
+        # attempt while borrowing can find targets, and it takes no workload of another queue reclaimed without
+        # borrowing, the cohort's most: those are not collected (the heads that cannot preempt, most of a large
+        # cohort's, walked all of them else).
+        reclaim_only = forbidden and not self._may_stop_borrowing(node, requests, same)
+        hierarchy, priority = self._hierarchical(info, cq, node, requests, frs, not reclaim_only)
         for group in (same, hierarchy, priority):
-            group.sort(key=lambda c: (c.workload.info.priority, -c.workload.sequence, c.workload.info.uid))
+            group.sort(key=lambda c: c.workload.order)
         usage = self.local_queue_usage
         if usage is not None and usage(info, cq) is not None:
             # CandidatesOrdering with AFS: in the preemptor's ClusterQueue, the LocalQueue that used more gives
@@ -148,7 +162,6 @@ class Preemptor:
         # CandidatesOrdering's first rule: workloads already evicted (holding their quota until their jobs let go)
         # before all others, which keep the order above (a stable sort)
         candidates = sorted(hierarchy + priority + same, key=lambda c: not c.workload.info.evicted)
-        forbidden = cq.preemption.borrow_within_cohort == api.NEVER
         if (not hierarchy and not priority) or (forbidden and not self._under_nominal(node, frs)):
             attempts = [True]
         elif forbidden and not hierarchy:
@@ -156,13 +169,20 @@ class Preemptor:
         else:
             attempts = [True, False]
         for borrowing in attempts:
+            if not borrowing and not self._may_stop_borrowing(node, requests, same):
+                continue  # every candidate would be taken and given back (each a walk up the tree), none chosen
             chosen: list[Target] = []
-            for c in candidates:
+            # Without borrowing nothing fits while the preemptor's queue would still borrow, which only its own
+            # workloads taken change: the others are taken without asking (a walk up the tree each).
+            blocked = not borrowing and self._borrows(node, requests)
+            for c in _borrowing_allowed(candidates) if borrowing else candidates:
                 if not self._valid(c, cq, borrowing, frs):
                     continue
                 self.remove(c.workload)
                 chosen.append(Target(c.workload, c.variant.reason))
-                if self.fits(node, requests, borrowing):
+                if blocked and c.workload.cluster_queue == cq.name:
+                    blocked = self._borrows(node, requests)
+                if not blocked and self.fits(node, requests, borrowing):
                     chosen = self.fill_back(node, requests, chosen, borrowing)
                     for t in chosen:
                         self.add(t.workload)
@@ -170,6 +190,21 @@ class Preemptor:
             for t in chosen:
                 self.add(t.workload)
         return []
+
+    def _may_stop_borrowing(self, node: Node, requests: dict[FlavorResource, int], same: list[_Candidate]) -> bool:
+        """Whether an attempt without borrowing can find targets at all: the preemptor's ClusterQueue must fit within
+        its own quota afterwards (workloadFits), and only its own workloads taken free any of that (the other
+        queues' are stored in the cohort). With all of them taken and it still borrowing, the attempt would take
+        every candidate in turn and give them all back: Kueue's answer, none, without the walk."""
+        for fr, amount in requests.items():
+            freed = sum(c.workload.usage.get(fr, 0) for c in same)
+            if node.borrowing_with(fr, amount - freed):
+                return False
+        return True
+
+    def _borrows(self, node: Node, requests: dict[FlavorResource, int]) -> bool:
+        """The preemptor's ClusterQueue would borrow with ``requests`` (what ``fits`` refuses without borrowing)."""
+        return any(node.borrowing_with(fr, amount) for fr, amount in requests.items())
 
     def _under_nominal(self, node: Node, frs: set[FlavorResource]) -> bool:
         """queueUnderNominalInResourcesNeedingPreemption: usage below nominal in every resource to preempt."""
@@ -188,14 +223,31 @@ class Preemptor:
         self, node: Node, requests: dict[FlavorResource, int], chosen: list[Target], borrowing: bool
     ) -> list[Target]:
         """fillBackWorkloads: from the second newest target back, give back each one the preemptor can do without
-        (the last target taken replaces it in the list)."""
-        for i in range(len(chosen) - 2, -1, -1):
-            self.add(chosen[i].workload)
+        (the last target taken replaces it in the list).
+
+        Given back a run at a time, the run doubling while the preemptor still fits with all of it given back: what
+        fits with more usage fits with less, so each of the run would have been given back in turn. A run that does
+        not fit is taken again and its first target decided alone. (A large cohort's reclaim takes a hundred
+        targets of other queues before the preemptor's own, and gives them back one by one.)"""
+        i, run = len(chosen) - 2, 1
+        while i >= 0:
+            block = range(i, max(-1, i - run), -1)
+            for j in block:
+                self.add(chosen[j].workload)
             if self.fits(node, requests, borrowing):
+                for j in block:
+                    chosen[j] = chosen[-1]
+                    chosen.pop()
+                i, run = i - len(block), run * 2
+                continue
+            for j in block[1:]:
+                self.remove(chosen[j].workload)
+            if len(block) > 1 and self.fits(node, requests, borrowing):
                 chosen[i] = chosen[-1]
                 chosen.pop()
             else:
                 self.remove(chosen[i].workload)
+            i, run = i - 1, 1
         return chosen
 
     def _valid(self, c: _Candidate, cq: ClusterQueue, borrowing: bool, frs: set[FlavorResource]) -> bool:
@@ -239,11 +291,20 @@ class Preemptor:
     def _from_queue(
         self, info: Info, cq: ClusterQueue, name: str, lca: Node | None, advantage: bool, frs: set[FlavorResource]
     ) -> list[_Candidate]:
+        """One ClusterQueue's candidates, each classified as ``_classify`` does, with what depends on the queue alone
+        worked out once: every head tried classifies every admitted workload of its cohort's borrowing queues (at
+        1,000 ClusterQueues, hundreds per head, thousands of heads per rebuild)."""
+        admitted = self.admitted.get(name)
+        if not admitted:
+            return []
+        same = name == cq.name
+        policy = cq.preemption.within_cluster_queue if same else cq.preemption.reclaim_within_cohort
+        fixed = _fixed_variant(cq, same, advantage)
         out = []
-        for w in self.admitted.get(name, []):
-            variant = self._classify(info, cq, w, advantage, frs)
-            if variant is not Variant.NEVER:
-                out.append(_Candidate(w, lca, variant))
+        for w in admitted:
+            if frs.isdisjoint(w.usage) or not (policy == "Any" or satisfies(policy, info, w.info)):
+                continue
+            out.append(_Candidate(w, lca, fixed if fixed is not None else self._classify(info, cq, w, advantage, frs)))
         return out
 
     def _same_queue(self, info: Info, cq: ClusterQueue, frs: set[FlavorResource]) -> list[_Candidate]:
@@ -252,9 +313,16 @@ class Preemptor:
         return self._from_queue(info, cq, cq.name, None, False, frs)
 
     def _hierarchical(
-        self, info: Info, cq: ClusterQueue, node: Node, requests: dict[FlavorResource, int], frs: set[FlavorResource]
+        self,
+        info: Info,
+        cq: ClusterQueue,
+        node: Node,
+        requests: dict[FlavorResource, int],
+        frs: set[FlavorResource],
+        without_advantage: bool = True,
     ) -> tuple[list[_Candidate], list[_Candidate]]:
-        """collectCandidatesForHierarchicalReclaim: (with hierarchical advantage, without)."""
+        """collectCandidatesForHierarchicalReclaim: (with hierarchical advantage, without; the latter left empty
+        unless ``without_advantage``)."""
         hierarchy: list[_Candidate] = []
         priority: list[_Candidate] = []
         if node.parent is None or cq.preemption.reclaim_within_cohort == api.NEVER:
@@ -262,8 +330,9 @@ class Preemptor:
         advantage, remaining = fits_in_quota(node, requests)
         previous: Node | None = None
         for root in node.ancestors():
-            target = hierarchy if advantage else priority
-            self._collect(info, cq, node, root, root, previous, advantage, frs, target)
+            if advantage or without_advantage:
+                target = hierarchy if advantage else priority
+                self._collect(info, cq, node, root, root, previous, advantage, frs, target)
             fits, remaining = fits_in_quota(root, remaining)
             advantage = advantage or fits
             previous = root
@@ -290,6 +359,24 @@ class Preemptor:
                 self._collect(info, cq, own, child, subtree_root, skip, advantage, frs, out)
             else:
                 out.extend(self._from_queue(info, cq, child.name, subtree_root, advantage, frs))
+
+
+def _borrowing_allowed(candidates: list[_Candidate]) -> list[_Candidate]:
+    """The candidates ``_valid`` may take while the preemptor borrows (in their order): not those reclaimed only
+    without borrowing, whatever the tree's usage (the most of a large cohort's, each walked again else)."""
+    return [c for c in candidates if c.variant is not Variant.RECLAIM_WITHOUT_BORROWING]
+
+
+def _fixed_variant(cq: ClusterQueue, same: bool, advantage: bool) -> Variant | None:
+    """classifyPreemptionVariant's answer for a candidate that satisfies the policy, where it does not depend on the
+    candidate's priority (None where it does)."""
+    if same:
+        return Variant.WITHIN_CQ
+    if advantage:
+        return Variant.HIERARCHICAL_RECLAIM
+    if cq.preemption.borrow_within_cohort == api.NEVER:
+        return Variant.RECLAIM_WITHOUT_BORROWING
+    return None
 
 
 @dataclass
