@@ -322,3 +322,41 @@ def test_a_pending_condition_waits_its_delay_and_is_never_written_when_the_workl
         ("third", False),
     ]
     assert not live._latest and not len(live.deferred_reports)
+
+
+def test_the_echo_of_an_admission_no_longer_on_record_is_taken_in_place_not_rebuilt() -> None:
+    """The door's admission comes back after its write in flight left the record (a later decision from the same
+    version replaced it, or the cache moved past that version first): the cache now shows what the open admission
+    holds, so nothing is rebuilt (at 1,000 ClusterQueues each such rebuild took seconds)."""
+    live, sent = _door()
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)
+    _rebuild(live)
+    (admit,) = sent
+    live._status_in_flight.clear()
+    _event(live, "MODIFIED", _applied(first, admit, "8"), first)
+    assert not live.dirty and set(live._workload_changes) == {"team-a/first"}
+    sent.clear()
+    assert live._follow_workloads() and not sent  # the cache says what it holds: nothing to write
+
+    # An eviction the open admission did not decide is not taken for one: rebuilt, its reason logged.
+    evicted = _applied(first, admit, "9")
+    evicted["status"]["conditions"].append(
+        {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "by someone else"}
+    )
+    _event(live, "MODIFIED", evicted, _applied(first, admit, "8"))
+    assert live.dirty and live.rebuild_reason.startswith("Workload modified: modified, not a release (+Evicted")
+
+
+def test_a_write_refused_because_the_workload_finished_meanwhile_rebuilds_nothing() -> None:
+    live, sent = _door()
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)
+    _rebuild(live)
+    (admit,) = sent
+    done = _applied(first, admit, "8")
+    done["status"]["conditions"].append(FINISHED)
+    _event(live, "MODIFIED", done, first)  # its job finished it before the door's write came back
+    assert live._follow_workloads() and "team-a/first" not in live._open.by_key  # type: ignore[union-attr]
+    live._conflicted("team-a/first", "7")  # a write decided from version 7, refused (409)
+    assert not live.dirty and not live._workload_changes

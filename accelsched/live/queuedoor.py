@@ -527,7 +527,9 @@ class QueueDoor:
             if ((doc or {}).get("metadata") or {}).get("resourceVersion") == version:
                 self._stale_workloads.add(key)
                 return
-            if doc is not None and not self.dirty and self._open is not None and key in self._open.by_key:
+            if doc is not None and workloadstatus.finished(doc):
+                return  # it finished meanwhile (the 409 often was its job controller's finish): nothing to decide
+            if not self.dirty and self._open is not None and key in self._open.by_key:
                 self._workload_changes[key] = doc
                 self.wake.set()
                 return
