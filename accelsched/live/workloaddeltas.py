@@ -75,6 +75,10 @@ def unfollowed(kind: str, obj: JSON, old: JSON | None, admission: OpenAdmission,
     if not (workloadstatus.reserved(old) and not workloadstatus.reserved(obj)):
         if _shows_admission(obj, outcome):
             return ""  # the cache now shows the admission this one holds: an echo not recognised as ours
+        if outcome.preempted and not outcome.admitted and _evicted(obj) and not workloadstatus.reserved(obj):
+            # evicted before its admission was written (the eviction superseded the admission still waiting for
+            # its turn): it never held quota on the API server, and lets go as a released one does
+            return ""
         return f"modified, not a release ({_status_change(old, obj)})"
     return "" if (outcome.preempted and not outcome.admitted) or _evicted(obj) else "released, not preempted"
 
