@@ -75,9 +75,10 @@ def unfollowed(kind: str, obj: JSON, old: JSON | None, admission: OpenAdmission,
     if not (workloadstatus.reserved(old) and not workloadstatus.reserved(obj)):
         if _shows_admission(obj, outcome):
             return ""  # the cache now shows the admission this one holds: an echo not recognised as ours
-        if outcome.preempted and not outcome.admitted and _evicted(obj) and not workloadstatus.reserved(obj):
-            # evicted before its admission was written (the eviction superseded the admission still waiting for
-            # its turn): it never held quota on the API server, and lets go as a released one does
+        if not outcome.admitted and not workloadstatus.reserved(old) and _pending(obj):
+            # waiting before and after, and waiting in the open admission too: its conditions changed (an eviction
+            # that went out in place of its still unsent admission, a message decided by an earlier session), and
+            # the next round writes what the open admission says of it now. Nothing held quota on either side.
             return ""
         return f"modified, not a release ({_status_change(old, obj)})"
     return "" if (outcome.preempted and not outcome.admitted) or _evicted(obj) else "released, not preempted"
