@@ -80,7 +80,7 @@ def unfollowed(kind: str, obj: JSON, old: JSON | None, admission: OpenAdmission,
             # that went out in place of its still unsent admission, a message decided by an earlier session), and
             # the next round writes what the open admission says of it now. Nothing held quota on either side.
             return ""
-        return f"modified, not a release ({_status_change(old, obj)})"
+        return f"modified, not a release ({_status_change(old, obj)}; held {_held(outcome)})"
     return "" if (outcome.preempted and not outcome.admitted) or _evicted(obj) else "released, not preempted"
 
 
@@ -97,6 +97,12 @@ def _shows_admission(doc: JSON, outcome: Outcome) -> bool:
         and not _evicted(doc)
         and admission.get("clusterQueue") == outcome.cluster_queue
     )
+
+
+def _held(outcome: Outcome) -> str:
+    """How the open admission holds a workload, for a rebuild's reason."""
+    state = "admitted" if outcome.admitted else "waiting"
+    return f"{state}{', preempted' if outcome.preempted else ''} in {outcome.cluster_queue or 'no ClusterQueue'}"
 
 
 def _status_change(old: JSON, new: JSON) -> str:
