@@ -388,3 +388,48 @@ def test_an_eviction_that_superseded_its_unsent_admission_is_taken_in_place(pree
     _event(live, "MODIFIED", evicted, first)
     assert not live.dirty and set(live._workload_changes) == {"team-a/first"}
     assert live._follow_workloads()
+
+
+def test_a_reservation_seen_on_a_workload_held_waiting_is_held_in_place_as_a_rebuild_holds_it() -> None:
+    """The open admission holds a Workload waiting, and the cache shows it reserved (an admission of ours whose write
+    was no longer on record when it landed, after a rebuild that had read it pending): held as running in place,
+    as the rebuild would hold it (0.2 to 6 s each at 1,000 ClusterQueues), and what comes next is decided as a
+    rebuild decides it."""
+    live, sent = _door()
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)  # 8 GPUs: team-a's quota
+    _rebuild(live)
+    (admit,) = sent
+    echo = _applied(first, admit, "8")
+    _event(live, "MODIFIED", echo, first)
+    second = _workload_doc("second", 6)  # 12 more: the cohort lends team-a 8
+    _event(live, "ADDED", second, None)
+    sent.clear()
+    assert live._follow_workloads() and not live._open.by_key["team-a/second"].admitted  # type: ignore[union-attr]
+    pending = _applied(second, sent[0], "9")
+    _event(live, "MODIFIED", pending, second)
+
+    reserved = copy.deepcopy(pending)
+    reserved["metadata"]["resourceVersion"] = "10"
+    reserved["status"] = {
+        "admission": copy.deepcopy(echo["status"]["admission"]),
+        "conditions": [
+            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "m"},
+            {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "m"},
+        ],
+    }
+    live._status_in_flight.clear()
+    rebuilds = live.rebuilds
+    _event(live, "MODIFIED", reserved, pending)
+    assert not live.dirty and set(live._workload_changes) == {"team-a/second"}
+    sent.clear()
+    assert live._follow_workloads() and live.rebuilds == rebuilds
+    assert live._open.by_key["team-a/second"].admitted  # type: ignore[union-attr]
+    assert not sent  # it holds its reservation: nothing to write
+
+    # Both hold 20 GPUs of the 16 team-a may use: a third waits, in place as from scratch.
+    third = _workload_doc("third", 1)
+    _event(live, "ADDED", third, None)
+    sent.clear()
+    assert live._follow_workloads() and live.rebuilds == rebuilds
+    assert _said(sent) == _from_scratch(store) and not _said(sent)["third"][1]

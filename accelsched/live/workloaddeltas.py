@@ -80,6 +80,10 @@ def unfollowed(kind: str, obj: JSON, old: JSON | None, admission: OpenAdmission,
             # that went out in place of its still unsent admission, a message decided by an earlier session), and
             # the next round writes what the open admission says of it now. Nothing held quota on either side.
             return ""
+        if _reserved_now(old, obj, outcome):
+            # an admission landed that the open admission no longer counts (its write's record gone when it came
+            # back, after a rebuild that read it pending): held as that rebuild would hold it
+            return ""
         return f"modified, not a release ({_status_change(old, obj)}; held {_held(outcome)})"
     return "" if (outcome.preempted and not outcome.admitted) or _evicted(obj) else "released, not preempted"
 
@@ -96,6 +100,19 @@ def _shows_admission(doc: JSON, outcome: Outcome) -> bool:
         and workloadstatus.reserved(doc)
         and not _evicted(doc)
         and admission.get("clusterQueue") == outcome.cluster_queue
+    )
+
+
+def _reserved_now(old: JSON, doc: JSON, outcome: Outcome) -> bool:
+    """``doc`` took a reservation ``old`` did not have, and the open admission holds it waiting (not preempted: one
+    it evicted since is rebuilt, its eviction not yet decided again)."""
+    return (
+        not outcome.admitted
+        and not outcome.preempted
+        and not workloadstatus.reserved(old)
+        and workloadstatus.reserved(doc)
+        and bool((doc.get("status") or {}).get("admission"))
+        and not _evicted(doc)
     )
 
 
@@ -137,6 +154,10 @@ def apply(admission: OpenAdmission, changes: Mapping[str, JSON | None], names: C
         if outcome is not None and outcome.admitted and _evicted(doc) and not workloadstatus.reserved(doc):
             _requeue_released(admission, outcome, doc)
             continue
+        if outcome is not None and not outcome.admitted and not outcome.preempted and _running(doc):
+            if not _hold_running(admission, outcome, key, doc):
+                return False
+            continue
         if outcome is not None or not workloadstatus.ours(doc, names) or not _pending(doc):
             continue  # taken in already (an event during the rebuild that had it), or no longer what it was
         try:
@@ -165,6 +186,35 @@ def round_outcomes(admission: OpenAdmission, changes: Collection[str], carried: 
     return sorted(picked.values(), key=lambda o: o.info.order)  # the input's order, as a rebuild writes them
 
 
+def _hold_running(admission: OpenAdmission, outcome: Outcome, key: str, doc: JSON) -> bool:
+    """A Workload the open admission holds waiting is seen with a reservation: it holds its quota from now on, as
+    the rebuild that reads it would hold it (queues.incremental.OpenAdmission.hold). False when it does not read."""
+    try:
+        obj = queue_api.parse_workload(doc, live_convert.SOURCE)
+        (info,) = queue_workloads.find(queue_api.QueueObjects(workloads={key: obj}), [])
+    except live_convert.UNUSABLE:
+        return False
+    if info.admitted is None:
+        return False
+    info.order = outcome.info.order
+    admission.objects.workloads[key] = obj
+    admission.hold(info, _managed_conditions(doc))
+    return True
+
+
+def _running(doc: JSON) -> bool:
+    return workloadstatus.reserved(doc) and not _evicted(doc) and not workloadstatus.finished(doc)
+
+
+def _managed_conditions(doc: JSON) -> list[dict[str, str]]:
+    """The conditions admission carries, as the cache shows them."""
+    return [
+        {f: str(c.get(f, "")) for f in workloadstatus.CONDITION_FIELDS}
+        for c in (doc.get("status") or {}).get("conditions") or []
+        if isinstance(c, Mapping) and c.get("type") in MANAGED
+    ]
+
+
 def _requeue_released(admission: OpenAdmission, outcome: Outcome, doc: JSON) -> None:
     """A Workload the open admission holds as running let go of its reservation after an eviction (decided by an
     earlier session): its quota is released and it waits in its queue again, its conditions the cache's."""
@@ -173,11 +223,7 @@ def _requeue_released(admission: OpenAdmission, outcome: Outcome, doc: JSON) -> 
     outcome.admitted = False
     outcome.info.admitted = None
     outcome.preempted, outcome.flavors = True, {}
-    outcome.conditions = [
-        {f: str(c.get(f, "")) for f in workloadstatus.CONDITION_FIELDS}
-        for c in (doc.get("status") or {}).get("conditions") or []
-        if isinstance(c, Mapping) and c.get("type") in MANAGED
-    ]
+    outcome.conditions = _managed_conditions(doc)
     admission.requeue(outcome)
 
 

@@ -116,6 +116,31 @@ class OpenAdmission(_Admission):
             self.requeue(outcome)
         return outcome
 
+    def hold(self, info: Info, conditions: list[dict[str, str]]) -> Outcome:
+        """A workload seen running (``info.admitted``: its reservation's flavors) that this admission held waiting
+        or did not know: it leaves its queue and holds its quota, as a workload running in the input does (the
+        running are held first, before any cycle: here it is held now, the most recently admitted).
+        ``conditions``: its own, as the input's carry on."""
+        known = self.by_key.get(info.key)
+        if known is not None:
+            self.forget(known)
+        outcome = Outcome(info)
+        outcome.conditions = conditions
+        written = self.objects.workloads.get(info.key)
+        if written is not None:
+            outcome.gates = written.preemption_gates
+        self.outcomes.append(outcome)
+        self.next_order = max(self.next_order, info.order + 1)
+        self.by_info[id(info)] = outcome
+        self.by_key[info.key] = outcome
+        self.touched[id(outcome)] = outcome
+        cq = self._cluster_queue(outcome)
+        if cq is not None:
+            outcome.cluster_queue = cq.name
+            self._keep_running(outcome, cq)
+            self._status_changed(cq.name)
+        return outcome
+
     def finish(self, outcome: Outcome) -> None:
         """The workload ended: its quota is released and the cohort tree's inadmissible workloads are retried."""
         record = self.records.pop(id(outcome.info))
