@@ -83,38 +83,50 @@ class Counts:
         pending, reserving = self._counts.get(cluster_queue, (0, 0))
         return pending, reserving
 
-    def update(self, changed: Iterable[Outcome], keys: Iterable[str], current: Mapping[str, Outcome]) -> None:
+    def update(self, changed: Iterable[Outcome], keys: Iterable[str], current: Mapping[str, Outcome]) -> set[str]:
         """After a round: ``changed``, the outcomes it can have changed, counted as they are now; of ``keys`` (the
         Workloads its events named), those whose outcome is no longer the one ``current`` (the admission's by
-        namespace/name) holds, forgotten."""
+        namespace/name) holds, forgotten. The ClusterQueues these were in, before and after: the only ones whose
+        counts or usage the round can have changed."""
+        touched: set[str] = set()
         for key in keys:
             counted = self._by_key.get(key)
             if counted is not None and current.get(key) is not counted:
-                self._uncount(counted)
+                touched.add(self._uncount(counted))
                 del self._by_key[key]
         for o in changed:
-            self._uncount(o)
+            touched.add(self._uncount(o))
             self._count(o)
+            touched.add(o.cluster_queue)
+        touched.discard("")
+        return touched
 
     def _count(self, o: Outcome) -> None:
         self._counted[id(o)] = (o, o.cluster_queue, o.admitted)
         self._by_key[o.info.key] = o
         self._counts.setdefault(o.cluster_queue, [0, 0])[1 if o.admitted else 0] += 1
 
-    def _uncount(self, o: Outcome) -> None:
+    def _uncount(self, o: Outcome) -> str:
+        """The outcome no longer counted; the ClusterQueue it was counted in ("" if none)."""
         counted = self._counted.pop(id(o), None)
-        if counted is not None:
-            _, cluster_queue, admitted = counted
-            self._counts[cluster_queue][1 if admitted else 0] -= 1
+        if counted is None:
+            return ""
+        _, cluster_queue, admitted = counted
+        self._counts[cluster_queue][1 if admitted else 0] -= 1
+        return cluster_queue
 
 
-def statuses(result: QueueResult, counts: Counts | None = None) -> dict[str, JSON]:
+def statuses(
+    result: QueueResult, counts: Counts | None = None, only: Collection[str] | None = None
+) -> dict[str, JSON]:
     """Each active ClusterQueue's status fields as the round decided them (the Active condition without its
     lastTransitionTime and observedGeneration). ``counts``: the workloads counted so far (Counts), else counted
-    from every outcome."""
+    from every outcome. ``only``: the ClusterQueues whose status the round can have changed (Counts.update), else
+    every one."""
     counts = Counts(result.outcomes) if counts is None else counts
     out = {}
-    for name in result.objects.cluster_queues:
+    names = result.objects.cluster_queues if only is None else [n for n in only if n in result.objects.cluster_queues]
+    for name in names:
         if not _active(result, name):
             continue
         pending, reserving = counts.of(name)
@@ -150,6 +162,7 @@ def status_patches(
     written: Mapping[str, JSON] | None = None,
     counts: Counts | None = None,
     witnesses: dict[str, str] | None = None,
+    only: Collection[str] | None = None,
 ) -> dict[str, JSON]:
     """ClusterQueue name -> the merge patch of its status subresource, for those (in the cache, ``cluster_queues``
     by name) whose status does not say what the round decided. Only ClusterQueues holding a Workload object of
@@ -157,10 +170,12 @@ def status_patches(
     writes their queues' status. ``written``: the status last sent for each, which the cache may not show yet; it
     stands for the cache's (else a round deciding what the cache still shows, after one that decided otherwise and
     wrote it, would write nothing, and the queue would keep the older counts). ``counts``: statuses'; ``witnesses``:
-    _queues_of_ours', kept by the caller from round to round."""
+    _queues_of_ours', kept by the caller from round to round; ``only``: statuses'. A round followed in place names
+    the ClusterQueues it touched: at 1,000 ClusterQueues, working out every one's status each round was a third of
+    the door's time (Kueue's performance harness, large-scale)."""
     now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     differing = {}
-    for name, wanted in statuses(result, counts).items():
+    for name, wanted in statuses(result, counts, only).items():
         doc = cluster_queues.get(name)
         if doc is None:
             continue

@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from accelsched.api.loader import Inputs
@@ -100,10 +100,13 @@ class QueueDoor:
     _cohort_history: cohortusage.History | None
     afs_clock: Callable[[], float]
 
-    def _admit_queues(self, session: Any, outcomes: list[Outcome] | None = None) -> None:
+    def _admit_queues(
+        self, session: Any, outcomes: list[Outcome] | None = None, cluster_queues: Collection[str] | None = None
+    ) -> None:
         """After a rebuild: the pods admission holds back, and the running ones it stopped sent to be stopped
         (and accounted until they are gone). ``outcomes``: after a round followed in place, the only workloads
-        whose status writes can have changed (workloaddeltas.round_outcomes); else every one is read."""
+        whose status writes can have changed (workloaddeltas.round_outcomes); else every one is read.
+        ``cluster_queues``: likewise, the ClusterQueues whose status it can have changed (Counts.update)."""
         self.queue_held, self.queue_admitted = {}, {}
         if outcomes is None:
             with self.lock:
@@ -150,6 +153,7 @@ class QueueDoor:
                 written=self._cq_written,
                 counts=self._cq_counts,
                 witnesses=self._cq_witnesses,
+                only=cluster_queues if outcomes is not None else None,
             )
             self._cq_written.update((name, patch["status"]) for name, patch in cq_patches.items())
         self.queue_held = live_kueue.held_pods(session.queues, preempting) if pods else {}
@@ -195,8 +199,8 @@ class QueueDoor:
         with self.lock:  # a decision kept back by a write in flight is read again until its event comes
             carried = self._carried | self._stale_workloads
         outcomes = workloaddeltas.round_outcomes(admission, changes, carried)
-        self._cq_counts.update(outcomes, changes, admission.by_key)  # what else the round did not change
-        self._admit_queues(self.session, outcomes)
+        touched = self._cq_counts.update(outcomes, changes, admission.by_key)  # what else the round did not change
+        self._admit_queues(self.session, outcomes, touched)
         return True
 
     def _submit_latest(self, key: str, fn: Any, *args: Any, lane: str = BIND) -> None:
