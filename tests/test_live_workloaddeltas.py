@@ -433,3 +433,28 @@ def test_a_reservation_seen_on_a_workload_held_waiting_is_held_in_place_as_a_reb
     sent.clear()
     assert live._follow_workloads() and live.rebuilds == rebuilds
     assert _said(sent) == _from_scratch(store) and not _said(sent)["third"][1]
+
+
+def _namespace(name: str, **labels: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def test_a_namespace_added_beside_workload_objects_alone_is_taken_in_place() -> None:
+    """Kueue's performance runner makes a namespace per ClusterQueue: with Workload objects alone (no pod in the
+    cache) a new Namespace is taken into the session's cluster and the open admission in place, its labels as a
+    rebuild reads them; with pods in the cache it rebuilds as before (their affinity may read it)."""
+    live, _ = _door()
+    live.kueue["Workload"].store["team-a/first"] = _workload_doc("first", 4)
+    _rebuild(live)
+    rebuilds = live.rebuilds
+    with live.lock:
+        live._on_namespace("ADDED", _namespace("team-c", tier="gold"), None)
+    assert not live.dirty and not live.sync_session() and live.rebuilds == rebuilds
+    labels = {"tier": "gold", "kubernetes.io/metadata.name": "team-c"}
+    assert live.session.cluster.namespace_labels("team-c") == labels  # type: ignore[union-attr]
+    assert live._open.namespace_labels["team-c"] == labels  # type: ignore[union-attr]
+
+    live.pods.store["team-a/p"] = {"metadata": {"name": "p", "namespace": "team-a"}}
+    with live.lock:
+        live._on_namespace("ADDED", _namespace("team-d"), None)
+    assert live.dirty and live.rebuild_reason.startswith("Namespace added")

@@ -39,10 +39,12 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
+from accelsched.api import objects
 from accelsched.api.loader import Inputs
 from accelsched.api.objects import SCHEDULING_GATED_REASON
 from accelsched.framework.scheduler import ScheduleResult
 from accelsched.live import clusterqueuestatus, localqueuestatus, workloaddeltas, workloadstatus
+from accelsched.live import convert as live_convert
 from accelsched.live import kube as k
 from accelsched.live import kueue as live_kueue
 from accelsched.live.events import MERGE_PATCH
@@ -88,6 +90,7 @@ class QueueDoor:
     # Workload events waiting for the next round to be taken into it.
     _open: OpenAdmission | None
     _workload_changes: dict[str, JSON | None]
+    _namespace_changes: dict[str, JSON]  # Namespaces added since the last round, taken in place (_on_namespace)
     workload_rounds: int  # rounds that followed Workload events in place (no rebuild)
     workload_outcomes_read: int  # outcomes the rounds worked the status writes out from, all rounds together
     # Workloads whose writes a round followed in place reads again though nothing changed them: preempted ones still
@@ -483,6 +486,38 @@ class QueueDoor:
         if stale:
             self._invalidate("workload decided from a stale version")
         self.wake.set()
+
+    def _on_namespace(self, kind: str, obj: JSON, old: JSON | None) -> None:
+        """A Namespace changed: the session is rebuilt, but for one added while the Workload door follows its
+        admission in place and the cache holds no pod (Workload objects alone, as under Kueue's performance runner,
+        which makes a namespace per ClusterQueue: at 1,000 ClusterQueues those rebuilds took seconds of its setup).
+        A new namespace holds nothing yet; only what arrives in it later reads its labels (a ClusterQueue's
+        namespaceSelector, a pod's affinity), so it is taken in by the next round (_add_namespaces)."""
+        if kind == "ADDED" and not self.dirty and self._open is not None and not self.pods.store:
+            self._namespace_changes[object_key(obj)] = obj
+            return
+        self._on_other(kind, obj, old)
+
+    def _add_namespaces(self) -> bool:
+        """The Namespaces added since the last round into the session's cluster and the open admission (their
+        labels, as a rebuild reads them). False when one does not read: the session is rebuilt."""
+        with self.lock:
+            added, self._namespace_changes = self._namespace_changes, {}
+            admission = self._open
+        if not added:
+            return True
+        if admission is None or self.session is None:
+            return False
+        for doc in added.values():
+            try:
+                namespace = objects.parse_namespace(doc, live_convert.SOURCE)
+            except live_convert.UNUSABLE:
+                return False
+            label_map = namespace.label_map()
+            self.session.cluster.namespaces[namespace.name] = label_map
+            self.session.inputs.namespaces.append(namespace)
+            admission.namespace_labels[namespace.name] = dict(label_map)
+        return True
 
     def _on_cluster_queue(self, kind: str, obj: JSON, old: JSON | None) -> None:
         """A ClusterQueue or LocalQueue changed: the session is rebuilt, but not for a change of its status alone

@@ -121,7 +121,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.pods = Informer(
             kube, k.PODS, self._on_pod, self.lock, field_selector=NON_TERMINAL, transform=trim, **common
         )
-        self.namespaces = Informer(kube, k.NAMESPACES, self._on_other, self.lock, **common)
+        self.namespaces = Informer(kube, k.NAMESPACES, self._on_namespace, self.lock, **common)
         self.pod_groups = Informer(kube, k.POD_GROUPS, self._on_other, self.lock, optional=True, **common)
         # The upstream gang API (scheduling.k8s.io/v1alpha2): served only with GenericWorkload and --runtime-config.
         self.workload_pod_groups = Informer(
@@ -223,6 +223,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.own_writes_seen = 0  # Workload events that were our own status write coming back (live.queuedoor)
         self._open = None  # the last rebuild's admission, kept open (live.queuedoor, live.workloaddeltas)
         self._workload_changes: dict[str, Any] = {}
+        self._namespace_changes: dict[str, Any] = {}  # Namespaces added, taken in place (live.queuedoor)
         self.workload_rounds = 0
         self.workload_outcomes_read = 0  # outcomes the Workload door's rounds read (live.queuedoor)
         self._carried: set[str] = set()  # Workloads each round followed in place reads again (live.queuedoor)
