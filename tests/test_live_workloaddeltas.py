@@ -458,3 +458,42 @@ def test_a_namespace_added_beside_workload_objects_alone_is_taken_in_place() -> 
     with live.lock:
         live._on_namespace("ADDED", _namespace("team-d"), None)
     assert live.dirty and live.rebuild_reason.startswith("Namespace added")
+
+
+def _local_queue(name: str, namespace: str = "team-a", cluster_queue: str = "team-a") -> dict:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cluster_queue},
+    }
+
+
+def test_a_local_queue_added_before_its_workloads_is_taken_in_place() -> None:
+    """A LocalQueue added (Kueue's runner makes one per ClusterQueue, then its Workloads) is taken into the open
+    admission in place, and the Workloads naming it are admitted through it; one added after a Workload that
+    named it (refused, "LocalQueue ... doesn't exist") rebuilds, so that the Workload is tried again."""
+    live, sent = _door()
+    live.kueue["Workload"].store["team-a/first"] = _workload_doc("first", 1)
+    _rebuild(live)
+    rebuilds = live.rebuilds
+    with live.lock:
+        live._on_cluster_queue("ADDED", _local_queue("extra"), None)
+    assert not live.dirty and not live.sync_session() and live.rebuilds == rebuilds
+    through = _workload_doc("through", 1)
+    through["spec"]["queueName"] = "extra"
+    sent.clear()
+    _event(live, "ADDED", through, None)
+    assert not live.sync_session() and live.rebuilds == rebuilds
+    outcome = live._open.by_key["team-a/through"]  # type: ignore[union-attr]
+    assert outcome.admitted and outcome.cluster_queue == "team-a"
+    assert _said(sent)["through"][1]  # its admission written
+
+    early = _workload_doc("early", 1)
+    early["spec"]["queueName"] = "late"
+    _event(live, "ADDED", early, None)
+    assert not live.sync_session()
+    assert not live._open.by_key["team-a/early"].admitted  # type: ignore[union-attr]
+    with live.lock:
+        live._on_cluster_queue("ADDED", _local_queue("late"), None)
+    assert live.sync_session() and live.rebuilds == rebuilds + 1  # tried again from a rebuild

@@ -249,16 +249,16 @@ class IncrementalState:
                 self._changed_pods.clear()  # the snapshot has them
                 self._changed_nodes.clear()
                 self._changed_claims.clear()
-                self._namespace_changes.clear()
+                self._additions.clear()
         if not rebuild and not (
-            self._add_namespaces() and self._apply_pod_changes() and self._follow_workloads()
+            self._take_additions() and self._apply_pod_changes() and self._follow_workloads()
         ):
             with self.lock:
                 snapshot, reason, self.dirty = self._snapshot(), self.rebuild_reason, False
                 self._changed_pods.clear()
                 self._changed_nodes.clear()
                 self._changed_claims.clear()
-                self._namespace_changes.clear()
+                self._additions.clear()
             rebuild = True
         if rebuild:
             self._rebuild(snapshot, reason)

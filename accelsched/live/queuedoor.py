@@ -90,7 +90,7 @@ class QueueDoor:
     # Workload events waiting for the next round to be taken into it.
     _open: OpenAdmission | None
     _workload_changes: dict[str, JSON | None]
-    _namespace_changes: dict[str, JSON]  # Namespaces added since the last round, taken in place (_on_namespace)
+    _additions: dict[tuple[str, str], JSON]  # Namespaces and LocalQueues added, taken in place (_take_additions)
     workload_rounds: int  # rounds that followed Workload events in place (no rebuild)
     workload_outcomes_read: int  # outcomes the rounds worked the status writes out from, all rounds together
     # Workloads whose writes a round followed in place reads again though nothing changed them: preempted ones still
@@ -492,40 +492,64 @@ class QueueDoor:
         admission in place and the cache holds no pod (Workload objects alone, as under Kueue's performance runner,
         which makes a namespace per ClusterQueue: at 1,000 ClusterQueues those rebuilds took seconds of its setup).
         A new namespace holds nothing yet; only what arrives in it later reads its labels (a ClusterQueue's
-        namespaceSelector, a pod's affinity), so it is taken in by the next round (_add_namespaces)."""
+        namespaceSelector, a pod's affinity), so it is taken in by the next round (_take_additions)."""
         if kind == "ADDED" and not self.dirty and self._open is not None and not self.pods.store:
-            self._namespace_changes[object_key(obj)] = obj
+            self._additions[("Namespace", object_key(obj))] = obj
             return
         self._on_other(kind, obj, old)
 
-    def _add_namespaces(self) -> bool:
-        """The Namespaces added since the last round into the session's cluster and the open admission (their
-        labels, as a rebuild reads them). False when one does not read: the session is rebuilt."""
+    def _on_cluster_queue(self, kind: str, obj: JSON, old: JSON | None) -> None:
+        """A ClusterQueue or LocalQueue changed: the session is rebuilt, but not for a change of its status alone
+        (the door's own writes: admission does not read a ClusterQueue's, and reads a LocalQueue's admission fair
+        sharing status only to seed the ledger it keeps for the process), nor for a LocalQueue added while the
+        Workload door follows its admission in place without admission fair sharing: the next round takes it in
+        (_take_additions; Kueue's runner makes one per ClusterQueue)."""
+        if kind == "MODIFIED" and old is not None and clusterqueuestatus.status_only(old, obj):
+            return
+        # (with admission fair sharing a LocalQueue's status seeds the ledger a rebuild carries: rebuilt)
+        admission = self._open
+        in_place = kind == "ADDED" and not self.dirty and admission is not None and admission.afs is None
+        if in_place and obj.get("kind") == "LocalQueue":
+            self._additions[("LocalQueue", object_key(obj))] = obj
+            return
+        self._on_other(kind, obj, old)
+
+    def _take_additions(self) -> bool:
+        """The Namespaces and LocalQueues added since the last round, into the session's cluster and the open
+        admission, as a rebuild reads them. False when one does not read, or a LocalQueue has workloads waiting
+        for it already (they are tried from a rebuild): the session is rebuilt."""
         with self.lock:
-            added, self._namespace_changes = self._namespace_changes, {}
+            added, self._additions = self._additions, {}
             admission = self._open
         if not added:
             return True
         if admission is None or self.session is None:
             return False
-        for doc in added.values():
+        for (kind, _), doc in added.items():
             try:
-                namespace = objects.parse_namespace(doc, live_convert.SOURCE)
+                if kind == "Namespace":
+                    self._add_namespace(admission, objects.parse_namespace(doc, live_convert.SOURCE))
+                elif not self._add_local_queue(admission, queue_api.parse_local_queue(doc, live_convert.SOURCE)):
+                    return False
             except live_convert.UNUSABLE:
                 return False
-            label_map = namespace.label_map()
-            self.session.cluster.namespaces[namespace.name] = label_map
-            self.session.inputs.namespaces.append(namespace)
-            admission.namespace_labels[namespace.name] = dict(label_map)
         return True
 
-    def _on_cluster_queue(self, kind: str, obj: JSON, old: JSON | None) -> None:
-        """A ClusterQueue or LocalQueue changed: the session is rebuilt, but not for a change of its status alone
-        (the door's own writes: admission does not read a ClusterQueue's, and reads a LocalQueue's admission fair
-        sharing status only to seed the ledger it keeps for the process)."""
-        if kind == "MODIFIED" and old is not None and clusterqueuestatus.status_only(old, obj):
-            return
-        self._on_other(kind, obj, old)
+    def _add_namespace(self, admission: OpenAdmission, namespace: objects.Namespace) -> None:
+        label_map = namespace.label_map()
+        self.session.cluster.namespaces[namespace.name] = label_map
+        self.session.inputs.namespaces.append(namespace)
+        admission.namespace_labels[namespace.name] = dict(label_map)
+
+    def _add_local_queue(self, admission: OpenAdmission, local: queue_api.LocalQueue) -> bool:
+        """A LocalQueue no workload names yet (one refused for its absence would have to be tried again)."""
+        if local.key in admission.objects.local_queues:
+            return False
+        for o in admission.outcomes:
+            if not o.cluster_queue and o.info.namespace == local.namespace and o.info.queue_name == local.name:
+                return False
+        admission.objects.local_queues[local.key] = local
+        return True
 
     def _write_queue_status(self, kind: str, key: str, patch: JSON) -> None:
         """A ClusterQueue's or LocalQueue's (``key``: name, or namespace/name) status, merge patched."""

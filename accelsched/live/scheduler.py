@@ -223,7 +223,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.own_writes_seen = 0  # Workload events that were our own status write coming back (live.queuedoor)
         self._open = None  # the last rebuild's admission, kept open (live.queuedoor, live.workloaddeltas)
         self._workload_changes: dict[str, Any] = {}
-        self._namespace_changes: dict[str, Any] = {}  # Namespaces added, taken in place (live.queuedoor)
+        self._additions: dict[tuple[str, str], Any] = {}  # Namespaces, LocalQueues added in place (live.queuedoor)
         self.workload_rounds = 0
         self.workload_outcomes_read = 0  # outcomes the Workload door's rounds read (live.queuedoor)
         self._carried: set[str] = set()  # Workloads each round followed in place reads again (live.queuedoor)
