@@ -6,16 +6,22 @@ pushed to its ClusterQueue, a finished one is dropped and its quota released (it
 workloads requeued), and each cycle looks at the queues' heads only. ``accelsched run`` rebuilt its session (and ran
 admission over every Workload of the cache) for each burst of Workload events; in Kueue's own performance harness
 (benchmarks/kueueperf.py: hundreds of Workloads arriving and finishing each second) the rounds took the loop whole.
-Here the two commonest events are followed in place:
+Here these events are followed in place:
 
 - a Workload of ours added, holding no reservation and not finished: submitted to its queue;
-- a Workload finished (Finished=True) or deleted: released and forgotten.
-
+- a Workload finished (Finished=True) or deleted: released and forgotten;
 - a Workload this admission preempted let go of its reservation (its job stopped): nothing changes in admission,
   which counted its quota free when it evicted it; the admissions of its cohort tree that waited for it are
-  written (live/workloadstatus.preemptions: the preempted hold their quota until then, as in Kueue's cache).
+  written (live/workloadstatus.preemptions: the preempted hold their quota until then, as in Kueue's cache);
+- the echo of the door's own write that it no longer has on record: an admission it still holds, or a Workload
+  waiting before and after that it has waiting too (an eviction that went out in place of an unsent admission);
+- a reservation seen on a Workload it has waiting (an admission of its own that landed after a rebuild read the
+  Workload pending): held as running, as that rebuild would hold it (queues.incremental.OpenAdmission.hold).
 
-Anything else (a spec or label change, a reservation released otherwise, a queue object, a pod) rebuilds the
+Namespaces (beside Workload objects alone) and LocalQueues added are taken in place too (live/queuedoor.py
+_take_additions): Kueue's performance runner makes one of each per ClusterQueue.
+
+Anything else (a spec or label change, a reservation released otherwise, another queue object, a pod) rebuilds the
 session as before. Sessions with queued pods (the second door) are not followed in place: their pods' placement is
 decided from a rebuilt session.
 """
