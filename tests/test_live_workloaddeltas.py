@@ -497,3 +497,31 @@ def test_a_local_queue_added_before_its_workloads_is_taken_in_place() -> None:
     with live.lock:
         live._on_cluster_queue("ADDED", _local_queue("late"), None)
     assert live.sync_session() and live.rebuilds == rebuilds + 1  # tried again from a rebuild
+
+
+def test_an_eviction_seen_on_a_workload_held_admitted_by_an_unseen_decision_releases_it_in_place() -> None:
+    """The open admission holds a Workload admitted by a write the cache never showed, and the Workload's next
+    event shows it evicted, never reserved (an eviction from an earlier session that went out first). The cache
+    moved past the version that admission was decided from, so its write cannot land: the Workload is released
+    and tried again in place, and the round writes what a rebuild from the cache writes (3 s a rebuild at 1,000
+    ClusterQueues)."""
+    live, sent = _door()
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)
+    _rebuild(live)
+    assert live._open.by_key["team-a/first"].admitted  # type: ignore[union-attr]
+    evicted = copy.deepcopy(first)
+    evicted["metadata"]["resourceVersion"] = "8"
+    evicted["status"] = {
+        "conditions": [
+            {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "m"},
+            {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "m"},
+        ]
+    }
+    live._status_in_flight.clear()
+    rebuilds = live.rebuilds
+    _event(live, "MODIFIED", evicted, first)
+    assert not live.dirty and set(live._workload_changes) == {"team-a/first"}
+    sent.clear()
+    assert live._follow_workloads() and live.rebuilds == rebuilds
+    assert _said(sent) == _from_scratch(store) and _said(sent)["first"][1]  # admitted again, from version 8

@@ -86,6 +86,11 @@ def unfollowed(kind: str, obj: JSON, old: JSON | None, admission: OpenAdmission,
             # that went out in place of its still unsent admission, a message decided by an earlier session), and
             # the next round writes what the open admission says of it now. Nothing held quota on either side.
             return ""
+        if outcome.admitted and not workloadstatus.reserved(old) and _evicted(obj) and _pending(obj):
+            # held admitted by a decision the cache never showed, now evicted from a version it moved past: that
+            # admission's write cannot land (its resourceVersion is gone), so it is released (apply), as the
+            # rebuild would read it, and tried again
+            return ""
         if _reserved_now(old, obj, outcome):
             # an admission landed that the open admission no longer counts (its write's record gone when it came
             # back, after a rebuild that read it pending): held as that rebuild would hold it
