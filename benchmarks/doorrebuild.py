@@ -37,58 +37,14 @@ from accelsched.api import reader
 from accelsched.live import convert as live_convert
 from accelsched.live.kube import Kube
 from accelsched.live.scheduler import LiveScheduler
+from benchmarks import doorround
+from benchmarks.doorround import API, FLAVOR, NOMINAL, cluster_queue, workload
 
-API = "kueue.x-k8s.io/v1beta2"
-SCHEDULER = "accelsched"
-FLAVOR = "rf"
-NOMINAL, BORROWING_LIMIT = 20, 100
-CLASSES = {"small": (1, 50), "medium": (5, 100), "large": (20, 200)}  # cpu, priority
+CLASSES = {name: (cpu, priority) for name, cpu, priority in doorround.CLASSES}
 MIX = (("small", 7), ("medium", 2), ("large", 1))  # large-scale's 35 : 11 : 4 per ClusterQueue, as near as 10 go
 SET = {name: i for i, (name, _) in enumerate(MIX)}  # the workloadsSets' index in large-scale's config
 SIZES = ((30, 5, 1_500), (1_000, 10, 10_000))  # ClusterQueues, cohorts, Workloads
 STEPS = ("snapshot", "convert", "door state", "start_session", "_admit_queues", "collect", "rebuild")
-
-
-def cluster_queue(name: str, cohort: str) -> dict[str, Any]:
-    """A ClusterQueue as the runner's generateQueue makes it."""
-    quota = {"name": "cpu", "nominalQuota": str(NOMINAL), "borrowingLimit": str(BORROWING_LIMIT)}
-    return {
-        "apiVersion": API,
-        "kind": "ClusterQueue",
-        "metadata": {"name": name, "uid": f"u-{name}", "generation": 1, "resourceVersion": "1"},
-        "spec": {
-            "cohortName": cohort,
-            "namespaceSelector": {},
-            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": FLAVOR, "resources": [quota]}]}],
-            "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
-        },
-    }
-
-
-def workload(name: str, namespace: str, cls: str, seq: int) -> dict[str, Any]:
-    """A Workload as the runner's generateWlSet makes it (MakeWorkload(...).Queue.Label.Priority.Request(cpu): one
-    pod set ``main`` of count 1), with a creation time (one per second of ``seq``) and a resourceVersion."""
-    cpu, priority = CLASSES[cls]
-    container = {"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}
-    template = {"spec": {"schedulerName": SCHEDULER, "restartPolicy": "Never", "containers": [container]}}
-    return {
-        "apiVersion": API,
-        "kind": "Workload",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": f"u-{namespace}-{name}",
-            "generation": 1,
-            "resourceVersion": str(seq + 10),
-            "creationTimestamp": _at(seq),
-            "labels": {"kueue.x-k8s.io/performance-scheduler-class": cls},
-        },
-        "spec": {
-            "queueName": namespace,
-            "priority": priority,
-            "podSets": [{"name": "main", "count": 1, "template": template}],
-        },
-    }
 
 
 def admit(doc: dict[str, Any], cluster_queue: str, finished: bool = False) -> None:
@@ -256,10 +212,6 @@ def main(argv: list[str] | None = None) -> int:
             print(("{:>6} {:>9} {:>6}" + " {:>13.3f}" * len(STEPS) + " {:>8} {:>8} {:>6}").format(*row))
             sys.stdout.flush()
     return 0
-
-
-def _at(seq: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1_700_000_000 + seq))
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from accelsched.live.scheduler import LiveScheduler
 
 API = "kueue.x-k8s.io/v1beta2"
 SCHEDULER = "accelsched"
-FLAVOR = "default-flavor"
+FLAVOR = "rf"  # the runner's ResourceFlavor (its generator's defaultResourceFlavorName)
 COHORTS, QUEUES_PER_COHORT = 5, 6
 NOMINAL, BORROWING_LIMIT = 20, 100
 CLASSES = (("small", 1, 50), ("medium", 5, 100), ("large", 20, 200))  # name, cpu, priority
@@ -51,7 +51,7 @@ def cluster_queue(name: str, cohort: str) -> dict[str, Any]:
     return {
         "apiVersion": API,
         "kind": "ClusterQueue",
-        "metadata": {"name": name, "generation": 1, "resourceVersion": "1"},
+        "metadata": {"name": name, "uid": f"u-{name}", "generation": 1, "resourceVersion": "1"},
         "spec": {
             "cohortName": cohort,
             "namespaceSelector": {},
@@ -78,7 +78,7 @@ def workload(name: str, namespace: str, cls: str, seq: int) -> dict[str, Any]:
             "generation": 1,
             "resourceVersion": str(seq + 10),
             "creationTimestamp": created,
-            "labels": {"kueue.x-k8s.io/class": cls},
+            "labels": {"kueue.x-k8s.io/performance-scheduler-class": cls},
         },
         "spec": {
             "queueName": namespace,

@@ -62,6 +62,20 @@ def _event(live: LiveScheduler, kind: str, new: dict, old: dict | None) -> None:
         live.kueue["Workload"].store[key] = new
 
 
+def _evicted_doc(doc: dict, version: str) -> dict:
+    """``doc`` at ``version``, evicted and holding no reservation (an eviction written from a version before any
+    admission of it)."""
+    out = copy.deepcopy(doc)
+    out["metadata"]["resourceVersion"] = version
+    out["status"] = {
+        "conditions": [
+            {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "m"},
+            {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "m"},
+        ]
+    }
+    return out
+
+
 def test_the_open_admission_starts_as_admission_over_the_same_input() -> None:
     snap = _snapshot(_workload_doc("a", 4), _workload_doc("b", 6), _workload_doc("c", 2))
     inputs = live_convert.convert(snap, {"accelsched"}).inputs
@@ -376,14 +390,7 @@ def test_an_eviction_that_superseded_its_unsent_admission_is_taken_in_place(pree
     _rebuild(live)
     outcome = live._open.by_key["team-a/first"]  # type: ignore[union-attr]
     outcome.admitted, outcome.preempted = False, preempted
-    evicted = copy.deepcopy(first)
-    evicted["metadata"]["resourceVersion"] = "8"
-    evicted["status"] = {
-        "conditions": [
-            {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "m"},
-            {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "m"},
-        ]
-    }
+    evicted = _evicted_doc(first, "8")
     live._status_in_flight.clear()
     _event(live, "MODIFIED", evicted, first)
     assert not live.dirty and set(live._workload_changes) == {"team-a/first"}
@@ -510,14 +517,7 @@ def test_an_eviction_seen_on_a_workload_held_admitted_by_an_unseen_decision_rele
     store["team-a/first"] = first = _workload_doc("first", 4)
     _rebuild(live)
     assert live._open.by_key["team-a/first"].admitted  # type: ignore[union-attr]
-    evicted = copy.deepcopy(first)
-    evicted["metadata"]["resourceVersion"] = "8"
-    evicted["status"] = {
-        "conditions": [
-            {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "m"},
-            {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "m"},
-        ]
-    }
+    evicted = _evicted_doc(first, "8")
     live._status_in_flight.clear()
     rebuilds = live.rebuilds
     _event(live, "MODIFIED", evicted, first)

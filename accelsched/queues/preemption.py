@@ -277,12 +277,9 @@ class Preemptor:
         policy = cq.preemption.within_cluster_queue if same else cq.preemption.reclaim_within_cohort
         if not satisfies(policy, info, w.info):
             return Variant.NEVER
-        if same:
-            return Variant.WITHIN_CQ
-        if advantage:
-            return Variant.HIERARCHICAL_RECLAIM
-        if cq.preemption.borrow_within_cohort == api.NEVER:
-            return Variant.RECLAIM_WITHOUT_BORROWING
+        fixed = _fixed_variant(cq, same, advantage)
+        if fixed is not None:
+            return fixed
         threshold = cq.preemption.max_priority_threshold
         if w.info.priority >= info.priority or (threshold is not None and w.info.priority > threshold):
             return Variant.RECLAIM_WITHOUT_BORROWING
