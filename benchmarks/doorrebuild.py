@@ -157,10 +157,7 @@ class Rebuilds:
         sent, self.sent = self.sent, []
         live, store = self.live, self.live.kueue["Workload"].store
         for key, args in sent:
-            if key.startswith(("clusterqueue:", "localqueue:")):
-                kind, name, patch = args
-                queues = live.kueue[kind].store
-                queues[name] = {**queues[name], "status": patch["status"]}
+            if doorround.apply_queue_write(live, key, args):
                 continue
             (write,) = args
             old = store[f"{write.namespace}/{write.name}"]

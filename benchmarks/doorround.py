@@ -88,6 +88,17 @@ def workload(name: str, namespace: str, cls: str, seq: int) -> dict[str, Any]:
     }
 
 
+def apply_queue_write(live: LiveScheduler, key: str, args: tuple[Any, ...]) -> bool:
+    """A ClusterQueue's or LocalQueue's status write (recorded under ``key`` by _submit_latest) as the API server
+    applies it: the status replaced. False for a write of another kind."""
+    if not key.startswith(("clusterqueue:", "localqueue:")):
+        return False
+    kind, name, patch = args
+    queues = live.kueue[kind].store
+    queues[name] = {**queues[name], "status": patch["status"]}
+    return True
+
+
 class Door:
     """A live scheduler's Workload door over the harness's objects, its writes recorded and applied by hand."""
 
@@ -138,10 +149,7 @@ class Door:
         live, store = self.live, self.live.kueue["Workload"].store
         written = []
         for key, args in sent:
-            if key.startswith(("clusterqueue:", "localqueue:")):
-                kind, name, patch = args
-                queues = live.kueue[kind].store
-                queues[name] = {**queues[name], "status": patch["status"]}
+            if apply_queue_write(live, key, args):
                 continue
             (write,) = args
             old = store.get(f"{write.namespace}/{write.name}")

@@ -76,6 +76,18 @@ def _evicted_doc(doc: dict, version: str) -> dict:
     return out
 
 
+def _taken_in_place(live: LiveScheduler, sent: list, new: dict, old: dict) -> None:
+    """``new`` (a MODIFIED event of ``old``, not recognised as our own write) is taken into the open admission by
+    the next round: no rebuild. ``sent`` holds that round's writes."""
+    live._status_in_flight.clear()
+    rebuilds = live.rebuilds
+    _event(live, "MODIFIED", new, old)
+    key = f"{new['metadata']['namespace']}/{new['metadata']['name']}"
+    assert not live.dirty and set(live._workload_changes) == {key}
+    sent.clear()
+    assert live._follow_workloads() and live.rebuilds == rebuilds
+
+
 def test_the_open_admission_starts_as_admission_over_the_same_input() -> None:
     snap = _snapshot(_workload_doc("a", 4), _workload_doc("b", 6), _workload_doc("c", 2))
     inputs = live_convert.convert(snap, {"accelsched"}).inputs
@@ -425,12 +437,8 @@ def test_a_reservation_seen_on_a_workload_held_waiting_is_held_in_place_as_a_reb
             {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "m"},
         ],
     }
-    live._status_in_flight.clear()
     rebuilds = live.rebuilds
-    _event(live, "MODIFIED", reserved, pending)
-    assert not live.dirty and set(live._workload_changes) == {"team-a/second"}
-    sent.clear()
-    assert live._follow_workloads() and live.rebuilds == rebuilds
+    _taken_in_place(live, sent, reserved, pending)
     assert live._open.by_key["team-a/second"].admitted  # type: ignore[union-attr]
     assert not sent  # it holds its reservation: nothing to write
 
@@ -517,11 +525,5 @@ def test_an_eviction_seen_on_a_workload_held_admitted_by_an_unseen_decision_rele
     store["team-a/first"] = first = _workload_doc("first", 4)
     _rebuild(live)
     assert live._open.by_key["team-a/first"].admitted  # type: ignore[union-attr]
-    evicted = _evicted_doc(first, "8")
-    live._status_in_flight.clear()
-    rebuilds = live.rebuilds
-    _event(live, "MODIFIED", evicted, first)
-    assert not live.dirty and set(live._workload_changes) == {"team-a/first"}
-    sent.clear()
-    assert live._follow_workloads() and live.rebuilds == rebuilds
+    _taken_in_place(live, sent, _evicted_doc(first, "8"), first)
     assert _said(sent) == _from_scratch(store) and _said(sent)["first"][1]  # admitted again, from version 8
