@@ -102,14 +102,7 @@ class OpenAdmission(_Admission):
 
     def submit(self, info: Info) -> Outcome:
         """Queue a workload in its LocalQueue's ClusterQueue (refused with Kueue's words when there is none)."""
-        outcome = Outcome(info)
-        written = self.objects.workloads.get(info.key)
-        if written is not None:  # live mode's Workload door: its preemption gates as the cache has them
-            outcome.gates = written.preemption_gates
-        self.outcomes.append(outcome)
-        self.next_order = max(self.next_order, info.order + 1)
-        self.by_info[id(info)] = outcome
-        self.by_key[info.key] = outcome
+        outcome = self._register(info)
         cq = self._cluster_queue(outcome)
         if cq is not None:
             outcome.cluster_queue = cq.name
@@ -124,21 +117,26 @@ class OpenAdmission(_Admission):
         known = self.by_key.get(info.key)
         if known is not None:
             self.forget(known)
-        outcome = Outcome(info)
+        outcome = self._register(info)
         outcome.conditions = conditions
-        written = self.objects.workloads.get(info.key)
-        if written is not None:
-            outcome.gates = written.preemption_gates
-        self.outcomes.append(outcome)
-        self.next_order = max(self.next_order, info.order + 1)
-        self.by_info[id(info)] = outcome
-        self.by_key[info.key] = outcome
         self.touched[id(outcome)] = outcome
         cq = self._cluster_queue(outcome)
         if cq is not None:
             outcome.cluster_queue = cq.name
             self._keep_running(outcome, cq)
             self._status_changed(cq.name)
+        return outcome
+
+    def _register(self, info: Info) -> Outcome:
+        """A new outcome for ``info``, last in the outcomes and found by its Info and its key."""
+        outcome = Outcome(info)
+        written = self.objects.workloads.get(info.key)
+        if written is not None:  # live mode's Workload door: its preemption gates as the cache has them
+            outcome.gates = written.preemption_gates
+        self.outcomes.append(outcome)
+        self.next_order = max(self.next_order, info.order + 1)
+        self.by_info[id(info)] = outcome
+        self.by_key[info.key] = outcome
         return outcome
 
     def finish(self, outcome: Outcome) -> None:
