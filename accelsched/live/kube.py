@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,12 @@ from accelsched.errors import InputError
 from accelsched.live.listjson import decode_list
 
 JSON = dict[str, Any]
+
+# client-go's rest client retries an answer of 429 carrying Retry-After up to 10 times, waiting what it asks
+# (rest.Request.maxRetries, with_retry.go checkWait). The API server answers so while a resource's watch cache
+# (re)initializes (a CRD just installed or updated, or the cache fell behind etcd's compaction) and when priority
+# and fairness rejects. A 429 was not acted on, so retrying it is safe for every verb.
+MAX_RETRIES = 10
 
 
 class ApiError(Exception):
@@ -95,12 +102,24 @@ def api_client(kubeconfig: str | None = None, pool_size: int = 32, context: str 
         reason = " ".join(str(exc).split()) or type(exc).__name__
         raise InputError(f"cannot load cluster credentials: {reason}", source=where) from None
     configuration.connection_pool_maxsize = pool_size  # binds go out from a pool of threads
-    configuration.retries = False  # the caller decides about retries (backoff, relist)
+    configuration.retries = False  # Kube.request retries a 429 as client-go does; the rest is the caller's
     return k8s.ApiClient(configuration)
 
 
+def _retry_after(status: int, headers: Any) -> int | None:
+    """The seconds a 429 asks to wait before the same request again (its Retry-After, whole seconds as client-go
+    reads it), or None: not to be retried."""
+    if status != 429:
+        return None
+    try:
+        return max(0, int((headers or {}).get("Retry-After", "")))
+    except ValueError:
+        return None
+
+
 class Kube:
-    """JSON in, JSON out. Every method raises ApiError; a dead server is ApiError(0)."""
+    """JSON in, JSON out. Every method raises ApiError; a dead server is ApiError(0). A 429 with Retry-After is
+    asked again first, as client-go does (``MAX_RETRIES``)."""
 
     def __init__(self, api: k8s.ApiClient, timeout: float = 30.0) -> None:
         self.api = api
@@ -122,18 +141,24 @@ class Kube:
         if body is not None:
             headers["Content-Type"] = content_type
         params = [(k, v) for k, v in (query or {}).items() if v is not None]
-        try:
-            request = self.api.param_serialize(
-                method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"]
-            )
-            response = self.api.call_api(*request, _request_timeout=timeout or self.timeout)
-        except k8s.ApiException as exc:
-            raise ApiError(exc.status or 0, str(exc.body or exc.reason), exc.reason or "") from None
-        except Exception as exc:  # urllib3: connection refused, reset, timed out
-            raise ApiError(0, f"{type(exc).__name__}: {exc}") from None
-        raw = response.response
-        if not 200 <= response.status <= 299:
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                request = self.api.param_serialize(
+                    method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"]
+                )
+                response = self.api.call_api(*request, _request_timeout=timeout or self.timeout)
+            except k8s.ApiException as exc:
+                raise ApiError(exc.status or 0, str(exc.body or exc.reason), exc.reason or "") from None
+            except Exception as exc:  # urllib3: connection refused, reset, timed out
+                raise ApiError(0, f"{type(exc).__name__}: {exc}") from None
+            raw = response.response
+            if 200 <= response.status <= 299:
+                break
             data = raw.data
+            wait = _retry_after(response.status, raw.headers)
+            if wait is not None and attempt < MAX_RETRIES:
+                time.sleep(wait)
+                continue
             message = data.decode(errors="replace") if data else ""
             with contextlib.suppress(ValueError, AttributeError):
                 message = json.loads(message).get("message", message)

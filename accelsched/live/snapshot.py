@@ -8,8 +8,6 @@ subset of its own.
 
 from __future__ import annotations
 
-import time
-
 from accelsched.framework import gang
 from accelsched.live import convert as live_convert
 from accelsched.live import dra as live_dra
@@ -19,8 +17,6 @@ from accelsched.live import volumes as live_volumes
 from accelsched.live.kube import JSON, ApiError, Kube
 
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"  # as live/scheduler.py lists pods
-LIST_ATTEMPTS = 10  # client-go's default for a 429 with Retry-After
-LIST_RETRY_SECONDS = 1.0
 
 
 def resources() -> list[tuple[str, k.Resource, bool, dict[str, str]]]:
@@ -60,17 +56,11 @@ def list_snapshot(kube: Kube) -> live_convert.Snapshot:
     installed) is empty, as for the informers."""
     stores: dict[str, list[JSON]] = {}
     for name, resource, optional, query in resources():
-        for attempt in range(LIST_ATTEMPTS):
-            try:
-                stores[name] = kube.list(resource, **query).get("items") or []
-                break
-            except ApiError as exc:
-                if optional and exc.status == 404:
-                    stores[name] = []
-                    break
-                # 429: the server asks to come back (a watch cache re-initializing after a CRD appeared, or
-                # priority and fairness); client-go retries it, and so does this one, a bounded number of times.
-                if exc.status != 429 or attempt == LIST_ATTEMPTS - 1:
-                    raise
-                time.sleep(LIST_RETRY_SECONDS)
+        # A 429 (a watch cache re-initializing after a CRD appeared) is retried inside Kube.request, as client-go.
+        try:
+            stores[name] = kube.list(resource, **query).get("items") or []
+        except ApiError as exc:
+            if not (optional and exc.status == 404):
+                raise
+            stores[name] = []
     return snapshot_of(stores)
