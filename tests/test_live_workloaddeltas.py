@@ -35,11 +35,13 @@ def _door() -> tuple[LiveScheduler, list[workloadstatus.StatusWrite]]:
     return live, sent
 
 
-def _rebuild(live: LiveScheduler) -> None:
+def _rebuild(live: LiveScheduler, shape: Any = None) -> None:
+    """A rebuild from the cache (``shape``: changes the snapshot first, e.g. _lower_priority_first)."""
     with live.lock:
         docs = live._assumed_workloads()
     live.dirty = False
-    live._rebuild(_snapshot(*docs), "test")
+    snap = _snapshot(*docs)
+    live._rebuild(shape(snap) if shape else snap, "test")
 
 
 def _said(writes: list[workloadstatus.StatusWrite]) -> dict[str, tuple]:
@@ -47,11 +49,11 @@ def _said(writes: list[workloadstatus.StatusWrite]) -> dict[str, tuple]:
     return {w.name: workloadstatus.written(w)[1] for w in writes}
 
 
-def _from_scratch(store: dict[str, dict]) -> dict[str, tuple]:
+def _from_scratch(store: dict[str, dict], shape: Any = None) -> dict[str, tuple]:
     """What a rebuild over the cache as it is writes."""
     live, sent = _door()
     live.kueue["Workload"].store.update(copy.deepcopy(store))
-    _rebuild(live)
+    _rebuild(live, shape)
     return _said(sent)
 
 
@@ -527,3 +529,48 @@ def test_an_eviction_seen_on_a_workload_held_admitted_by_an_unseen_decision_rele
     assert live._open.by_key["team-a/first"].admitted  # type: ignore[union-attr]
     _taken_in_place(live, sent, _evicted_doc(first, "8"), first)
     assert _said(sent) == _from_scratch(store) and _said(sent)["first"][1]  # admitted again, from version 8
+
+
+def test_the_late_echo_of_an_admission_evicted_since_is_taken_in_place_and_the_eviction_written_from_it() -> None:
+    """The open admission admits a Workload, then evicts it for a higher-priority one before the admission's echo
+    is back (the eviction, decided from the version before the admission, is kept back: a 409 else). The echo
+    shows the reservation the open admission counted until that eviction: taken in place (2 to 7 s a rebuild at
+    1,000 ClusterQueues), and the round writes the eviction from the echo's version, as a rebuild from the cache
+    writes it. A reservation it never gave (other flavors) is still rebuilt."""
+    live, sent = _door()
+    store = live.kueue["Workload"].store
+    store["team-a/low"] = low = _workload_doc("low", 4)  # 8 GPUs: team-a's own
+    store["team-a/other"] = other = _workload_doc("other", 4)  # 8 more: borrowed from team-b
+    other["spec"]["priority"] = 50
+    _rebuild(live, _lower_priority_first)
+    admits = {w.name: w for w in sent}
+    assert set(admits) == {"low", "other"}
+    echo_other = _applied(other, admits["other"], "8")
+    _event(live, "MODIFIED", echo_other, other)
+    high = _workload_doc("high", 4)
+    high["spec"]["priority"] = 100
+    _event(live, "ADDED", high, None)
+    sent.clear()
+    assert live._follow_workloads()
+    victim = live._open.by_key["team-a/low"]  # type: ignore[union-attr]
+    assert victim.preempted and not victim.admitted  # low's admission never showed: the eviction is not written
+    assert not any(w.name == "low" and workloadstatus.urgent(w) for w in sent)
+
+    echo_low = _applied(low, admits["low"], "9")
+    rebuilds = live.rebuilds
+    _taken_in_place(live, sent, echo_low, low)
+    assert live.rebuilds == rebuilds
+    (eviction,) = [w for w in sent if w.name == "low"]
+    assert eviction.patch["metadata"]["resourceVersion"] == "9"
+    said = {c["type"]: (c["status"], c["reason"]) for c in eviction.patch["status"]["conditions"]}
+    assert said["Evicted"] == ("True", "Preempted") and said["Preempted"][0] == "True"
+    store["team-a/high"] = high
+    assert _said([eviction])["low"] == _from_scratch(store, _lower_priority_first)["low"]
+
+    # Other flavors than it gave: not that admission's echo, rebuilt.
+    moved = copy.deepcopy(echo_low)
+    moved["metadata"]["resourceVersion"] = "10"
+    moved["status"]["admission"]["podSetAssignments"][0]["flavors"] = {"nvidia.com/gpu": "h100"}
+    _event(live, "MODIFIED", moved, echo_low)
+    assert live.dirty and "held waiting, preempted in team-a" in live.rebuild_reason
+

@@ -64,6 +64,9 @@ class Outcome:
     last_cycle: int = 0
     last_generation: int = 0
     gates: Gates = preemptiongates.NONE  # its Workload's preemption gates (an eviction closes them)
+    # The flavors of its last admission, kept when it is evicted: live mode's Workload door tells the late echo of
+    # that admission's write from a reservation it never gave (live/workloaddeltas.py _shows_evicted_admission).
+    assigned: dict[str, dict[str, str]] | None = None
 
     def _set(self, kind: str, status: str, reason: str, message: str) -> None:
         """apimeta.SetStatusCondition: replaced in place, or appended."""
@@ -87,7 +90,7 @@ class Outcome:
 
     def admit(self, cluster_queue: str, flavors: dict[str, dict[str, str]]) -> None:
         """SetQuotaReservation and SyncAdmittedCondition with no admission checks."""
-        self.admitted, self.flavors = True, flavors
+        self.admitted, self.flavors, self.assigned = True, flavors, flavors
         self._set(QUOTA_RESERVED, "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}")
         self._reset(EVICTED, "QuotaReserved")
         self._reset(PREEMPTED, "QuotaReserved")
