@@ -574,3 +574,28 @@ def test_the_late_echo_of_an_admission_evicted_since_is_taken_in_place_and_the_e
     _event(live, "MODIFIED", moved, echo_low)
     assert live.dirty and "held waiting, preempted in team-a" in live.rebuild_reason
 
+
+
+def test_an_earlier_pending_condition_landing_first_is_taken_in_place_and_the_admission_sent_again() -> None:
+    """The open admission admitted a Workload, and a Pending condition of ours decided earlier from the same version
+    landed first (the admission's write, from that version, cannot land then). The Workload waits before and after,
+    as the cache has it: taken in place, and the round sends the admission again from the new version, as a
+    rebuild from the cache would (0.6 s a rebuild at 1,000 ClusterQueues)."""
+    live, sent = _door()
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)
+    _rebuild(live)
+    assert _said(sent)["first"][1]  # admitted, its write decided from version 7
+    pending = copy.deepcopy(first)
+    pending["metadata"]["resourceVersion"] = "8"
+    pending["status"] = {"conditions": [
+        {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "an earlier round's words"}
+    ]}
+    # The admission, decided from the version the Pending write in flight was decided from, was kept back and the
+    # Workload marked stale (_status_writes_due): its next event is looked at even for a Pending message alone.
+    live._stale_workloads.add("team-a/first")
+    _taken_in_place(live, sent, pending, first)
+    (again,) = sent
+    assert again.patch["metadata"]["resourceVersion"] == "8" and again.patch["status"]["admission"]
+    store["team-a/first"] = pending
+    assert _said(sent) == _from_scratch(store)

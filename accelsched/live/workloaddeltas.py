@@ -87,15 +87,14 @@ def unfollowed(kind: str, obj: JSON, old: JSON | None, admission: OpenAdmission,
             # from this version (workloadstatus.preemptions), the eviction's write from the version before having
             # been kept back (a 409 else)
             return ""
-        if not outcome.admitted and not workloadstatus.reserved(old) and _pending(obj):
-            # waiting before and after, and waiting in the open admission too: its conditions changed (an eviction
-            # that went out in place of its still unsent admission, a message decided by an earlier session), and
-            # the next round writes what the open admission says of it now. Nothing held quota on either side.
-            return ""
-        if outcome.admitted and not workloadstatus.reserved(old) and _evicted(obj) and _pending(obj):
-            # held admitted by a decision the cache never showed, now evicted from a version it moved past: that
-            # admission's write cannot land (its resourceVersion is gone), so it is released (apply), as the
-            # rebuild would read it, and tried again
+        if not workloadstatus.reserved(old) and _pending(obj):
+            # waiting before and after: nothing held quota on either side. The open admission has it waiting too
+            # (its conditions changed: an eviction that went out in place of its unsent admission, a message
+            # decided by an earlier session), or admitted by a decision of its own the cache never showed: not
+            # evicted (an earlier Pending condition of ours landed first, and kept that admission's write back:
+            # it goes out from this version), or evicted from a version the cache moved past (that admission's
+            # write cannot land: released by apply, as the rebuild would read it, and tried again). The next
+            # round writes what the open admission says of it now.
             return ""
         if _reserved_now(old, obj, outcome):
             # an admission landed that the open admission no longer counts (its write's record gone when it came
