@@ -115,7 +115,7 @@ class Rebuilds:
                 store[f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta["name"]] = doc
         self.times: dict[str, float] = {}
 
-    def _record(self, key: str, fn: Any, *args: Any, lane: str = "") -> None:
+    def _record(self, key: str, fn: Any, *args: Any, **_lane: Any) -> None:
         self.sent.append((key, args))
 
     def rebuild(self) -> dict[str, float]:

@@ -138,7 +138,7 @@ class Door:
             turn -= n
         return workload(f"{cls}-{i}", namespace, cls or MIX[0][0], i)
 
-    def _record(self, key: str, fn: Any, *args: Any, lane: str = "") -> None:
+    def _record(self, key: str, fn: Any, *args: Any, **_lane: Any) -> None:
         self.sent.append((key, args))
 
     def apply_writes(self) -> int:

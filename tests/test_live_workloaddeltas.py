@@ -27,7 +27,7 @@ def _door() -> tuple[LiveScheduler, list[workloadstatus.StatusWrite]]:
     live = _scheduler()
     sent: list[workloadstatus.StatusWrite] = []
 
-    def record(key: str, fn: object, *args: object, lane: str = "") -> None:
+    def record(key: str, fn: object, *args: object, **_lane: object) -> None:
         if key.startswith(("workload:", "pending:")):
             sent.append(args[-1])  # type: ignore[arg-type]
 

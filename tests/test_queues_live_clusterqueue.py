@@ -259,5 +259,38 @@ def test_queue_status_goes_on_its_own_lane_not_behind_the_workloads_writes() -> 
     live.writes, live.queue_status_writes = workloads, queues = _Held(), _Held()  # type: ignore[assignment]
     door.event("ADDED", door.new(CLASSES[0][0], door.queues[0]), None)
     live.sync_session()
+    live.deferred_status.run_all()  # its usage batched first, as Kueue's controller batches it
     assert queues.keys and all(k.startswith("clusterqueue:") for k in queues.keys)
     assert workloads.keys and not any(k.startswith("clusterqueue:") for k in workloads.keys)
+
+
+def test_a_cluster_queues_usage_is_written_once_a_batch_period_as_kueues_controller_batches_it() -> None:
+    """Kueue reconciles a ClusterQueue UpdatesBatchPeriod (1 s) after a Workload event, the events of that second
+    making one status update: the rounds of that second write its status once, the last round's. A status whose
+    conditions change (a ClusterQueue new to the door) goes at once."""
+    from benchmarks.doorround import CLASSES, Door
+    from tests.test_live_workloaddeltas import _Held
+
+    door = Door(2, cohorts=1, per_cohort=2)
+    live = door.live
+    del live._submit_latest
+    live.writes, live.queue_status_writes = _Held(), _Held()  # type: ignore[assignment]
+    queues: _Held = live.queue_status_writes  # type: ignore[assignment]
+    for _ in range(3):
+        door.event("ADDED", door.new(CLASSES[0][0], door.queues[0]), None)
+        live.sync_session()
+        assert not queues.keys and len(live.deferred_status) == 1  # waiting; a later round's replaces it
+    (key,) = [k for k in live._latest if k.startswith("clusterqueue:")]
+    live.deferred_status.run_all()
+    assert queues.keys == [key]
+    _, _, name, patch = live._latest.pop(key)  # the lane's write takes it (_write_latest)
+    assert patch["status"] == clusterqueuestatus.statuses(live.session.queues)[name] | {
+        "conditions": patch["status"]["conditions"]
+    }
+
+    # Its Active condition not shown yet (a ClusterQueue Kueue reconciles on its own event): at once.
+    cq = door.live.kueue["ClusterQueue"].store[name]
+    cq["status"] = {}
+    door.event("ADDED", door.new(CLASSES[0][0], door.queues[0]), None)
+    live.sync_session()
+    assert queues.keys == [key, key] and not len(live.deferred_status)

@@ -140,7 +140,7 @@ def _live(objects: dict[str, list[dict[str, Any]]], workloads: list[dict[str, An
     live.afs_clock = _Clock()
     sent: list[tuple[str, Any]] = []
     live.kube.request = lambda method, path, body=None, **_: sent.append((path, body))  # type: ignore[method-assign]
-    live._submit_latest = lambda key, fn, *args, lane="": fn(*args)  # type: ignore[method-assign]
+    live._submit_latest = lambda key, fn, *args, **_lane: fn(*args)  # type: ignore[method-assign]
     live.nodes.store["gpu-node-1"] = _node()
     for ns in ("team-a", "team-b"):
         live.namespaces.store[ns] = {"kind": "Namespace", "metadata": {"name": ns, "labels": {}}}

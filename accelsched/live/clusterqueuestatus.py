@@ -142,6 +142,16 @@ def statuses(
     return out
 
 
+def same_conditions(doc: Mapping[str, Any] | None, patch: JSON) -> bool:
+    """The ClusterQueue (the cache's) shows already each condition ``patch`` sets (type, status, reason, message):
+    the patch changes its usage and counts alone, what Kueue's controller batches (live/queuedoor.py)."""
+    shown = {c.get("type"): c for c in ((doc or {}).get("status") or {}).get("conditions") or []}
+    return doc is not None and all(
+        all((shown.get(c.get("type")) or {}).get(f) == c.get(f) for f in ("status", "reason", "message"))
+        for c in (patch.get("status") or {}).get("conditions") or []
+    )
+
+
 def _same(current: Mapping[str, Any], wanted: JSON) -> bool:
     for key, value in wanted.items():
         if key == "conditions":

@@ -61,7 +61,7 @@ from accelsched.live.leaderelection import ElectionConfig, LeaderElector
 from accelsched.live.loop import SchedulingLoop
 from accelsched.live.metrics import Metrics
 from accelsched.live.nominator import Nominator
-from accelsched.live.queuedoor import PENDING_CONDITION_DELAY, QueueDoor
+from accelsched.live.queuedoor import PENDING_CONDITION_DELAY, UPDATES_BATCH_PERIOD, QueueDoor
 from accelsched.live.trim import trim
 from accelsched.live.workloadcache import ParsedByVersion
 from accelsched.live.writer import Deferred, OrderedWriter
@@ -260,6 +260,9 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         # The queue door's Pending conditions, each held back a moment first (live.queuedoor._submit_latest).
         self.deferred_reports = Deferred("pending-conditions")
         self.pending_condition_delay = PENDING_CONDITION_DELAY
+        # Its queues' usage, batched as Kueue's controllers batch a Workload event's (live.queuedoor).
+        self.deferred_status = Deferred("queue-status-batch")
+        self.queue_status_batch_period = UPDATES_BATCH_PERIOD
         self._last_flush = time.monotonic()
         self._thread: threading.Thread | None = None
         self._beat = time.monotonic()  # the loop's last turn (/healthz)
@@ -285,6 +288,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.deferred_reports.stop()
+        self.deferred_status.stop()
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._report_pool.shutdown(wait=True, cancel_futures=True)
         self._queue_status_pool.shutdown(wait=True, cancel_futures=True)
