@@ -122,12 +122,25 @@ def workload_count(doc: dict[str, Any]) -> int:
     )
 
 
-def accelsched_config(workdir: Path) -> Path:
+# accelsched run's client throttle here (clientConnection qps and burst): the runner's own, envtest's. minimalkueue
+# is built with 50 and 100 (its main.go), for each kind it writes apart (controller-runtime makes a REST client,
+# and so a throttle, per kind); accelsched's is per API group version, as a clientset's. --client-qps 50
+# --client-burst 100 runs accelsched as throttled as kube-scheduler's defaults (docs/queues.md has both).
+RUNNER_CLIENT = (1000.0, 2000)
+
+
+def accelsched_config(workdir: Path, client: tuple[float, int] = RUNNER_CLIENT) -> Path:
     """``accelsched run``'s KubeSchedulerConfiguration: one profile, default-scheduler (the runner's Workloads name
-    no schedulerName, so they are default-scheduler's, and the Workload door admits those of its profiles)."""
+    no schedulerName, so they are default-scheduler's, and the Workload door admits those of its profiles), and
+    ``client``'s qps and burst."""
     config = workdir / "accelsched-config.yaml"
     profile = {"schedulerName": "default-scheduler"}
-    doc = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "profiles": [profile]}
+    doc = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"qps": client[0], "burst": client[1]},
+        "profiles": [profile],
+    }
     config.write_text(yaml.safe_dump(doc))
     return config
 
@@ -136,14 +149,16 @@ class System:
     """The system under test as its own process, started (and ready) before the runner creates anything, stopped
     with SIGINT as the runner stops minimalkueue; ``wall_s`` is its process's lifetime, Kueue's cmd wallMs."""
 
-    def __init__(self, name: str, harness: Path, kubeconfig: Path, out: Path) -> None:
-        self.name, self.harness, self.kubeconfig, self.out = name, harness, kubeconfig, out
+    def __init__(
+        self, name: str, harness: Path, kubeconfig: Path, out: Path, client: tuple[float, int] = RUNNER_CLIENT
+    ) -> None:
+        self.name, self.harness, self.kubeconfig, self.out, self.client = name, harness, kubeconfig, out, client
         self.started = self.wall_s = 0.0
 
     def start(self, timeout: float = 120.0) -> None:
         self.started = time.monotonic()
         if self.name == "accelsched":
-            extra = [f"--config={accelsched_config(self.out)}", "--metrics-address=127.0.0.1"]
+            extra = [f"--config={accelsched_config(self.out, self.client)}", "--metrics-address=127.0.0.1"]
             self.proc, _ = start_scheduler(str(self.kubeconfig), self.out / "accelsched.log", timeout, extra)
             return
         log = self.out / "minimalkueue.log"
@@ -182,6 +197,7 @@ def run_system(
     out: Path,
     deadline: float,
     timeline: bool = False,
+    client: tuple[float, int] = RUNNER_CLIENT,
 ) -> Result:
     """One run: a fresh control plane with Kueue's CRDs (the API server's request limits raised as Kueue's runner
     raises envtest's), the system started, then Kueue's runner against it (client QPS and burst as envtest's,
@@ -199,7 +215,7 @@ def run_system(
     cp = ControlPlane(out / "controlplane", assets, compaction_interval="5m", extra_apiserver_args=limits).start()
     try:
         apply_crds(k.api_client(str(cp.kubeconfig)), module / "config/components/crd/bases")
-        sut = System(system, harness, cp.kubeconfig, out)
+        sut = System(system, harness, cp.kubeconfig, out, client)
         sut.start()
         recorder = kueuetimeline.Recorder(cp.kubeconfig, out / "timeline.jsonl").start() if timeline else None
         try:
@@ -332,7 +348,13 @@ def _limit(op: str, value: Any, unit: float = 1000) -> str:
 
 
 def run(
-    config_name: str, scale: float, systems: tuple[str, ...], workdir: Path, deadline: float, timeline: bool = False
+    config_name: str,
+    scale: float,
+    systems: tuple[str, ...],
+    workdir: Path,
+    deadline: float,
+    timeline: bool = False,
+    client: tuple[float, int] = RUNNER_CLIENT,
 ) -> tuple[list[Result], dict[str, Any], int]:
     """Both systems through the harness in turn: (results, Kueue's thresholds, workloads per run)."""
     module = kueue_module()
@@ -352,7 +374,9 @@ def run(
     generator.write_text(yaml.safe_dump(doc, sort_keys=False))
     thresholds = yaml.safe_load((configs / "rangespec.yaml").read_text()) or {}
     sys.path.insert(0, str(REPO / "tests" / "live"))  # the test control plane (controlplane.py)
-    results = [run_system(s, harness, module, assets, generator, workdir / s, deadline, timeline) for s in systems]
+    results = [
+        run_system(s, harness, module, assets, generator, workdir / s, deadline, timeline, client) for s in systems
+    ]
     return results, thresholds, workload_count(doc)
 
 
@@ -364,18 +388,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, default=1800.0, help="seconds each system's run may take")
     parser.add_argument("--keep", type=Path, help="keep the runs' artifacts (summaries, CSVs, logs) in this dir")
     parser.add_argument("--timeline", action="store_true", help="record the Workloads' events and sum them up")
+    qps, burst = RUNNER_CLIENT
+    parser.add_argument("--client-qps", type=float, default=qps, help="accelsched run's clientConnection qps")
+    parser.add_argument("--client-burst", type=int, default=burst, help="accelsched run's clientConnection burst")
     args = parser.parse_args(argv)
+    client = (args.client_qps, args.client_burst)
     if args.scale <= 0:
         parser.error("--scale must be more than 0")
     systems = (args.only,) if args.only else SYSTEMS
     try:
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
-            results, thresholds, count = run(args.config, args.scale, systems, args.keep, args.deadline, args.timeline)
+            results, thresholds, count = run(
+                args.config, args.scale, systems, args.keep, args.deadline, args.timeline, client
+            )
         else:
             with tempfile.TemporaryDirectory(prefix="kueueperf-") as tmp:
                 results, thresholds, count = run(
-                    args.config, args.scale, systems, Path(tmp), args.deadline, args.timeline
+                    args.config, args.scale, systems, Path(tmp), args.deadline, args.timeline, client
                 )
     except Unavailable as exc:
         print(f"benchmarks.kueueperf: {exc}", file=sys.stderr)

@@ -849,3 +849,64 @@ def test_kube_retries_a_429_with_retry_after_like_client_go(
         assert server.requests == requests
     finally:
         server.close()
+
+
+class _Clock:
+    """time for live.kube's Throttle: monotonic() reads it, sleep() advances it and is recorded."""
+
+    def __init__(self) -> None:
+        self.now, self.slept = 100.0, []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(round(seconds, 6))
+        self.now += seconds
+
+
+def test_the_client_throttle_is_client_gos_token_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full bucket of ``burst`` goes out at once; then one request per 1/qps seconds; tokens refill while idle,
+    never past the burst."""
+    from accelsched.live import kube as live_kube
+
+    clock = _Clock()
+    monkeypatch.setattr(live_kube, "time", clock)
+    throttle = live_kube.Throttle(qps=10.0, burst=3)
+    for _ in range(5):
+        throttle.wait()
+    assert clock.slept == [0.1, 0.1]
+    clock.now += 60.0  # idle a minute: the bucket is full again, and no fuller
+    clock.slept.clear()
+    for _ in range(4):
+        throttle.wait()
+    assert clock.slept == [0.1]
+
+
+def test_live_mode_takes_the_configs_client_qps_and_burst_as_kube_scheduler_builds_its_clients(tmp_path: Path) -> None:
+    """clientConnection's qps and burst (v1 defaults 50 and 100; 0 is unset), one throttle per API group version
+    (a clientset's typed clients): the informers and writes share theirs, events and leader election have their
+    own; a negative qps turns it off, as in client-go."""
+    from accelsched.live.leaderelection import ElectionConfig as Election
+
+    config = tmp_path / "config.yaml"
+    cases = (("", (50.0, 100)), ("{qps: 0, burst: 0}", (50.0, 100)), ("{qps: 5.5, burst: 7}", (5.5, 7)))
+    pods, binding = "/api/v1/namespaces/a/pods", "/api/v1/namespaces/a/pods/p/binding"
+    workloads = "/apis/kueue.x-k8s.io/v1beta2/namespaces/a/workloads/w/status"
+    for connection, want in cases:
+        config.write_text(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+            + (f"clientConnection: {connection}\n" if connection else "")
+            + "profiles: [{schedulerName: accelsched}]\n"
+        )
+        live = LiveScheduler(unreachable(), str(config), election=Election("l", "kube-system", "me", 15, 10, 2))
+        clients = [live.kube, live.recorder.kube, live.elector.kube]  # type: ignore[union-attr]
+        throttles = [c.throttle(pods) for c in clients]
+        assert all(t is not None and (t.qps, t.burst) == want for t in throttles), connection
+        assert len({id(t) for t in throttles}) == 3
+        assert live.kube.throttle(binding) is throttles[0] and live.kube.throttle(workloads) is not throttles[0]
+        assert all(i.kube is live.kube for i in live.informers)
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nclientConnection: {qps: -1}\n"
+    )
+    assert LiveScheduler(unreachable(), str(config)).kube.throttle(pods) is None

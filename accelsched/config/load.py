@@ -25,7 +25,7 @@ from accelsched.config.fields import (
     join_path,
     type_name,
 )
-from accelsched.config.validation import KUBE_ARGS_CHECKS, validate_top_level
+from accelsched.config.validation import KUBE_ARGS_CHECKS, client_connection, validate_top_level
 from accelsched.errors import InputError
 from accelsched.framework import profile as framework_profile
 from accelsched.framework.profile import EXTENSION_POINTS, PASSIVE_POINTS, Profile, SchedulerConfig
@@ -152,6 +152,7 @@ def parse_config(doc: Any, source: str = "", handle: Any = None) -> SchedulerCon
         float(top.integer("podInitialBackoffSeconds", INT64, DEFAULT_POD_INITIAL_BACKOFF_SECONDS)),
         float(top.integer("podMaxBackoffSeconds", INT64, DEFAULT_POD_MAX_BACKOFF_SECONDS)),
         top.integer("percentageOfNodesToScore", INT32, 0),
+        *client_connection(top),
     )
 
 

@@ -58,6 +58,13 @@ def validate_top_level(top: Fields) -> None:
     _validate_leader_election(top.sub("leaderElection", LEADER_ELECTION_FIELDS))
 
 
+def client_connection(top: Fields) -> tuple[float, int]:
+    """clientConnection's qps and burst after v1 defaulting (SetDefaults_KubeSchedulerConfiguration: 0 is unset,
+    so 50 and 100); a negative qps turns the client's throttle off, as in client-go."""
+    client = top.sub("clientConnection", CLIENT_CONNECTION_FIELDS)
+    return client.number("qps", 50.0) or 50.0, client.integer("burst", INT32, 100) or 100
+
+
 def _validate_leader_election(le: Fields) -> None:
     """component-base's ValidateLeaderElectionConfiguration, with kube-scheduler's v1 defaults filled in."""
     durations = {

@@ -60,6 +60,9 @@ class SchedulerConfig:
     pod_initial_backoff_seconds: float = 1.0
     pod_max_backoff_seconds: float = 10.0
     percentage_of_nodes_to_score: int = 0  # KubeSchedulerConfiguration's; 0: the adaptive default
+    # clientConnection.qps and burst (v1 defaults 50 and 100): live mode's client throttle (live/kube.py Throttle)
+    client_qps: float = 50.0
+    client_burst: int = 100
 
 
 def _implements(plugin: Any, point: str) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -106,6 +107,29 @@ def api_client(kubeconfig: str | None = None, pool_size: int = 32, context: str 
     return k8s.ApiClient(configuration)
 
 
+class Throttle:
+    """client-go's client-side rate limiter (flowcontrol.NewTokenBucketRateLimiter over x/time/rate): ``qps``
+    tokens a second into a bucket of ``burst``, full at first; every request, each retry and each watch takes one,
+    waiting for it. kube-scheduler's clients are built with clientConnection's qps and burst (50 and 100 by
+    default), which accelsched run had validated and not applied: its writes went out as fast as the API server
+    took them, whatever the operator had set to spare it."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps, self.burst = qps, max(1, burst)
+        self._tokens = float(self.burst)
+        self._at = time.monotonic()
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.qps) - 1
+            self._at = now
+            delay = -self._tokens / self.qps if self._tokens < 0 else 0.0
+        if delay > 0:
+            time.sleep(delay)
+
+
 def _retry_after(status: int, headers: Any) -> int | None:
     """The seconds a 429 asks to wait before the same request again (its Retry-After, whole seconds as client-go
     reads it), or None: not to be retried."""
@@ -121,9 +145,31 @@ class Kube:
     """JSON in, JSON out. Every method raises ApiError; a dead server is ApiError(0). A 429 with Retry-After is
     asked again first, as client-go does (``MAX_RETRIES``)."""
 
-    def __init__(self, api: k8s.ApiClient, timeout: float = 30.0) -> None:
+    def __init__(self, api: k8s.ApiClient, timeout: float = 30.0, qps: float = 0.0, burst: int = 0) -> None:
         self.api = api
         self.timeout = timeout
+        self.qps, self.burst = qps, burst
+        self._throttles: dict[str, Throttle] = {}
+        self._throttles_lock = threading.Lock()
+
+    def throttled(self, qps: float, burst: int) -> Kube:
+        """A client on the same connections with throttles of its own (none for a qps not above 0, as client-go),
+        as kube-scheduler builds its clients from one kubeconfig: one for its informers and API writes, one for its
+        events, one for leader election. Each API group version has its own (a clientset's typed clients are one
+        REST client each: core/v1's pods, bindings and nodes share one; Kueue's kinds share another)."""
+        return type(self)(self.api, self.timeout, qps, burst)
+
+    def throttle(self, path: str) -> Throttle | None:
+        """The throttle of ``path``'s API group version (/api/v1, /apis/GROUP/VERSION), None when unthrottled."""
+        if self.qps <= 0:
+            return None
+        parts = path.split("/", 4)
+        key = "/".join(parts[:3] if len(parts) > 2 and parts[1] == "api" else parts[:4])
+        with self._throttles_lock:
+            found = self._throttles.get(key)
+            if found is None:
+                found = self._throttles[key] = Throttle(self.qps, self.burst)
+            return found
 
     def request(
         self,
@@ -141,7 +187,10 @@ class Kube:
         if body is not None:
             headers["Content-Type"] = content_type
         params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        throttle = self.throttle(path)
         for attempt in range(MAX_RETRIES + 1):
+            if throttle is not None:
+                throttle.wait()
             try:
                 request = self.api.param_serialize(
                     method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"]

@@ -104,11 +104,15 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.binder = self._decide  # the DefaultBinder's binder (profile handle): decisions, bound afterwards
         self.config: SchedulerConfig = load_config(config, self) if config else default_config(self, ("accelsched",))
         self.scheduler_names = set(self.config.profiles)
+        # clientConnection's qps and burst, as kube-scheduler's clients: its informers and writes share one throttle;
+        # its events and leader election have one each (their own clients in kube-scheduler)
+        qps, burst = self.config.client_qps, self.config.client_burst
+        kube = self.kube = kube.throttled(qps, burst)
         self.seed = seed
         self.identity = identity
         self.metrics = Metrics()
         self.metrics.registry.register(AcceleratorCollector(lambda: self.session.cluster if self.session else None))
-        self.recorder = Recorder(kube)
+        self.recorder = Recorder(kube.throttled(qps, burst))
         self.backoff = PodBackoff(self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds)
         self.lock = threading.RLock()
         self.wake = threading.Event()
@@ -173,7 +177,11 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
 
         self._lease_name = election.name if election else ""
         self.elector = (
-            LeaderElector(kube, election, on_stopped=self._lost_lease, status=self._leader_status) if election else None
+            LeaderElector(
+                kube.throttled(qps, burst), election, on_stopped=self._lost_lease, status=self._leader_status
+            )
+            if election
+            else None
         )
         self.lost_lease = False
 

@@ -55,7 +55,7 @@ class ReadOnlyKube(Kube):
 
     @classmethod
     def of(cls, kube: Kube) -> ReadOnlyKube:
-        return cls(kube.api, kube.timeout)
+        return cls(kube.api, kube.timeout, kube.qps, kube.burst)
 
     def request(self, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
         if method.upper() not in READ_METHODS:
