@@ -124,8 +124,8 @@ def workload_count(doc: dict[str, Any]) -> int:
 
 # accelsched run's client throttle here (clientConnection qps and burst): the runner's own, envtest's. minimalkueue
 # is built with 50 and 100 (its main.go), for each kind it writes apart (controller-runtime makes a REST client,
-# and so a throttle, per kind); accelsched's is per API group version, as a clientset's. --client-qps 50
-# --client-burst 100 runs accelsched as throttled as kube-scheduler's defaults (docs/queues.md has both).
+# and so a throttle, per kind), and accelsched throttles Kueue's kinds the same way (live/kube.py Kube.throttle).
+# --client-qps 50 --client-burst 100 runs accelsched as throttled as minimalkueue (docs/queues.md has both).
 RUNNER_CLIENT = (1000.0, 2000)
 
 

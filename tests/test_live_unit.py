@@ -885,14 +885,15 @@ def test_the_client_throttle_is_client_gos_token_bucket(monkeypatch: pytest.Monk
 
 def test_live_mode_takes_the_configs_client_qps_and_burst_as_kube_scheduler_builds_its_clients(tmp_path: Path) -> None:
     """clientConnection's qps and burst (v1 defaults 50 and 100; 0 is unset), one throttle per API group version
-    (a clientset's typed clients): the informers and writes share theirs, events and leader election have their
-    own; a negative qps turns it off, as in client-go."""
+    (a clientset's typed clients) and per kind of Kueue's (controller-runtime's clients): the informers and writes
+    share theirs, events and leader election have their own; a negative qps turns it off, as in client-go."""
     from accelsched.live.leaderelection import ElectionConfig as Election
 
     config = tmp_path / "config.yaml"
     cases = (("", (50.0, 100)), ("{qps: 0, burst: 0}", (50.0, 100)), ("{qps: 5.5, burst: 7}", (5.5, 7)))
     pods, binding = "/api/v1/namespaces/a/pods", "/api/v1/namespaces/a/pods/p/binding"
     workloads = "/apis/kueue.x-k8s.io/v1beta2/namespaces/a/workloads/w/status"
+    cluster_queue = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/q/status"
     for connection, want in cases:
         config.write_text(
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -905,6 +906,12 @@ def test_live_mode_takes_the_configs_client_qps_and_burst_as_kube_scheduler_buil
         assert all(t is not None and (t.qps, t.burst) == want for t in throttles), connection
         assert len({id(t) for t in throttles}) == 3
         assert live.kube.throttle(binding) is throttles[0] and live.kube.throttle(workloads) is not throttles[0]
+        # Kueue's kinds one each, as Kueue's controller-runtime clients: a Workload's status and a ClusterQueue's
+        assert live.kube.throttle(workloads) is live.kube.throttle("/apis/kueue.x-k8s.io/v1beta2/workloads")
+        assert live.kube.throttle(workloads) is not live.kube.throttle(cluster_queue)
+        assert live.kube.throttle("/apis/resource.k8s.io/v1/resourceclaims") is live.kube.throttle(
+            "/apis/resource.k8s.io/v1/namespaces/a/resourceclaims/c/status"
+        ) is not live.kube.throttle(pods)
         assert all(i.kube is live.kube for i in live.informers)
     config.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nclientConnection: {qps: -1}\n"

@@ -27,6 +27,8 @@ from accelsched.live.listjson import decode_list
 
 JSON = dict[str, Any]
 
+KUEUE_GROUP = "kueue.x-k8s.io"
+
 # client-go's rest client retries an answer of 429 carrying Retry-After up to 10 times, waiting what it asks
 # (rest.Request.maxRetries, with_retry.go checkWait). The API server answers so while a resource's watch cache
 # (re)initializes (a CRD just installed or updated, or the cache fell behind etcd's compaction) and when priority
@@ -160,11 +162,19 @@ class Kube:
         return type(self)(self.api, self.timeout, qps, burst)
 
     def throttle(self, path: str) -> Throttle | None:
-        """The throttle of ``path``'s API group version (/api/v1, /apis/GROUP/VERSION), None when unthrottled."""
+        """The throttle of ``path``'s API group version (/api/v1, /apis/GROUP/VERSION), and of its kind within
+        Kueue's group: where the queue door writes in Kueue's place, as Kueue's controllers do, through
+        controller-runtime, which makes a REST client (and so a throttle) per kind. None when unthrottled."""
         if self.qps <= 0:
             return None
-        parts = path.split("/", 4)
-        key = "/".join(parts[:3] if len(parts) > 2 and parts[1] == "api" else parts[:4])
+        parts = path.split("/")
+        if len(parts) > 2 and parts[1] == "api":
+            key = "/".join(parts[:3])
+        elif len(parts) > 4 and parts[2] == KUEUE_GROUP:
+            kind = parts[6] if parts[4] == "namespaces" and len(parts) > 6 else parts[4]
+            key = "/".join((*parts[:4], kind))
+        else:
+            key = "/".join(parts[:4])
         with self._throttles_lock:
             found = self._throttles.get(key)
             if found is None:
