@@ -402,6 +402,25 @@ def test_an_informer_that_loses_its_server_is_not_watching_until_it_relists() ->
         informer.stop()
 
 
+def test_an_informer_stops_while_its_last_watch_has_ended_and_the_next_is_not_open() -> None:
+    """CI: stop() came while the informer's last watch had ended (the API server killed) and its next request
+    waited (a 429 retried, the throttle): urllib3 answers shutdown() of a response whose socket is gone with
+    ValueError, which stop() raised."""
+    import threading
+
+    import urllib3
+
+    from accelsched.live.informer import Informer
+
+    informer = Informer(unreachable(), PODS, lambda *_: None, threading.RLock())
+    ended = urllib3.response.HTTPResponse(body=b"")  # a response whose connection is gone
+    with pytest.raises(ValueError):
+        ended.shutdown()
+    informer._opened(ended)
+    informer.stop()  # no error
+    assert informer._stop.is_set()
+
+
 def test_nothing_is_decided_while_a_watch_is_down_and_a_lost_bind_answer_keeps_the_reservation(
     live: LiveScheduler,
 ) -> None:

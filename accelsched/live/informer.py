@@ -87,7 +87,9 @@ class Informer:
         self._stop.set()
         response = self._response
         if response is not None and hasattr(response, "shutdown"):
-            with contextlib.suppress(OSError):
+            # ValueError: urllib3's answer when that watch's socket is gone already (the watch ended, and the next
+            # one is not open yet: a list retried on a 429 or waiting for the client's throttle, the server down)
+            with contextlib.suppress(OSError, ValueError):
                 response.shutdown()
 
     def join(self, timeout: float) -> None:
