@@ -104,10 +104,16 @@ def scheduler_config(group: str) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration", "profiles": profiles}
 
 
+# The client throttle of both schedulers (clientConnection qps and burst): the live sample's accelsched run gets the
+# real kube-scheduler's, since both apply it (at kube-scheduler's default 50 and 100 a live scenario's writes
+# trickled out while the sample's settle check, 0.3 s without a change, was already done).
+CLIENT_CONNECTION = {"qps": 500, "burst": 1000}
+
+
 def kube_scheduler_config(group: str, kubeconfig: str) -> dict[str, Any]:
     """The same configuration for the real kube-scheduler: the admin kubeconfig, no leader election."""
     doc = scheduler_config(group)
-    doc["clientConnection"] = {"kubeconfig": kubeconfig, "qps": 500, "burst": 1000}
+    doc["clientConnection"] = {"kubeconfig": kubeconfig, **CLIENT_CONNECTION}
     doc["leaderElection"] = {"leaderElect": False}
     return doc
 

@@ -48,6 +48,7 @@ def sample(cluster: RealCluster, scenarios: list[Scenario]) -> dict[str, Any]:
         names = live_names(group)
         for p in doc["profiles"]:
             p["schedulerName"] = names[p["schedulerName"]]
+        doc["clientConnection"] = dict(configs.CLIENT_CONNECTION)
         path = cluster.workdir / f"accelsched-live-{group}.yaml"
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         try:
