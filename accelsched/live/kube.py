@@ -158,7 +158,7 @@ class Kube:
         """A client on the same connections with throttles of its own (none for a qps not above 0, as client-go),
         as kube-scheduler builds its clients from one kubeconfig: one for its informers and API writes, one for its
         events, one for leader election. Each API group version has its own (a clientset's typed clients are one
-        REST client each: core/v1's pods, bindings and nodes share one; Kueue's kinds share another)."""
+        REST client each: core/v1's pods, bindings and nodes share one), and each of Kueue's kinds (``throttle``)."""
         return type(self)(self.api, self.timeout, qps, burst)
 
     def throttle(self, path: str) -> Throttle | None:
