@@ -403,3 +403,54 @@ def test_in_flight_extended_claims_of_two_pods_are_kept_apart(tmp_path):
     state, p = states[0]
     plugin.unreserve(state, p, cluster, node)
     assert len(dra.pending) == 1 and not dra.claims
+
+
+BOUND_WITH_CLAIM = """
+apiVersion: v1
+kind: Pod
+metadata: {name: held, namespace: default, uid: uid-held}
+spec:
+  nodeName: dra-node
+  containers: [{name: c, image: x, resources: {limits: {example.com/gpu: 1}}}]
+status:
+  extendedResourceClaimStatus:
+    resourceClaimName: held-extended-resources-bcdfg
+    requestMappings: [{containerName: c, resourceName: example.com/gpu, requestName: container-0-request-0}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: held-extended-resources-bcdfg
+  namespace: default
+  uid: uid-claim
+  annotations: {resource.kubernetes.io/extended-resource-claim: "true"}
+  ownerReferences: [{apiVersion: v1, kind: Pod, name: held, uid: uid-held, controller: true}]
+spec:
+  devices:
+    requests:
+    - {name: container-0-request-0, exactly: {deviceClassName: gpu.example.com, allocationMode: ExactCount, count: 1}}
+status:
+  allocation:
+    devices:
+      results: [{request: container-0-request-0, driver: gpu.example.com, pool: dra-node, device: gpu-0}]
+  reservedFor: [{resource: pods, name: held, uid: uid-held}]
+"""
+
+
+def test_a_bound_pod_served_by_dra_is_admitted_and_holds_its_claims_devices(tmp_path):
+    """The kubelet's admission checks no extended resource the node does not report (removeMissingExtendedResources,
+    predicate.go): a pod bound with its extended-resource claim (as kube-scheduler or `accelsched run` left it) is
+    admitted, its device held by the claim; one more pod gets the other device, a third waits."""
+    session, out, _ = run(tmp_path, CLASS, DRA_NODE, BOUND_WITH_CLAIM, pod("p1"), pod("p2"))
+    assert session.rejected == [] and "held" not in out
+    assert out["p1"].node == "dra-node" and devices(session, out["p1"]) == ["gpu-1"]
+    assert out["p2"].node is None
+
+
+def test_a_bound_pod_over_a_reported_extended_resource_is_rejected_as_the_kubelet_does(tmp_path):
+    bound = pod("big", 2, kind="plugin").replace("spec: {", "spec: {nodeName: plugin-node, ")
+    session, out, _ = run(tmp_path, CLASS, PLUGIN_NODE, bound)
+    # from the Go source (lifecycle/predicate.go InsufficientResourceError, "Pod was rejected: " + message)
+    assert out["big"].message == (
+        "Pod was rejected: Node didn't have enough resource: example.com/gpu, requested: 2, used: 0, capacity: 1"
+    )

@@ -580,13 +580,13 @@ class DRAState:
         """PreBind for the in-memory ``<extended-resources>`` claim: the API server creates it (named from
         generateName), its allocation and the pod's reservation are written as for any claim, then the pod's
         status.extendedResourceClaimStatus. Returns (the created claim's key or None, the error or None); a claim
-        created before the error is left for Unreserve to delete, as upstream."""
+        created before the error is left for Unreserve to delete, as upstream. A ``writer`` (live mode) is told of
+        the creation first (``create_claim``, with the mappings for the pod's status): it does the API calls."""
         if self.writer is not None and getattr(self.writer, "create_claim", None) is None:
-            # LIVE mode writes through the API server: creating the claim there is the writer's job.
             return None, f"create claim for extended resources {pod.namespace}/{claim.name}: not supported here"
         created = ext.created_claim(claim, self.claims)
         if self.writer is not None:
-            error = self.writer.create_claim(pod, node, created)
+            error = self.writer.create_claim(pod, node, created, mappings)
             if error:
                 return None, error
         self.claims[created.key] = created

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from accelsched.api import quantity
 from accelsched.api.objects import SCHEDULING_GATED_MESSAGE, Pod
 from accelsched.cluster.state import ClusterState
 from accelsched.framework import gang
@@ -92,6 +93,14 @@ def snapshot_order(zones: list[str]) -> np.ndarray:
     return np.lexsort((zone_index, rank)).astype(np.int64)
 
 
+def _unchecked_resources(pod: Pod, reported: dict[str, int]) -> set[str]:
+    """The extended resources the kubelet's admission leaves out of a pod (removeMissingExtendedResources): those
+    the node does not report, and those a DRA claim serves (status.extendedResourceClaimStatus.requestMappings)."""
+    status = (pod.raw.get("status") or {}).get("extendedResourceClaimStatus") or {}
+    served = {str(m.get("resourceName")) for m in status.get("requestMappings") or [] if isinstance(m, dict)}
+    return {r for r in pod.requests if quantity.is_extended(r) and (r not in reported or r in served)}
+
+
 class Scheduler:
     """Schedules pods onto a ClusterState with the profiles of a SchedulerConfig."""
 
@@ -163,13 +172,17 @@ class Scheduler:
     def admit_bound(self, pod: Pod) -> ScheduleResult | None:
         """Account a pod already bound to a node (spec.nodeName), as the kubelet admits it.
 
-        Returns a result only when the kubelet would reject it (not enough room): that pod holds nothing.
+        Returns a result only when the kubelet would reject it (not enough room): that pod holds nothing. As the
+        kubelet's admission (removeMissingExtendedResources), an extended resource the node does not report is not
+        checked, nor one the pod's DRA claim serves (status.extendedResourceClaimStatus): the node's allocatable
+        has none of it.
         """
         node = self.cluster.index[pod.node_name]
+        unchecked = _unchecked_resources(pod, self.cluster.nodes[node].allocatable)
         for row, amount in self.cluster.request_vector(pod):
             used = int(self.cluster.requested[row, node])
             alloc = int(self.cluster.allocatable[row, node])
-            if used + amount > alloc:
+            if used + amount > alloc and self.cluster.resources[row] not in unchecked:
                 res = self.cluster.resources[row]
                 message = (
                     f"Pod was rejected: Node didn't have enough resource: {res}, "
@@ -181,7 +194,8 @@ class Scheduler:
             if pod.devices:
                 devices.claim(pod.devices, owner=pod.key)
             else:
-                pod.devices = devices.allocate(pod.requests, owner=pod.key)
+                requests = {r: v for r, v in pod.requests.items() if r not in unchecked} if unchecked else pod.requests
+                pod.devices = devices.allocate(requests, owner=pod.key)
         except ValueError as exc:
             return ScheduleResult(
                 pod, None, {}, f"Pod was rejected: {exc}", {pod.node_name: ["UnexpectedAdmissionError"]}

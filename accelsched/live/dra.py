@@ -13,6 +13,14 @@ of the claim (the finalizer is metadata), then an UpdateStatus writes ``status.a
 DefaultRetry: 5 tries, 10 ms apart). A claim that was allocated already (shared by several pods) only gets the
 reservation. Any failure raises ClaimWriteError with kube-scheduler's wording, and the pod is not bound.
 
+Extended resources backed by DRA (a DeviceClass's ``extendedResourceName``): PreBind first creates the pod's claim
+(``ClaimWriter.create``: annotation ``resource.kubernetes.io/extended-resource-claim``, the pod its controller), then
+writes it as any claim, then patches the pod's ``status.extendedResourceClaimStatus``; Unreserve deletes the claim
+(finalizer removed first), as extendeddynamicresources.go does. One difference: kube-scheduler creates the claim with
+``generateName`` and learns its name from the answer; accelsched sends the name it planned at Reserve
+(``<pod>-extended-resources-`` and five characters of the API server's alphabet, dra/extended.py ``created_claim``),
+so the session and the write in flight name the same claim before the API server answers.
+
 In the live loop these writes run in the binding cycle, before the Binding, as kube-scheduler runs PreBind in the
 binding goroutine: the session's DRA state calls its ``writer`` at PreBind, which in live mode is the scheduler's
 ``DeferredClaimWriter``: it records the write for the pod's decision, and the bind worker does it through
@@ -31,9 +39,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsched.dra import model
+from accelsched.dra.extended import EXTENDED_RESOURCE_CLAIM_ANNOTATION
 from accelsched.dra.state import allocation_dict, consumer_dict, dra_state
 from accelsched.live.informer import object_key
-from accelsched.live.kube import JSON, ApiError, Kube, Resource
+from accelsched.live.kube import JSON, PODS, ApiError, Kube, Resource
 
 API = "/apis/resource.k8s.io/v1"
 DEVICE_CLASSES = Resource(API, "deviceclasses", namespaced=False)
@@ -98,6 +107,12 @@ def claim_event_wakes(pod: JSON, old: JSON | None, new: JSON) -> bool:
     return old is None or old_status != new_status
 
 
+def is_extended_claim_doc(claim: JSON) -> bool:
+    """The claim kube-scheduler creates for a pod's extended resources (its annotation)."""
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
+
+
 def _owned_by(claim: JSON, pod: JSON) -> bool:
     uid = (pod.get("metadata") or {}).get("uid")
     refs = (claim.get("metadata") or {}).get("ownerReferences") or []
@@ -147,10 +162,17 @@ class ClaimWriter:
         self.kube = kube
         self.sleep = sleep
 
-    def write_allocation(self, claim: model.ResourceClaim, allocation: model.AllocationResult | None, pod: Any) -> JSON:
+    def write_allocation(
+        self,
+        claim: model.ResourceClaim,
+        allocation: model.AllocationResult | None,
+        pod: Any,
+        current: JSON | None = None,
+    ) -> JSON:
         """Write ``allocation`` (None: the claim was allocated already, only reserve it) and the pod's
-        reservation to ``claim``; returns the claim as the API holds it afterwards. Raises ClaimWriteError."""
-        current = copy.deepcopy(claim.raw) if claim.raw else None
+        reservation to ``claim`` (``current``: as the API holds it, when known better than the cache's copy);
+        returns the claim as the API holds it afterwards. Raises ClaimWriteError."""
+        current = copy.deepcopy(current or claim.raw) or None
         name = f"{claim.namespace}/{claim.name}"
         for attempt in range(RETRY_STEPS):
             if current is None or attempt > 0:
@@ -190,9 +212,35 @@ class ClaimWriter:
         what = "add allocation and reservation to claim" if allocation is not None else "add reservation to claim"
         return self._put(claim, "status", f"{what} {name}")
 
+    def create(self, claim: model.ResourceClaim) -> JSON:
+        """createExtendedResourceClaimInAPI: the pod's extended-resource claim created, without status (the name
+        planned, see the module docstring; the uid the API server's). Raises ClaimWriteError."""
+        meta = {key: v for key, v in (claim.raw.get("metadata") or {}).items() if key not in ("uid", "resourceVersion")}
+        body = {"apiVersion": model.API_VERSION, "kind": "ResourceClaim", "metadata": meta, "spec": claim.raw["spec"]}
+        try:
+            return self.kube.create(RESOURCE_CLAIMS, body, claim.namespace)
+        except ApiError as exc:  # upstream names the claim before the API server named it: "<namespace>/"
+            raise ClaimWriteError(f"create claim for extended resources {claim.namespace}/: {exc.message}") from None
+
+    def extended_status(self, pod: Any, claim: JSON, mappings: Iterable[Mapping[str, str]]) -> None:
+        """patchPodExtendedResourceClaimStatus: the pod's status names its extended-resource claim and which
+        container request each device request serves. Raises ClaimWriteError."""
+        status = {"requestMappings": [dict(m) for m in mappings], "resourceClaimName": claim["metadata"]["name"]}
+        namespace = claim["metadata"]["namespace"]
+        try:
+            self.kube.patch(PODS, pod.name, {"status": {"extendedResourceClaimStatus": status}}, namespace, "status")
+        except ApiError as exc:
+            raise ClaimWriteError(
+                f"update pod {namespace}/{pod.name} ExtendedResourceClaimStatus: {exc.message}"
+            ) from None
+
     def unreserve(self, claim: JSON, pod: Any) -> None:
         """Unreserve: take the pod off an allocated claim's reservedFor with a strategic merge patch of the status
-        (the claim's uid as precondition); the allocation stays, as upstream. A failure is only logged there too."""
+        (the claim's uid as precondition); the allocation stays, as upstream. A failure is only logged there too.
+        The pod's extended-resource claim is deleted instead (unreserveExtendedResourceClaim)."""
+        if _owned_by(claim, {"metadata": {"uid": pod.uid}}) and is_extended_claim_doc(claim):
+            self._delete(claim)
+            return
         if not (claim.get("status") or {}).get("allocation") or not reserved_for_pod(claim, pod.uid):
             return
         meta = claim.get("metadata") or {}
@@ -202,6 +250,32 @@ class ClaimWriter:
             self.kube.patch(RESOURCE_CLAIMS, str(meta.get("name")), patch, meta.get("namespace"), "status")
         except ApiError as exc:
             log.warning("unreserve", extra={"resourceclaim": object_key(claim), "error": exc.message})
+
+    def _delete(self, claim: JSON) -> None:
+        """deleteClaim: the delete-protection finalizer removed with an Update (a 409 reads the claim again, as
+        RetryOnConflict), then the claim deleted; failures logged, as upstream logs them."""
+        meta = claim.get("metadata") or {}
+        name, namespace = str(meta.get("name")), meta.get("namespace")
+        current = copy.deepcopy(claim)
+        try:
+            for attempt in range(RETRY_STEPS):
+                if attempt:
+                    self.sleep(RETRY_SECONDS)
+                    current = self.kube.get(RESOURCE_CLAIMS, name, namespace)
+                finalizers = (current.get("metadata") or {}).get("finalizers") or []
+                if model.FINALIZER not in finalizers:
+                    break
+                current["metadata"]["finalizers"] = [f for f in finalizers if f != model.FINALIZER]
+                try:
+                    self._put(current, None, f"update resourceclaim {namespace}/{name}")
+                    break
+                except _Conflict:
+                    if attempt == RETRY_STEPS - 1:
+                        raise
+            self.kube.delete(RESOURCE_CLAIMS, name, namespace)
+        except (ApiError, ClaimWriteError, _Conflict) as exc:
+            if getattr(exc, "status", 0) != 404:
+                log.warning("delete", extra={"resourceclaim": f"{namespace}/{name}", "error": str(exc)})
 
     def _put(self, claim: JSON, sub: str | None, context: str) -> JSON:
         meta = claim["metadata"]
@@ -225,10 +299,16 @@ class _Conflict(Exception):
 
 @dataclass(frozen=True)
 class ClaimWrite:
-    """One claim PreBind must write for a decided pod (the allocation None: reserve an allocated claim)."""
+    """One claim PreBind must write for a decided pod (the allocation None: reserve an allocated claim).
+    ``mappings`` set: the pod's extended-resource claim, created first, then named in the pod's status with them."""
 
     claim: model.ResourceClaim
     allocation: model.AllocationResult | None
+    mappings: tuple[Mapping[str, str], ...] | None = None
+
+    @property
+    def creates(self) -> bool:
+        return self.mappings is not None
 
 
 class DeferredClaimWriter:
@@ -239,14 +319,25 @@ class DeferredClaimWriter:
 
     def __init__(self) -> None:
         self.pending: dict[str, list[ClaimWrite]] = {}
+        self._creating: dict[tuple[str, str], tuple[Mapping[str, str], ...]] = {}
 
     def __call__(
         self, pod: Any, node: str, claim: model.ResourceClaim, allocation: model.AllocationResult | None, consumer: Any
     ) -> str | None:
-        self.pending.setdefault(pod.uid, []).append(ClaimWrite(claim, allocation))
+        mappings = self._creating.pop((pod.uid, claim.key), None)
+        self.pending.setdefault(pod.uid, []).append(ClaimWrite(claim, allocation, mappings))
+        return None
+
+    def create_claim(
+        self, pod: Any, node: str, claim: model.ResourceClaim, mappings: Iterable[Mapping[str, str]]
+    ) -> str | None:
+        """The pod's extended-resource claim is to be created: its write (the next call for it) creates it first."""
+        self._creating[(pod.uid, claim.key)] = tuple(dict(m) for m in mappings)
         return None
 
     def take(self, uid: str) -> tuple[ClaimWrite, ...]:
+        for key in [k for k in self._creating if k[0] == uid]:
+            del self._creating[key]
         return tuple(self.pending.pop(uid, ()))
 
 
@@ -278,12 +369,21 @@ def forget_pods(cluster: Any, keys: Iterable[str]) -> None:
 
 
 def write_claims(writer: ClaimWriter, writes: Iterable[ClaimWrite], pod: Any) -> tuple[list[JSON], str | None]:
-    """A decided pod's claim writes, in order, up to the first failure: the claims written (as the API returned
-    them, for Unreserve) and that failure's message (the pod must not be bound), or None."""
+    """A decided pod's claim writes, in order, up to the first failure: the claims written or created (as the API
+    returned them, for Unreserve) and that failure's message (the pod must not be bound), or None."""
     written: list[JSON] = []
     for w in writes:
         try:
-            written.append(writer.write_allocation(w.claim, w.allocation, pod))
+            current = None
+            if w.mappings is not None:
+                current = writer.create(w.claim)
+                written.append(current)  # Unreserve deletes it, whatever fails next
+            doc = writer.write_allocation(w.claim, w.allocation, pod, current)
+            if w.mappings is None:
+                written.append(doc)
+                continue
+            written[-1] = doc
+            writer.extended_status(pod, doc, w.mappings)
         except ClaimWriteError as exc:
             return written, f'running PreBind plugin "DynamicResources": {exc}'
     return written, None
@@ -305,8 +405,9 @@ class AssumedClaims:
         self.claims: dict[str, list[tuple[str, Any, ClaimWrite]]] = {}
 
     def assume(self, pod: Any, writes: Iterable[ClaimWrite]) -> None:
+        """A claim we create is matched by key alone: its uid is the API server's, not known yet ("")."""
         for w in writes:
-            self.claims.setdefault(w.claim.key, []).append((w.claim.uid, pod, w))
+            self.claims.setdefault(w.claim.key, []).append(("" if w.creates else w.claim.uid, pod, w))
 
     def forget(self, pod_uid: str) -> None:
         for key in list(self.claims):
@@ -320,17 +421,27 @@ class AssumedClaims:
         if not entries:
             return
         uid = str(((doc or {}).get("metadata") or {}).get("uid") or "")
-        kept = [e for e in entries if doc is not None and e[0] == uid and not reserved_for_pod(doc, e[1].uid)]
+        kept = [e for e in entries if doc is not None and e[0] in ("", uid) and not reserved_for_pod(doc, e[1].uid)]
         if kept:
             self.claims[key] = kept
         else:
             del self.claims[key]
 
+    def unseen(self, store: Mapping[str, JSON]) -> list[JSON]:
+        """Claims we are creating that ``store`` (the cache) does not show yet, as they will be once written: a
+        rebuild meanwhile must see their devices taken, as the session it replaces did."""
+        out = []
+        for key, entries in self.claims.items():
+            w = next((e[2] for e in entries if e[2].creates), None)
+            if w is not None and key not in store:
+                out.append(self.overlay(key, copy.deepcopy(w.claim.raw)))
+        return out
+
     def overlay(self, key: str, doc: JSON) -> JSON:
         """``doc`` with our writes in flight applied: allocation, finalizer and reservations."""
         entries = self.claims.get(key)
         uid = str((doc.get("metadata") or {}).get("uid") or "")
-        entries = [e for e in entries or () if e[0] == uid and not reserved_for_pod(doc, e[1].uid)]
+        entries = [e for e in entries or () if e[0] in ("", uid) and not reserved_for_pod(doc, e[1].uid)]
         if not entries:
             return doc
         out = {**doc, "metadata": dict(doc.get("metadata") or {}), "status": dict(doc.get("status") or {})}

@@ -302,6 +302,7 @@ class IncrementalState:
             storage={kind: list(informer.store.values()) for kind, informer in self.storage.items()},
             dra={
                 kind: [self.assumed_claims.overlay(key, obj) for key, obj in informer.store.items()]
+                + (self.assumed_claims.unseen(informer.store) if kind == "ResourceClaim" else [])
                 for kind, informer in self.dra.items()
             },
             kueue={

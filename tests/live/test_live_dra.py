@@ -447,3 +447,127 @@ def test_a_pod_waits_for_its_claim_and_is_woken_when_it_is_created(kube: KubeCon
     finally:
         if cp._controller_manager is None or cp._controller_manager.poll() is not None:
             cp.start_controller_manager(["resourceclaim-controller"])
+
+
+# ---------------------------------------------------------------------------------------------- extended resources
+
+EXTENDED = "example.com/gpu"
+
+
+def extended_class() -> dict[str, Any]:
+    """A DeviceClass serving the extended resource example.com/gpu with gpu.example.com devices (DRAExtendedResource,
+    beta and on in 1.36): pods asking for example.com/gpu in their requests are given devices by a claim the
+    scheduler creates, since no node reports that resource as allocatable."""
+    doc = device_class()
+    doc["metadata"] = {"name": "gpu-extended"}
+    doc["spec"]["extendedResourceName"] = EXTENDED
+    return doc
+
+
+def extended_pod(name: str, namespace: str, scheduler: str, node: str) -> dict[str, Any]:
+    pod = dra_pod(name, namespace, scheduler, node=node)
+    del pod["spec"]["resourceClaims"]
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m", EXTENDED: "1"}, "limits": {EXTENDED: "1"}}
+    return pod
+
+
+def extended_claim_of(api: Kube, namespace: str, pod: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The pod's status.extendedResourceClaimStatus and the claim it names, once the claim shows a reservation."""
+    def named() -> dict[str, Any] | None:
+        return (api.get(k.PODS, pod, namespace).get("status") or {}).get("extendedResourceClaimStatus")
+
+    status = wait_for(f"{pod}'s extendedResourceClaimStatus", named, timeout=60)
+    claim = api.get(RESOURCE_CLAIMS, status["resourceClaimName"], namespace)
+    return status, wait_for(f"{pod}'s claim write", lambda: allocated(api, claim), timeout=30)
+
+
+def extended_comparable(status: dict[str, Any], claim: dict[str, Any], pod: str, node: str) -> dict[str, Any]:
+    """What PreBind writes for a pod's extended resources, the pod's name, uid and node made generic."""
+    meta = claim["metadata"]
+    text = json.dumps(
+        {
+            "requestMappings": status["requestMappings"],
+            "generateName": meta.get("generateName"),
+            "annotations": meta.get("annotations"),
+            "owners": [{**o, "uid": "<uid>"} for o in meta.get("ownerReferences") or []],
+            "spec": claim["spec"],
+            **comparable(claim),
+        },
+        sort_keys=True,
+    )
+    return json.loads(text.replace(pod, "<pod>").replace(node, "<node>"))
+
+
+def test_accelsched_creates_the_extended_resource_claim_kube_scheduler_creates(
+    kube: KubeContext, dra: Kube, kube_scheduler: subprocess.Popen[bytes], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The live PreBind for a pod's extended resources backed by DRA, against kube-scheduler's on the same cluster:
+    the claim created (annotation, owner, spec), written (finalizer, allocation, reservation) and named in the pod's
+    status with the same request mappings; as deployed, with the ServiceAccount's RBAC."""
+    ns = kube.namespace
+    dra.create(DEVICE_CLASSES, extended_class())
+    try:
+        dra.create(k.PODS, extended_pod("ref-ext", ns, "default-scheduler", "node-a"), ns)
+        assert wait_for("kube-scheduler to bind ref-ext", lambda: node_of(dra, ns, "ref-ext"), timeout=60) == "node-a"
+        ref = extended_comparable(*extended_claim_of(dra, ns, "ref-ext"), "ref-ext", "node-a")
+        caplog.set_level(logging.WARNING, logger="accelsched")
+        with running_scheduler(service_account_kubeconfig(kube)) as scheduler:
+            dra.create(k.PODS, extended_pod("train-x", ns, "accelsched", "node-b"), ns)
+            assert wait_for("accelsched to bind train-x", lambda: node_of(dra, ns, "train-x"), timeout=60) == "node-b"
+            status, claim = extended_claim_of(dra, ns, "train-x")
+            assert re.fullmatch(r"train-x-extended-resources-[bcdfghjklmnpqrstvwxz2456789]{5}", claim["metadata"]["name"])
+            assert extended_comparable(status, claim, "train-x", "node-b") == ref
+            uid = dra.get(k.PODS, "train-x", ns)["metadata"]["uid"]
+            assert claim["metadata"]["ownerReferences"][0]["uid"] == uid
+            assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": "train-x", "uid": uid}]
+            # node-b's second device is left; a pod asking for two more stays Pending, as it would with
+            # kube-scheduler: the created claim's devices are held (its write seen, nothing assumed any more).
+            wait_for("the created claim to be followed", lambda: not scheduler.assumed_claims.claims, timeout=30)
+            big = extended_pod("train-big", ns, "accelsched", "node-b")
+            big["spec"]["containers"][0]["resources"] = {"requests": {EXTENDED: "2"}, "limits": {EXTENDED: "2"}}
+            dra.create(k.PODS, big, ns)
+            wait_for("accelsched's verdict on train-big", lambda: condition_message(dra.get(k.PODS, "train-big", ns)), 60)
+            assert not node_of(dra, ns, "train-big")
+    finally:
+        with contextlib.suppress(ApiError):
+            dra.delete(DEVICE_CLASSES, "gpu-extended")
+    refused = [r.getMessage() + str(vars(r)) for r in caplog.records if getattr(r, "status", None) == 403]
+    assert not refused, refused
+
+
+def test_unreserve_deletes_the_extended_resource_claim_prebind_created(kube: KubeContext, dra: Kube) -> None:
+    """unreserveExtendedResourceClaim: the claim PreBind created and wrote is deleted, its finalizer taken off
+    first; a user's claim only loses the pod's reservation (the shared-claim test above)."""
+    ns = kube.namespace
+    dra.create(k.PODS, extended_pod("gone", ns, "nobody", "node-a"), ns)
+    pod = pod_ref(dra, ns, "gone")
+    doc = {
+        "apiVersion": model.API_VERSION,
+        "kind": "ResourceClaim",
+        "metadata": {
+            "name": "gone-extended-resources-bcdfg",
+            "namespace": ns,
+            "generateName": "gone-extended-resources-",
+            "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": "gone", "uid": pod.uid, "controller": True}
+            ],
+            "uid": "planned",
+        },
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}},
+    }
+    writer = ClaimWriter(dra)
+    planned = parse_resource_claim(doc, "cluster")
+    created = writer.create(planned)
+    assert created["metadata"]["uid"] != "planned" and created["metadata"]["name"] == "gone-extended-resources-bcdfg"
+    written = writer.write_allocation(planned, one_device("node-a", "gpu-0"), pod, created)
+    assert written["metadata"]["finalizers"] == [model.FINALIZER] and reserved_for_pod(written, pod.uid)
+    writer.extended_status(pod, written, [{"containerName": "main", "resourceName": EXTENDED, "requestName": "r"}])
+    got = dra.get(k.PODS, "gone", ns)["status"]["extendedResourceClaimStatus"]
+    assert got["resourceClaimName"] == "gone-extended-resources-bcdfg"
+    with pytest.raises(ClaimWriteError, match=rf"^create claim for extended resources {ns}/: .*already exists"):
+        writer.create(planned)
+    writer.unreserve(written, pod)
+    with pytest.raises(ApiError) as err:
+        claim_now(dra, written)
+    assert err.value.status == 404
