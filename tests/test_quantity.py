@@ -182,6 +182,30 @@ def test_sidecars_add_to_the_sum_and_to_later_init_containers() -> None:
     assert only_sidecars == {"cpu": 3000}  # app + sidecar = 3 beats the lone init container's 2.5
 
 
+def test_scoring_fills_in_the_default_request_per_container_missing_one() -> None:
+    """PodInfo.CalculateResource's Non0CPU/Non0Mem (framework/types.go, NonMissingContainerRequests): each container
+    without a cpu or memory request counts 100m / 200Mi, one that asks for 0 counts 0; init containers and
+    sidecars combine as for requests. A pod-level default (the sum, or 200Mi for a pod asking none) differs."""
+    mi = 2**20
+
+    def nonzero(**spec: object) -> tuple[int, int] | None:
+        return objects.parse_pod(pod("p", **spec)).nonzero  # type: ignore[arg-type]
+
+    two = [container("main", requests={"cpu": "1500m", "memory": "128Mi"}), container("side", requests={"cpu": "100m"})]
+    assert nonzero(containers=two) == (1600, 328 * mi)
+    assert nonzero(containers=[container("a"), container("b")]) == (200, 400 * mi)
+    assert nonzero(containers=[container("a", requests={"cpu": "0", "memory": "0"})]) == (0, 0)
+    with_init = nonzero(
+        containers=[container("app", requests={"cpu": "1"})],
+        init_containers=[
+            container("sidecar", restart_policy="Always", requests={"memory": "1Gi"}),
+            container("init", requests={"cpu": "3"}),
+        ],
+    )
+    # app + sidecar = (1000 + 100, 200Mi + 1Gi); the init container beside the sidecar = (3000 + 100, 200Mi + 1Gi)
+    assert with_init == (3100, 200 * mi + GI)
+
+
 def test_limits_stand_in_for_missing_requests() -> None:
     got = requests_of(
         containers=[

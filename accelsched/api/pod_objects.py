@@ -122,6 +122,9 @@ class Pod:
     container_count: int = 1
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates names: SchedulingGates keeps the pod from the queue
     scheduling_group: str = ""  # spec.schedulingGroup.podGroupName: its scheduling.k8s.io/v1alpha2 PodGroup (gang)
+    # (cpu, memory) as kube-scheduler's scoring counts them (PodInfo.CalculateResource's Non0CPU/Non0Mem): each
+    # container missing a cpu or memory request counted at 100m / 200Mi. None: derived from ``requests``.
+    nonzero: tuple[int, int] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     # Memos of what is derived from the fields above (slots have no instance dict to cache in): the request as a
     # hashable value, and spec.resourceClaims validated (dra.claims). Not compared, not copied by replace().
@@ -186,6 +189,24 @@ def _is_guaranteed(containers: list[Any]) -> bool:
             if name in requests and parse_quantity(name, requests[name]) != parse_quantity(name, limits[name]):
                 return False
     return True
+
+
+# kube-scheduler scores a container without a cpu or memory request as if it asked for these
+# (schedutil.DefaultMilliCPURequest, DefaultMemoryRequest).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+
+def nonzero_requests_of(
+    app: list[dict[str, int]], init: list[tuple[dict[str, int], bool]], overhead: dict[str, int]
+) -> tuple[int, int]:
+    """(cpu, memory) for scoring: resourcehelper.PodRequests with NonMissingContainerRequests, i.e. the defaults
+    filled in per container where the key is missing (a request of 0 stays 0), then summed as any request."""
+    defaults = {quantity.CPU: DEFAULT_MILLI_CPU_REQUEST, quantity.MEMORY: DEFAULT_MEMORY_REQUEST}
+    total = effective_requests(
+        [{**defaults, **r} for r in app], [({**defaults, **r}, sidecar) for r, sidecar in init], overhead
+    )
+    return total.get(quantity.CPU, 0), total.get(quantity.MEMORY, 0)
 
 
 def effective_requests(
@@ -548,6 +569,7 @@ def parse_pod(doc: Mapping[str, Any], source: str = "") -> Pod:
             ("PreemptLowerPriority", "Never"),
         ),
         requests=effective_requests(app, init, overhead),
+        nonzero=nonzero_requests_of(app, init, overhead),
         node_selector=_string_map(where, spec.get("nodeSelector"), "spec.nodeSelector"),
         required_node_affinity=required_node,
         preferred_node_affinity=tuple(preferred_node),

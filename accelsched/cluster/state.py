@@ -21,6 +21,7 @@ import numpy as np
 
 from accelsched.api import quantity
 from accelsched.api.objects import DEFAULT_BIND_ALL_HOST_IP, HostPort, Namespace, Node, Pod, PodAffinityTerm
+from accelsched.api.pod_objects import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
 from accelsched.api.selectors import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -50,10 +51,6 @@ from accelsched.cluster.podmatch import (
     pod_matches_all,
 )
 
-# kube-scheduler scores pods without cpu/memory requests as if they asked for these (util.GetNonzeroRequests).
-DEFAULT_MILLI_CPU_REQUEST = 100
-DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
-
 _MISSING = object()
 CORE_RESOURCES = (quantity.CPU, quantity.MEMORY, quantity.EPHEMERAL_STORAGE, quantity.PODS)
 
@@ -75,10 +72,14 @@ class LabelColumn:
 SHAPE_CACHE_LIMIT = 4096
 
 
-def nonzero_requests(requests: dict[str, int]) -> tuple[int, int]:
+def nonzero_requests(pod: Pod) -> tuple[int, int]:
+    """(cpu, memory) as kube-scheduler's scoring counts them: the pod's own (per container, pod_objects) or, for a
+    pod made in code, its request with the defaults where it has none."""
+    if pod.nonzero is not None:
+        return pod.nonzero
     return (
-        requests.get(quantity.CPU) or DEFAULT_MILLI_CPU_REQUEST,
-        requests.get(quantity.MEMORY) or DEFAULT_MEMORY_REQUEST,
+        pod.requests.get(quantity.CPU) or DEFAULT_MILLI_CPU_REQUEST,
+        pod.requests.get(quantity.MEMORY) or DEFAULT_MEMORY_REQUEST,
     )
 
 
@@ -487,7 +488,7 @@ class ClusterState:
         for row, amount in vector:
             self.requested[row, node] += amount
             self.free[row, node] -= amount
-        cpu, mem = nonzero_requests(pod.requests)
+        cpu, mem = nonzero_requests(pod)
         self.nonzero_requested[0, node] += cpu
         self.nonzero_requested[1, node] += mem
         self.pods_on[node][pod.key] = pod
@@ -517,7 +518,7 @@ class ClusterState:
         for row, amount in vector:
             self.requested[row, node] -= amount
             self.free[row, node] += amount
-        cpu, mem = nonzero_requests(pod.requests)
+        cpu, mem = nonzero_requests(pod)
         self.nonzero_requested[0, node] -= cpu
         self.nonzero_requested[1, node] -= mem
         del self.pods_on[node][pod.key]

@@ -142,7 +142,7 @@ def _requested_after(
     alloc = cluster.allocatable[row, feasible]
     if nonzero and resource in (quantity.CPU, quantity.MEMORY):
         which = 0 if resource == quantity.CPU else 1
-        req = nonzero_requests(pod.requests)[which]
+        req = nonzero_requests(pod)[which]
         return alloc, cluster.nonzero_requested[which, feasible] + req, req
     req = pod.requests.get(resource, 0)
     if cluster.dra is not None:
@@ -224,7 +224,7 @@ def _node_local(
 ) -> NodeScore:
     """The plugin's NodeScore for this request shape, memoized on the cluster (one per shape and config)."""
     return cluster.memoized(
-        (plugin.name, config, pod.shape),
+        (plugin.name, config, pod.shape, pod.nonzero),
         lambda: NodeScore(
             (plugin.name, config, _request_shape(pod, resources, nonzero)),
             lambda nodes: plugin._score_nodes(pod, cluster, nodes),
@@ -439,7 +439,7 @@ class NodeResourcesFit(_ResourceScore):
 def _request_shape(pod: Pod, resources: tuple[tuple[str, int], ...], nonzero: bool) -> tuple[int, ...]:
     """What a resource score reads of the pod: its request of each scored resource."""
     cpu, mem = (
-        nonzero_requests(pod.requests)
+        nonzero_requests(pod)
         if nonzero
         else (pod.requests.get(quantity.CPU, 0), pod.requests.get(quantity.MEMORY, 0))
     )
@@ -453,7 +453,7 @@ def _node_usage(
     pod: Pod, cluster: ClusterState, resources: tuple[tuple[str, int], ...], i: int, nonzero: bool
 ) -> list[tuple[int | None, int]]:
     """Per scored resource on node i: (allocatable, requested including the pod); None where it does not count."""
-    key = ("usage-plan", resources, nonzero, pod.shape, cluster.epoch)
+    key = ("usage-plan", resources, nonzero, pod.shape, pod.nonzero, cluster.epoch)
     plan = cluster.memoized(key, lambda: _usage_plan(pod, cluster, resources, nonzero))
     usage = [
         (None, 0) if step is None else (int(cluster.allocatable[step[0], i]), int(step[1][step[2], i]) + step[3])
@@ -474,7 +474,7 @@ def _usage_plan(
 ) -> list[tuple[int, np.ndarray, int, int] | None]:
     """Where _node_usage reads each resource: (allocatable row, requested matrix, its row, the pod's amount)."""
     plan: list[tuple[int, np.ndarray, int, int] | None] = []
-    cpu, mem = nonzero_requests(pod.requests)
+    cpu, mem = nonzero_requests(pod)
     for res, _ in resources:
         row = cluster.res_index.get(res)
         if row is None or (quantity.is_extended(res) and not pod.requests.get(res)):
