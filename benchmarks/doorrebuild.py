@@ -159,7 +159,7 @@ class Rebuilds:
         for key, args in sent:
             if doorround.apply_queue_write(live, key, args):
                 continue
-            (write,) = args
+            write = args[0]  # a Pending condition carries its spare-token deadline after it
             old = store[f"{write.namespace}/{write.name}"]
             self.version += 1
             meta = {**old["metadata"], "resourceVersion": str(self.version)}

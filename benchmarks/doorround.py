@@ -151,7 +151,7 @@ class Door:
         for key, args in sent:
             if apply_queue_write(live, key, args):
                 continue
-            (write,) = args
+            write = args[0]  # a Pending condition carries its spare-token deadline after it
             old = store.get(f"{write.namespace}/{write.name}")
             if old is not None and old["metadata"]["resourceVersion"] == write.patch["metadata"]["resourceVersion"]:
                 self.event("MODIFIED", self._changed(old, write.patch["status"]), old)

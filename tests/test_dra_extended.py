@@ -449,7 +449,7 @@ def test_a_bound_pod_served_by_dra_is_admitted_and_holds_its_claims_devices(tmp_
 
 def test_a_bound_pod_over_a_reported_extended_resource_is_rejected_as_the_kubelet_does(tmp_path):
     bound = pod("big", 2, kind="plugin").replace("spec: {", "spec: {nodeName: plugin-node, ")
-    session, out, _ = run(tmp_path, CLASS, PLUGIN_NODE, bound)
+    _, out, _ = run(tmp_path, CLASS, PLUGIN_NODE, bound)
     # from the Go source (lifecycle/predicate.go InsufficientResourceError, "Pod was rejected: " + message)
     assert out["big"].message == (
         "Pod was rejected: Node didn't have enough resource: example.com/gpu, requested: 2, used: 0, capacity: 1"

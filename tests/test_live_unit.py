@@ -902,6 +902,29 @@ def test_the_client_throttle_is_client_gos_token_bucket(monkeypatch: pytest.Monk
     assert clock.slept == [0.1]
 
 
+def test_a_spare_token_is_taken_only_when_one_is_free_and_nobody_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Throttle.spare: a token free now is taken (0.0); else the wait until one is, none taken, so the requests
+    waiting their turn keep theirs; ``Kube.request(spare=True)`` then raises Busy and sends nothing."""
+    from accelsched.live import kube as live_kube
+
+    clock = _Clock()
+    monkeypatch.setattr(live_kube, "time", clock)
+    throttle = live_kube.Throttle(qps=10.0, burst=2)
+    assert throttle.spare() == 0.0 and throttle.spare() == 0.0
+    assert throttle.spare() == pytest.approx(0.1)  # empty: not taken
+    throttle.wait()  # a normal request takes the next token, waiting for it
+    assert clock.slept == [pytest.approx(0.1)]
+    clock.now += 0.05
+    assert throttle.spare() == pytest.approx(0.05)  # the bucket is still behind
+    clock.now += 0.05
+    assert throttle.spare() == 0.0
+    kube = live_kube.Kube(k8s.ApiClient(k8s.Configuration(host="http://127.0.0.1:9")), qps=10.0, burst=1)
+    path = "/apis/kueue.x-k8s.io/v1beta2/namespaces/a/workloads/w/status"
+    kube.throttle(path).wait()
+    with pytest.raises(live_kube.Busy):
+        kube.request("PATCH", path, body={}, spare=True)
+
+
 def test_live_mode_takes_the_configs_client_qps_and_burst_as_kube_scheduler_builds_its_clients(tmp_path: Path) -> None:
     """clientConnection's qps and burst (v1 defaults 50 and 100; 0 is unset), one throttle per API group version
     (a clientset's typed clients) and per kind of Kueue's (controller-runtime's clients): the informers and writes

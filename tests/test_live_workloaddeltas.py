@@ -29,7 +29,7 @@ def _door() -> tuple[LiveScheduler, list[workloadstatus.StatusWrite]]:
 
     def record(key: str, fn: object, *args: object, **_lane: object) -> None:
         if key.startswith(("workload:", "pending:")):
-            sent.append(args[-1])  # type: ignore[arg-type]
+            sent.append(args[0])  # type: ignore[arg-type]
 
     live._submit_latest = record  # type: ignore[method-assign]
     return live, sent
@@ -232,7 +232,7 @@ def test_an_admission_decided_while_the_pending_condition_waits_for_its_turn_goe
 
     _event(live, "ADDED", _workload_doc("second", 6), None)
     assert live._follow_workloads()
-    (pending,) = live._latest["pending:team-a/second"][1:]
+    pending = live._latest["pending:team-a/second"][1]
     assert not workloadstatus.written(pending)[1][1]  # it waits: its Pending condition is queued, not sent
 
     done = copy.deepcopy(echo)
@@ -325,7 +325,7 @@ def test_a_pending_condition_waits_its_delay_and_is_never_written_when_the_workl
     live.pending_condition_delay = 3600.0  # beyond the test: its waiting calls are run by hand below
     live.writes = live.queue_status_writes = _AtOnce()  # type: ignore[assignment]
     written: list[workloadstatus.StatusWrite] = []
-    live._write_workload_status = written.append  # type: ignore[method-assign]
+    live._write_workload_status = lambda w, spare=False: written.append(w)  # type: ignore[method-assign]
     store = live.kueue["Workload"].store
     store["team-a/first"] = first = _workload_doc("first", 4)  # 8 GPUs: team-a's quota
     _rebuild(live)
@@ -335,7 +335,7 @@ def test_a_pending_condition_waits_its_delay_and_is_never_written_when_the_workl
     _event(live, "ADDED", _workload_doc("second", 6), None)  # 12 more: the cohort lends 8, it waits
     assert live._follow_workloads()
     assert [w.name for w in written] == ["first"] and len(live.deferred_reports) == 1
-    assert not workloadstatus.written(live._latest["pending:team-a/second"][-1])[1][1]
+    assert not workloadstatus.written(live._latest["pending:team-a/second"][1])[1][1]
 
     done = copy.deepcopy(echo)  # the first finishes: the second is admitted before its Pending condition is due
     done["metadata"]["resourceVersion"] = "10"
@@ -351,6 +351,44 @@ def test_a_pending_condition_waits_its_delay_and_is_never_written_when_the_workl
         ("second", True),
         ("third", False),
     ]
+    assert not live._latest and not len(live.deferred_reports)
+
+
+def test_a_pending_condition_goes_out_on_a_spare_token_and_gives_its_turn_to_the_admission() -> None:
+    """Past its delay, a Pending condition goes out only on a spare token of the Workload client's throttle
+    (PENDING_SPARE_SECONDS): with the bucket drained by admissions it is not sent and waits its turn again, and an
+    admission decided meanwhile replaces it, as within its delay. The client here points at a closed port: a write
+    sent would fail and be taken as not made (_conflicted), not left waiting."""
+    live = _scheduler()
+    live.pending_condition_delay = 3600.0
+    live.writes = live.queue_status_writes = _AtOnce()  # type: ignore[assignment]
+    admitted: list[workloadstatus.StatusWrite] = []
+    send = live._write_workload_status
+    live._write_workload_status = lambda w, spare=False: send(w, spare) if spare else admitted.append(w)  # type: ignore[method-assign]
+    store = live.kueue["Workload"].store
+    store["team-a/first"] = first = _workload_doc("first", 4)
+    _rebuild(live)
+    echo = _applied(first, admitted[-1], "8")
+    _event(live, "MODIFIED", echo, first)
+    _event(live, "ADDED", _workload_doc("second", 6), None)
+    assert live._follow_workloads()
+    throttle = live.kube.throttle("/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/second/status")
+    while not throttle.spare():  # the admissions of a busy round took every token
+        pass
+    live.deferred_reports.run_all()  # its delay is over: no spare token, so not sent, and due again
+    fn, write, spare_until = live._latest["pending:team-a/second"]
+    assert fn == live._write_pending and not workloadstatus.written(write)[1][1] and len(live.deferred_reports) == 1
+    assert "team-a/second" not in live._stale_workloads
+
+    done = copy.deepcopy(echo)  # the first finishes: the second's admission takes the Pending condition's place
+    done["metadata"]["resourceVersion"] = "10"
+    done["status"]["conditions"].append(FINISHED)
+    _event(live, "MODIFIED", done, echo)
+    assert live._follow_workloads()
+    assert "pending:team-a/second" not in live._latest
+    assert [(w.name, workloadstatus.written(w)[1][1]) for w in admitted] == [("first", True), ("second", True)]
+    live._again("pending:team-a/second", 0.0, write, spare_until)  # superseded: not put back
+    live.deferred_reports.run_all()
     assert not live._latest and not len(live.deferred_reports)
 
 

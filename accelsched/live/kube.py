@@ -122,6 +122,19 @@ class Throttle:
         self._at = time.monotonic()
         self._lock = threading.Lock()
 
+    def spare(self) -> float:
+        """Take a token only if one is free now, with nobody waiting for it: 0.0; else the seconds until one will
+        be, taking none. For a write that may give its turn to everyone else's (a Pending condition)."""
+        with self._lock:
+            now = time.monotonic()
+            tokens = min(self.burst, self._tokens + (now - self._at) * self.qps)
+            self._at = now
+            if tokens >= 1 - 1e-9:  # a whole token, but for the float sum of the refills
+                self._tokens = tokens - 1
+                return 0.0
+            self._tokens = tokens
+            return (1 - tokens) / self.qps
+
     def wait(self) -> None:
         with self._lock:
             now = time.monotonic()
@@ -130,6 +143,15 @@ class Throttle:
             delay = -self._tokens / self.qps if self._tokens < 0 else 0.0
         if delay > 0:
             time.sleep(delay)
+
+
+class Busy(Exception):
+    """A request asked to go out on a spare token found none (``Kube.request(spare=True)``): nothing was sent; a
+    token is free again after ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"client throttle busy for {seconds:.3f} s")
+        self.seconds = seconds
 
 
 def _retry_after(status: int, headers: Any) -> int | None:
@@ -191,15 +213,21 @@ class Kube:
         timeout: float | tuple[float, float] | None = None,
         stream: bool = False,
         parse: Callable[[str], Any] | None = None,
+        spare: bool = False,
     ) -> Any:
-        """The answer's JSON decoded (``parse``: decodes the body's text instead of ``json.loads``)."""
+        """The answer's JSON decoded (``parse``: decodes the body's text instead of ``json.loads``). ``spare``: sent
+        only on a token free now (Throttle.spare), else Busy is raised and nothing is sent."""
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
         params = [(k, v) for k, v in (query or {}).items() if v is not None]
         throttle = self.throttle(path)
         for attempt in range(MAX_RETRIES + 1):
-            if throttle is not None:
+            if throttle is not None and spare and not attempt:
+                busy = throttle.spare()
+                if busy:
+                    raise Busy(busy)
+            elif throttle is not None:
                 throttle.wait()
             try:
                 request = self.api.param_serialize(

@@ -67,6 +67,11 @@ BIND, REPORT, STATUS = "bind", "report", "status"  # the write lanes of _submit_
 # How long a Workload's Pending condition waits before it is written (_submit_latest): most are made moot by the
 # Workload's admission within that time, and each one written is an API server write its admission then follows.
 PENDING_CONDITION_DELAY = 2.0
+# Then, for up to this long, it goes out only on a spare token of the Workload client's throttle (Kube.request's
+# spare): admissions and evictions first. Under Kueue's own client throttle (QPS 50 per kind) the Workload bucket
+# binds, and each Pending condition written is an admission's token; one still waiting when its Workload is admitted
+# is dropped. Kept under IN_FLIGHT_SECONDS, with the delay, so a round does not decide it again meanwhile.
+PENDING_SPARE_SECONDS = 6.0
 # Kueue's ClusterQueue and LocalQueue controllers reconcile a queue UpdatesBatchPeriod after a Workload event
 # (pkg/constants: one second; AddAfter, so the events of that second make one status update). A queue's usage
 # written once a round instead was a third of the door's API writes at large-scale (6,400 ClusterQueue patches in
@@ -180,7 +185,8 @@ class QueueDoor:
                 self._drop_unsent(f"pending:{key}")  # a Pending condition still waiting for its turn says less
                 self._submit_latest(f"workload:{key}", self._write_workload_status, write)
             else:
-                self._submit_latest(f"pending:{key}", self._write_workload_status, write, lane=REPORT)
+                spare_until = time.monotonic() + self.pending_condition_delay + PENDING_SPARE_SECONDS
+                self._submit_latest(f"pending:{key}", self._write_pending, write, spare_until, lane=REPORT)
         cluster_queues = self.kueue["ClusterQueue"].store
         for name, patch in cq_patches.items():  # the ClusterQueue controller's part (live/clusterqueuestatus.py)
             # its usage and counts batched as Kueue batches a Workload's; a condition changed (a new or edited
@@ -577,12 +583,35 @@ class QueueDoor:
             if exc.status != 404:
                 log.warning("cannot write queue status", extra={"kind": kind, "object": key, "error": exc.message})
 
-    def _write_workload_status(self, write: workloadstatus.StatusWrite) -> None:
+    def _write_pending(self, write: workloadstatus.StatusWrite, spare_until: float) -> None:
+        """A Pending condition, on a spare token of the Workload client's throttle until ``spare_until``
+        (PENDING_SPARE_SECONDS): none free, it waits its turn again (``_again``), unless the round that decided it
+        has been superseded meanwhile."""
+        try:
+            self._write_workload_status(write, spare=time.monotonic() < spare_until)
+        except k.Busy as busy:
+            self._again(f"pending:{write.namespace}/{write.name}", busy.seconds, write, spare_until)
+
+    def _again(self, key: str, delay: float, write: workloadstatus.StatusWrite, spare_until: float) -> None:
+        """The Pending condition back on the report pool after ``delay``, if it is still the write in flight for its
+        Workload and no newer one waits under ``key``."""
+        workload = f"{write.namespace}/{write.name}"
+        with self.lock:
+            flight = self._status_in_flight.get(workload)
+            if flight is None or flight[:2] != workloadstatus.written(write):
+                return
+        with self._latest_lock:
+            if key in self._latest:
+                return
+            self._latest[key] = (self._write_pending, write, spare_until)
+        self.deferred_reports.call_later(delay, self.writes.report, key, self._write_latest, key)
+
+    def _write_workload_status(self, write: workloadstatus.StatusWrite, spare: bool = False) -> None:
         resource = live_kueue.RESOURCES["Workload"]
         key = f"{write.namespace}/{write.name}"
         try:
             path = resource.path(write.namespace, write.name, "status")
-            self.kube.request("PATCH", path, body=write.patch, content_type=MERGE_PATCH, parse=_ignore)
+            self.kube.request("PATCH", path, body=write.patch, content_type=MERGE_PATCH, parse=_ignore, spare=spare)
         except ApiError as exc:
             if exc.status not in (404, 409):
                 log.warning("cannot write workload status", extra={"workload": key, "error": exc.message})

@@ -515,7 +515,8 @@ def test_accelsched_creates_the_extended_resource_claim_kube_scheduler_creates(
             dra.create(k.PODS, extended_pod("train-x", ns, "accelsched", "node-b"), ns)
             assert wait_for("accelsched to bind train-x", lambda: node_of(dra, ns, "train-x"), timeout=60) == "node-b"
             status, claim = extended_claim_of(dra, ns, "train-x")
-            assert re.fullmatch(r"train-x-extended-resources-[bcdfghjklmnpqrstvwxz2456789]{5}", claim["metadata"]["name"])
+            name = claim["metadata"]["name"]
+            assert re.fullmatch(r"train-x-extended-resources-[bcdfghjklmnpqrstvwxz2456789]{5}", name)
             assert extended_comparable(status, claim, "train-x", "node-b") == ref
             uid = dra.get(k.PODS, "train-x", ns)["metadata"]["uid"]
             assert claim["metadata"]["ownerReferences"][0]["uid"] == uid
@@ -526,7 +527,8 @@ def test_accelsched_creates_the_extended_resource_claim_kube_scheduler_creates(
             big = extended_pod("train-big", ns, "accelsched", "node-b")
             big["spec"]["containers"][0]["resources"] = {"requests": {EXTENDED: "2"}, "limits": {EXTENDED: "2"}}
             dra.create(k.PODS, big, ns)
-            wait_for("accelsched's verdict on train-big", lambda: condition_message(dra.get(k.PODS, "train-big", ns)), 60)
+            verdict = wait_for("the verdict", lambda: condition_message(dra.get(k.PODS, "train-big", ns)), 60)
+            assert verdict.startswith("0/2 nodes are available"), verdict
             assert not node_of(dra, ns, "train-big")
     finally:
         with contextlib.suppress(ApiError):
