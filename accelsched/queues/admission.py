@@ -225,6 +225,7 @@ class _Admission:
         self.running = 0  # how many admitted records the input's running workloads made (the first ones)
         self.sequence = 0
         self.cycle = 0  # the scheduler's schedulingCycle
+        self.resumed: list[Outcome] = []  # this cycle's heads whose flavor scan resumed where their last one stopped
         self.generation: dict[str, int] = {}  # per ClusterQueue, AllocatableResourceGeneration
         # per ClusterQueue, by equivalence class: out of its heap until quota frees (queues.pending)
         self.inadmissible: dict[str, Classes[Outcome]] = {}
@@ -374,9 +375,11 @@ class _Admission:
 
     def _cycles(self, queues: dict[str, Pending[Outcome]]) -> None:
         budget = 10 * (len(self.outcomes) + 1)  # every cycle admits, steps aside or evicts: this is never reached
+        retried: set[int] = set()  # heads given a scan from the first flavor after a resumed one left them stuck
         while budget:
             budget -= 1
             self.cycle += 1
+            self.resumed = []
             heads = []
             for name, pending in queues.items():
                 cq = self.objects.cluster_queues[name]
@@ -411,6 +414,14 @@ class _Admission:
             for target, by in self.victims.values():
                 self._evict(target, by, queues)
             if not progress and not self._requeue_pending(queues):
+                # Kueue retries a StrictFIFO head that did not fit at once, every cycle (RequeueIfNotPresent), so
+                # nothing changing does not end its tries: a try that resumed a flavor scan (LastAssignment) and
+                # found nothing leaves no flavors pending, and the next one scans every flavor again, with its own
+                # message. Once per head: that full scan is where Kueue's retries settle.
+                again = [o for o in self.resumed if id(o) not in retried]
+                if again:
+                    retried.update(id(o) for o in again)
+                    continue
                 self._mark_blocked(queues)
                 break
 
@@ -475,6 +486,8 @@ class _Admission:
         generation = self.generation.get(cq.name, 0)
         if outcome.last is not None and self.cycle - outcome.last_cycle > 1 and generation > outcome.last_generation:
             outcome.last = None
+        if pending_flavors(outcome.last):
+            self.resumed.append(outcome)  # this scan starts past some group's first flavor
         assigner = FlavorAssigner(
             outcome.info, cq, node, self.tree, self.objects.flavors, oracle, outcome.last, self.fair_sharing
         )
