@@ -752,6 +752,7 @@ def test_a_strict_fifo_head_stuck_after_a_resumed_scan_is_tried_again_from_the_f
     one cycle old): nothing there either, and the scan leaves no flavor pending. Kueue requeues a StrictFIFO head
     at once and keeps trying it, so the next try scans f0 and f1 again: the message it settles on names both (the
     oracle's seed 7000108), not only f1."""
+
     def wl(name: str, queue: str) -> dict:
         return {"apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": name, "namespace": "default"},
                 "spec": {"queueName": queue, "podSets": [_pod_set("main", 1, 4)]}}  # fmt: skip

@@ -59,7 +59,7 @@ class Outcome:
     held_message: str = ""  # for its pods while it is not admitted
     preempted: bool = False
     # LastAssignment: where its last flavor scan stopped (per pod set and resource), in which cycle, against which
-    # generation of its ClusterQueue's allocatable resources (a workload leaving the queue advances it).
+    # generation of its ClusterQueue's allocatable resources (Admission._advance says what advances it).
     last: dict[tuple[int, str], int] | None = None
     last_cycle: int = 0
     last_generation: int = 0
@@ -226,7 +226,7 @@ class _Admission:
         self.sequence = 0
         self.cycle = 0  # the scheduler's schedulingCycle
         self.resumed: list[Outcome] = []  # this cycle's heads whose flavor scan resumed where their last one stopped
-        self.generation: dict[str, int] = {}  # per ClusterQueue, AllocatableResourceGeneration
+        self.generation: dict[str, int] = {}  # per ClusterQueue, AllocatableResourceGeneration (_advance)
         # per ClusterQueue, by equivalence class: out of its heap until quota frees (queues.pending)
         self.inadmissible: dict[str, Classes[Outcome]] = {}
         # Cohort trees (by id of the root: a cohort, or a ClusterQueue without one) whose inadmissible workloads
@@ -531,6 +531,7 @@ class _Admission:
         if self.afs is not None and admissionfairsharing.enabled(self.objects.config, cq):
             self.afs.push_penalty(outcome.info)  # shouldApplyEntryPenalty: counts in the order at once
         pending.remove(outcome)
+        self._advance(cq.name)  # the echo of its reservation replaces the assumed workload in the cache
         self._status_changed(cq.name)
         if self.preempting.get(cq.name) is outcome:
             del self.preempting[cq.name]
@@ -625,7 +626,7 @@ class _Admission:
         w = target.workload
         self.preemptor.remove(w)
         self.admitted[w.cluster_queue].remove(w)
-        self.generation[w.cluster_queue] = self.generation.get(w.cluster_queue, 0) + 1  # deleteWorkload
+        self._advance(w.cluster_queue)  # deleteWorkload
         victim = self.by_info[id(w.info)]
         message = preemption.message(
             preemptor_info,
@@ -647,6 +648,15 @@ class _Admission:
         self.requeue_pending.add(id(self.tree.cluster_queues[w.cluster_queue].root()))
         self._status_changed(w.cluster_queue)
 
+    def _advance(self, cluster_queue: str) -> None:
+        """The ClusterQueue's AllocatableResourceGeneration advances (a flavor scan recorded before it, and more
+        than a cycle old, starts over: lastAssignmentOutdated). The cache's clusterQueue.deleteWorkload advances it:
+        a workload leaving the queue's quota, and also one whose Workload changes while it holds the quota
+        (addOrUpdateWorkload deletes the old entry first), as the echo of a reservation the scheduler assumed does.
+        Every ClusterQueue of a tree advances when a Cohort object of it is reconciled (updateCohortTreeResources:
+        updateClusterQueueResourceNode)."""
+        self.generation[cluster_queue] = self.generation.get(cluster_queue, 0) + 1
+
     def _status_changed(self, cluster_queue: str) -> None:
         """A ClusterQueue's usage changed, so its controller rewrites its status. The cohort controller watches
         ClusterQueues: it reconciles the queue's ancestor cohorts but the root (Cache.ClusterQueueAncestors leaves
@@ -655,7 +665,11 @@ class _Admission:
         requeue nothing."""
         node = self.tree.cluster_queues[cluster_queue]
         if any(a.name in self.objects.cohorts for a in list(node.ancestors())[:-1]):
-            self.requeue_pending.add(id(node.root()))
+            root = node.root()
+            self.requeue_pending.add(id(root))
+            for name, other in self.tree.cluster_queues.items():  # the reconcile's AddOrUpdateCohort
+                if other.root() is root:
+                    self._advance(name)
 
     def _requeue_pending(self, queues: dict[str, Pending[Outcome]]) -> bool:
         """The requeuer's batch comes due once the cycles in flight are over: every inadmissible workload of the
