@@ -227,6 +227,7 @@ class _Admission:
         self.cycle = 0  # the scheduler's schedulingCycle
         self.resumed: list[Outcome] = []  # this cycle's heads whose flavor scan resumed where their last one stopped
         self.generation: dict[str, int] = {}  # per ClusterQueue, AllocatableResourceGeneration (_advance)
+        self.tree_generation: dict[str, int] = {}  # per Cohort tree (its root cohort): what advances all its queues
         # per ClusterQueue, by equivalence class: out of its heap until quota frees (queues.pending)
         self.inadmissible: dict[str, Classes[Outcome]] = {}
         # Cohort trees (by id of the root: a cohort, or a ClusterQueue without one) whose inadmissible workloads
@@ -484,6 +485,8 @@ class _Admission:
         node = self.tree.cluster_queues[cq.name]
         oracle = Oracle(self.preemptor, outcome.info, cq)
         generation = self.generation.get(cq.name, 0)
+        if self.tree_generation and (root := node.root()) is not node:
+            generation += self.tree_generation.get(root.name, 0)
         if outcome.last is not None and self.cycle - outcome.last_cycle > 1 and generation > outcome.last_generation:
             outcome.last = None
         if pending_flavors(outcome.last):
@@ -654,7 +657,7 @@ class _Admission:
         a workload leaving the queue's quota, and also one whose Workload changes while it holds the quota
         (addOrUpdateWorkload deletes the old entry first), as the echo of a reservation the scheduler assumed does.
         Every ClusterQueue of a tree advances when a Cohort object of it is reconciled (updateCohortTreeResources:
-        updateClusterQueueResourceNode)."""
+        updateClusterQueueResourceNode): one count per tree for them all (``tree_generation``, _status_changed)."""
         self.generation[cluster_queue] = self.generation.get(cluster_queue, 0) + 1
 
     def _status_changed(self, cluster_queue: str) -> None:
@@ -667,9 +670,8 @@ class _Admission:
         if any(a.name in self.objects.cohorts for a in list(node.ancestors())[:-1]):
             root = node.root()
             self.requeue_pending.add(id(root))
-            for name, other in self.tree.cluster_queues.items():  # the reconcile's AddOrUpdateCohort
-                if other.root() is root:
-                    self._advance(name)
+            # the reconcile's AddOrUpdateCohort advances every ClusterQueue of the tree: one count for them all
+            self.tree_generation[root.name] = self.tree_generation.get(root.name, 0) + 1
 
     def _requeue_pending(self, queues: dict[str, Pending[Outcome]]) -> bool:
         """The requeuer's batch comes due once the cycles in flight are over: every inadmissible workload of the
