@@ -743,3 +743,30 @@ def test_a_cohort_loop_after_an_admission_ends_with_its_queues_inactive(tmp_path
     team_a = [p for p in body["pods"] if p["namespace"] == "team-a"]
     assert team_a and all(p["node"] is None and p["message"] == "ClusterQueue team-a is inactive" for p in team_a)
     assert any(p["node"] for p in body["pods"] if p["namespace"] == "team-b")  # the other tree admits as before
+
+
+def test_a_strict_fifo_head_stuck_after_a_resumed_scan_is_tried_again_from_the_first_flavor(tmp_path: Path) -> None:
+    """Cohort org: team-a (StrictFIFO, no quota of its own on f0 or f1) and team-b (4 GPUs on f0). Cycle 1: a1 (4)
+    fits f0 by borrowing team-b's idle GPUs and its scan stops there (MayStopSearch), f1 still to try; b1 (4, no
+    borrowing) goes first and takes them, so a1 no longer fits. Cycle 2 resumes a1's scan at f1 (LastAssignment,
+    one cycle old): nothing there either, and the scan leaves no flavor pending. Kueue requeues a StrictFIFO head
+    at once and keeps trying it, so the next try scans f0 and f1 again: the message it settles on names both (the
+    oracle's seed 7000108), not only f1."""
+
+    def wl(name: str, queue: str) -> dict:
+        return {"apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": name, "namespace": "default"},
+                "spec": {"queueName": queue, "podSets": [_pod_set("main", 1, 4)]}}  # fmt: skip
+
+    docs = [
+        node("n1"), flavor("f0"), flavor("f1"),
+        cluster_queue("team-a", [("f0", [quota(GPU, 0)]), ("f1", [quota(GPU, 0)])], cohort="org",
+                      queueingStrategy="StrictFIFO"),
+        cluster_queue("team-b", [("f0", [quota(GPU, 4)])], cohort="org"),
+        local_queue("lq-a", "team-a"), local_queue("lq-b", "team-b"),
+        wl("a1", "lq-a"), wl("b1", "lq-b"),
+    ]  # fmt: skip
+    out = workloads(run(tmp_path, docs))
+    assert out["b1"]["admitted"] and not out["a1"]["admitted"]
+    status, reason, message = quota_reserved(out["a1"])
+    assert (status, reason) == ("False", "Pending")
+    assert "in flavor f0" in message and "in flavor f1" in message, message

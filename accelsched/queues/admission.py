@@ -59,7 +59,7 @@ class Outcome:
     held_message: str = ""  # for its pods while it is not admitted
     preempted: bool = False
     # LastAssignment: where its last flavor scan stopped (per pod set and resource), in which cycle, against which
-    # generation of its ClusterQueue's allocatable resources (a workload leaving the queue advances it).
+    # generation of its ClusterQueue's allocatable resources (Admission._advance says what advances it).
     last: dict[tuple[int, str], int] | None = None
     last_cycle: int = 0
     last_generation: int = 0
@@ -225,7 +225,9 @@ class _Admission:
         self.running = 0  # how many admitted records the input's running workloads made (the first ones)
         self.sequence = 0
         self.cycle = 0  # the scheduler's schedulingCycle
-        self.generation: dict[str, int] = {}  # per ClusterQueue, AllocatableResourceGeneration
+        self.resumed: list[Outcome] = []  # this cycle's heads whose flavor scan resumed where their last one stopped
+        self.generation: dict[str, int] = {}  # per ClusterQueue, AllocatableResourceGeneration (_advance)
+        self.tree_generation: dict[str, int] = {}  # per Cohort tree (its root cohort): what advances all its queues
         # per ClusterQueue, by equivalence class: out of its heap until quota frees (queues.pending)
         self.inadmissible: dict[str, Classes[Outcome]] = {}
         # Cohort trees (by id of the root: a cohort, or a ClusterQueue without one) whose inadmissible workloads
@@ -374,9 +376,11 @@ class _Admission:
 
     def _cycles(self, queues: dict[str, Pending[Outcome]]) -> None:
         budget = 10 * (len(self.outcomes) + 1)  # every cycle admits, steps aside or evicts: this is never reached
+        retried: set[int] = set()  # heads given a scan from the first flavor after a resumed one left them stuck
         while budget:
             budget -= 1
             self.cycle += 1
+            self.resumed = []
             heads = []
             for name, pending in queues.items():
                 cq = self.objects.cluster_queues[name]
@@ -411,6 +415,14 @@ class _Admission:
             for target, by in self.victims.values():
                 self._evict(target, by, queues)
             if not progress and not self._requeue_pending(queues):
+                # Kueue retries a StrictFIFO head that did not fit at once, every cycle (RequeueIfNotPresent), so
+                # nothing changing does not end its tries: a try that resumed a flavor scan (LastAssignment) and
+                # found nothing leaves no flavors pending, and the next one scans every flavor again, with its own
+                # message. Once per head: that full scan is where Kueue's retries settle.
+                again = [o for o in self.resumed if id(o) not in retried]
+                if again:
+                    retried.update(id(o) for o in again)
+                    continue
                 self._mark_blocked(queues)
                 break
 
@@ -473,8 +485,12 @@ class _Admission:
         node = self.tree.cluster_queues[cq.name]
         oracle = Oracle(self.preemptor, outcome.info, cq)
         generation = self.generation.get(cq.name, 0)
+        if self.tree_generation and (root := node.root()) is not node:
+            generation += self.tree_generation.get(root.name, 0)
         if outcome.last is not None and self.cycle - outcome.last_cycle > 1 and generation > outcome.last_generation:
             outcome.last = None
+        if pending_flavors(outcome.last):
+            self.resumed.append(outcome)  # this scan starts past some group's first flavor
         assigner = FlavorAssigner(
             outcome.info, cq, node, self.tree, self.objects.flavors, oracle, outcome.last, self.fair_sharing
         )
@@ -518,6 +534,7 @@ class _Admission:
         if self.afs is not None and admissionfairsharing.enabled(self.objects.config, cq):
             self.afs.push_penalty(outcome.info)  # shouldApplyEntryPenalty: counts in the order at once
         pending.remove(outcome)
+        self._advance(cq.name)  # the echo of its reservation replaces the assumed workload in the cache
         self._status_changed(cq.name)
         if self.preempting.get(cq.name) is outcome:
             del self.preempting[cq.name]
@@ -612,7 +629,7 @@ class _Admission:
         w = target.workload
         self.preemptor.remove(w)
         self.admitted[w.cluster_queue].remove(w)
-        self.generation[w.cluster_queue] = self.generation.get(w.cluster_queue, 0) + 1  # deleteWorkload
+        self._advance(w.cluster_queue)  # deleteWorkload
         victim = self.by_info[id(w.info)]
         message = preemption.message(
             preemptor_info,
@@ -634,6 +651,15 @@ class _Admission:
         self.requeue_pending.add(id(self.tree.cluster_queues[w.cluster_queue].root()))
         self._status_changed(w.cluster_queue)
 
+    def _advance(self, cluster_queue: str) -> None:
+        """The ClusterQueue's AllocatableResourceGeneration advances (a flavor scan recorded before it, and more
+        than a cycle old, starts over: lastAssignmentOutdated). The cache's clusterQueue.deleteWorkload advances it:
+        a workload leaving the queue's quota, and also one whose Workload changes while it holds the quota
+        (addOrUpdateWorkload deletes the old entry first), as the echo of a reservation the scheduler assumed does.
+        Every ClusterQueue of a tree advances when a Cohort object of it is reconciled (updateCohortTreeResources:
+        updateClusterQueueResourceNode): one count per tree for them all (``tree_generation``, _status_changed)."""
+        self.generation[cluster_queue] = self.generation.get(cluster_queue, 0) + 1
+
     def _status_changed(self, cluster_queue: str) -> None:
         """A ClusterQueue's usage changed, so its controller rewrites its status. The cohort controller watches
         ClusterQueues: it reconciles the queue's ancestor cohorts but the root (Cache.ClusterQueueAncestors leaves
@@ -642,7 +668,10 @@ class _Admission:
         requeue nothing."""
         node = self.tree.cluster_queues[cluster_queue]
         if any(a.name in self.objects.cohorts for a in list(node.ancestors())[:-1]):
-            self.requeue_pending.add(id(node.root()))
+            root = node.root()
+            self.requeue_pending.add(id(root))
+            # the reconcile's AddOrUpdateCohort advances every ClusterQueue of the tree: one count for them all
+            self.tree_generation[root.name] = self.tree_generation.get(root.name, 0) + 1
 
     def _requeue_pending(self, queues: dict[str, Pending[Outcome]]) -> bool:
         """The requeuer's batch comes due once the cycles in flight are over: every inadmissible workload of the

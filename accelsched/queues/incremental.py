@@ -146,7 +146,7 @@ class OpenAdmission(_Admission):
             self.afs.released(outcome.info)
         self.preemptor.remove(record)
         self.admitted[record.cluster_queue].remove(record)
-        self.generation[record.cluster_queue] = self.generation.get(record.cluster_queue, 0) + 1
+        self._advance(record.cluster_queue)
         outcome.admitted = False
         # a workload leaving its quota asks the requeuer to retry its tree; served by the next run_cycles
         self.requeue_pending.add(id(self.tree.cluster_queues[record.cluster_queue].root()))
