@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="save every scenario run (its last phase) as a case, agreeing or not, unshrunk")
     parser.add_argument("--cases-dir", type=Path, default=cases.CASES_DIR)
     parser.add_argument("--json", type=Path, help="write the figures and disagreements here")
+    parser.add_argument("--target", type=float, default=TARGET,
+                        help=f"the agreement below which it exits 1 (default {TARGET}; the fairsharing class's own "
+                        "in make conformance: Kueue's answer there varies between runs, docs/queues.md)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every disagreement")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
 
@@ -102,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                                     for v in tally.decided if v.diffs]}
         args.json.write_text(json.dumps(report, indent=2))
     print(tally.summary_line())
-    return 0 if tally.decided and tally.rate() >= TARGET else 1
+    return 0 if tally.decided and tally.rate() >= args.target else 1
 
 
 if __name__ == "__main__":
