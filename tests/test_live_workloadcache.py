@@ -272,3 +272,25 @@ def test_finished_workloads_are_left_out_of_a_round_and_admission_decides_the_sa
     kept = live_convert.start_session(live_convert.convert(_snapshot(*docs), {"accelsched"}))
     assert queue_report.workloads_json(kept.queues) == queue_report.workloads_json(every.queues)
     assert any(w["admitted"] for w in queue_report.workloads_json(kept.queues) if w["name"] == "waits")
+
+
+def test_a_status_write_the_cache_shows_moved_on_is_taken_as_refused_without_a_request() -> None:
+    """A write decided from version 7 while the cache already shows 8 (the runner finished it meanwhile) would be
+    answered 409 by the API server: it is not sent, no request and no throttle token spent, and it is handled as a
+    409 is (_conflicted: decided again from the cache). A write from the cache's version is sent."""
+    live = _scheduler()
+    requests: list[str] = []
+    live.kube.request = lambda method, path, **_: requests.append(path)  # type: ignore[method-assign]
+    store = live.kueue["Workload"].store
+    doc = _workload_doc("w", 1)
+    store["team-a/w"] = moved = copy.deepcopy(doc)
+    moved["metadata"]["resourceVersion"] = "8"
+    stale = _write(doc, True)
+    assert live._status_writes_due([stale]) == [stale]
+    live._write_workload_status(stale)
+    assert requests == [] and live.stale_writes_skipped == 1
+    assert "team-a/w" not in live._status_in_flight and "team-a/w" not in live._assumed_admissions
+    fresh = _write(moved, True)
+    live._write_workload_status(fresh)
+    assert requests == ["/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/w/status"]
+    assert live.stale_writes_skipped == 1

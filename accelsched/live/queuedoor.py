@@ -103,6 +103,7 @@ class QueueDoor:
     _additions: dict[tuple[str, str], JSON]  # Namespaces and LocalQueues added, taken in place (_take_additions)
     workload_rounds: int  # rounds that followed Workload events in place (no rebuild)
     workload_outcomes_read: int  # outcomes the rounds worked the status writes out from, all rounds together
+    stale_writes_skipped: int  # Workload status writes not sent: the cache showed the Workload moved on (a 409)
     # Workloads whose writes a round followed in place reads again though nothing changed them: preempted ones still
     # holding their reservation, and the admissions held back until they let go (workloadstatus.held_back)
     _carried: set[str]
@@ -607,15 +608,25 @@ class QueueDoor:
         self.deferred_reports.call_later(delay, self.writes.report, key, self._write_latest, key)
 
     def _write_workload_status(self, write: workloadstatus.StatusWrite, spare: bool = False) -> None:
+        """The write, as a merge patch carrying the resourceVersion it was decided from. One the cache already shows
+        moved on (a finish, an eviction's reset, an earlier write of ours) is not sent: the API server would refuse
+        it with 409 (its version is the cache's or newer), so it is taken as refused, with no request and no token
+        of the client's throttle spent on it."""
         resource = live_kueue.RESOURCES["Workload"]
         key = f"{write.namespace}/{write.name}"
+        version = workloadstatus.written(write)[0]
+        cached = self.kueue["Workload"].store.get(key)
+        if cached is not None and (cached.get("metadata") or {}).get("resourceVersion") != version:
+            self.stale_writes_skipped += 1
+            self._conflicted(key, version)
+            return
         try:
             path = resource.path(write.namespace, write.name, "status")
             self.kube.request("PATCH", path, body=write.patch, content_type=MERGE_PATCH, parse=_ignore, spare=spare)
         except ApiError as exc:
             if exc.status not in (404, 409):
                 log.warning("cannot write workload status", extra={"workload": key, "error": exc.message})
-            self._conflicted(key, workloadstatus.written(write)[0])
+            self._conflicted(key, version)
         # Written: it stays in flight until the cache shows the new version (_on_workload), so that a round before
         # then does not send it again.
 

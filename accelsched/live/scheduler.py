@@ -234,6 +234,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self._additions: dict[tuple[str, str], Any] = {}  # Namespaces, LocalQueues added in place (live.queuedoor)
         self.workload_rounds = 0
         self.workload_outcomes_read = 0  # outcomes the Workload door's rounds read (live.queuedoor)
+        self.stale_writes_skipped = 0  # its status writes the cache showed would be refused (live.queuedoor)
         self._carried: set[str] = set()  # Workloads each round followed in place reads again (live.queuedoor)
         self._assumed_admissions: dict[str, tuple[str, Any]] = {}  # admissions written, not seen (live.queuedoor)
         self.room_waits: RoomWaits[str] = RoomWaits()  # queued workloads not placeable: wait for room (live.queuedoor)
