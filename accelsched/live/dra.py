@@ -375,15 +375,15 @@ def write_claims(writer: ClaimWriter, writes: Iterable[ClaimWrite], pod: Any) ->
     for w in writes:
         try:
             current = None
-            if w.mappings is not None:
+            if w.creates:
                 current = writer.create(w.claim)
                 written.append(current)  # Unreserve deletes it, whatever fails next
             doc = writer.write_allocation(w.claim, w.allocation, pod, current)
-            if w.mappings is None:
+            if not w.creates:
                 written.append(doc)
                 continue
             written[-1] = doc
-            writer.extended_status(pod, doc, w.mappings)
+            writer.extended_status(pod, doc, w.mappings or ())
         except ClaimWriteError as exc:
             return written, f'running PreBind plugin "DynamicResources": {exc}'
     return written, None
