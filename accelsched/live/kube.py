@@ -122,24 +122,26 @@ class Throttle:
         self._at = time.monotonic()
         self._lock = threading.Lock()
 
+    def _refill(self) -> float:
+        """The tokens now: those left, plus ``qps`` a second since the last call, at most ``burst``. Under _lock."""
+        now = time.monotonic()
+        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.qps)
+        self._at = now
+        return self._tokens
+
     def spare(self) -> float:
         """Take a token only if one is free now, with nobody waiting for it: 0.0; else the seconds until one will
         be, taking none. For a write that may give its turn to everyone else's (a Pending condition)."""
         with self._lock:
-            now = time.monotonic()
-            tokens = min(self.burst, self._tokens + (now - self._at) * self.qps)
-            self._at = now
+            tokens = self._refill()
             if tokens >= 1 - 1e-9:  # a whole token, but for the float sum of the refills
                 self._tokens = tokens - 1
                 return 0.0
-            self._tokens = tokens
             return (1 - tokens) / self.qps
 
     def wait(self) -> None:
         with self._lock:
-            now = time.monotonic()
-            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.qps) - 1
-            self._at = now
+            self._tokens = self._refill() - 1
             delay = -self._tokens / self.qps if self._tokens < 0 else 0.0
         if delay > 0:
             time.sleep(delay)
