@@ -359,6 +359,12 @@ def requests_and_mappings(
     return tuple(requests), mappings
 
 
+def claim_status(claim_name: str, mappings: Any) -> dict[str, Any]:
+    """A pod's status.extendedResourceClaimStatus (PodExtendedResourceClaimStatus): its claim and which container
+    request each device request serves."""
+    return {"requestMappings": [dict(m) for m in mappings], "resourceClaimName": claim_name}
+
+
 def empty_mappings_error(pod: Pod) -> str:
     """patchPodExtendedResourceClaimStatus' error when the node's claim maps no container request."""
     return f"nil or empty request mappings, no update of pod {pod.namespace}/{pod.name} ExtendedResourceClaimStatus"
@@ -370,6 +376,7 @@ __all__ = [
     "EXTENDED_RESOURCE_CLAIM_ANNOTATION",
     "SPECIAL_CLAIM_NAME",
     "NodeGroups",
+    "claim_status",
     "created_claim",
     "is_dra_extended_resource_name",
     "mapped_resources",

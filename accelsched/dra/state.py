@@ -600,7 +600,7 @@ class DRAState:
             return created.key, error
         if not mappings:
             return created.key, ext.empty_mappings_error(pod)
-        status = {"requestMappings": [dict(m) for m in mappings], "resourceClaimName": created.name}
+        status = ext.claim_status(created.name, mappings)
         self.extended_status[pod.key] = status
         raw_status = pod.raw.get("status")
         raw_status = dict(raw_status) if isinstance(raw_status, dict) else {}

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsched.dra import model
-from accelsched.dra.extended import EXTENDED_RESOURCE_CLAIM_ANNOTATION
+from accelsched.dra.extended import EXTENDED_RESOURCE_CLAIM_ANNOTATION, claim_status
 from accelsched.dra.state import allocation_dict, consumer_dict, dra_state
 from accelsched.live.informer import object_key
 from accelsched.live.kube import JSON, PODS, ApiError, Kube, Resource
@@ -225,7 +225,7 @@ class ClaimWriter:
     def extended_status(self, pod: Any, claim: JSON, mappings: Iterable[Mapping[str, str]]) -> None:
         """patchPodExtendedResourceClaimStatus: the pod's status names its extended-resource claim and which
         container request each device request serves. Raises ClaimWriteError."""
-        status = {"requestMappings": [dict(m) for m in mappings], "resourceClaimName": claim["metadata"]["name"]}
+        status = claim_status(claim["metadata"]["name"], mappings)
         namespace = claim["metadata"]["namespace"]
         try:
             self.kube.patch(PODS, pod.name, {"status": {"extendedResourceClaimStatus": status}}, namespace, "status")
