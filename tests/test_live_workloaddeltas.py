@@ -210,7 +210,7 @@ class _Held:
     def __init__(self) -> None:
         self.keys: list[str] = []
 
-    def submit(self, key: str, fn: object, *args: object) -> None:
+    def submit(self, key: str, fn: object, *args: object, priority: int = 0) -> None:
         self.keys.append(key)
 
     def report(self, key: str, fn: object, *args: object, subject: str = "") -> None:
@@ -223,7 +223,7 @@ def test_an_admission_decided_while_the_pending_condition_waits_for_its_turn_goe
     dropped and the admission goes out (before, the admission waited for the superseded message to be written and
     come back)."""
     live = _scheduler()
-    live.writes = live.queue_status_writes = _Held()  # type: ignore[assignment]
+    live.writes = live.queue_status_writes = live.workload_writes = _Held()  # type: ignore[assignment]
     store = live.kueue["Workload"].store
     store["team-a/first"] = first = _workload_doc("first", 4)
     _rebuild(live)
@@ -310,7 +310,7 @@ def test_a_workload_evicted_already_and_still_holding_is_the_first_target_as_in_
 class _AtOnce:
     """A write lane that runs each write as it is handed over."""
 
-    def submit(self, key: str, fn: Any, *args: Any) -> None:
+    def submit(self, key: str, fn: Any, *args: Any, priority: int = 0) -> None:
         fn(*args)
 
     def report(self, key: str, fn: Any, *args: Any, subject: str = "") -> None:
@@ -323,7 +323,7 @@ def test_a_pending_condition_waits_its_delay_and_is_never_written_when_the_workl
     takes its place. One still waiting is written when its time comes."""
     live = _scheduler()
     live.pending_condition_delay = 3600.0  # beyond the test: its waiting calls are run by hand below
-    live.writes = live.queue_status_writes = _AtOnce()  # type: ignore[assignment]
+    live.writes = live.queue_status_writes = live.workload_writes = _AtOnce()  # type: ignore[assignment]
     written: list[workloadstatus.StatusWrite] = []
     live._write_workload_status = lambda w, spare=False: written.append(w)  # type: ignore[method-assign]
     store = live.kueue["Workload"].store
@@ -361,7 +361,7 @@ def test_a_pending_condition_goes_out_on_a_spare_token_and_gives_its_turn_to_the
     sent would fail and be taken as not made (_conflicted), not left waiting."""
     live = _scheduler()
     live.pending_condition_delay = 3600.0
-    live.writes = live.queue_status_writes = _AtOnce()  # type: ignore[assignment]
+    live.writes = live.queue_status_writes = live.workload_writes = _AtOnce()  # type: ignore[assignment]
     admitted: list[workloadstatus.StatusWrite] = []
     send = live._write_workload_status
     live._write_workload_status = lambda w, spare=False: send(w, spare) if spare else admitted.append(w)  # type: ignore[method-assign]
@@ -637,3 +637,51 @@ def test_an_earlier_pending_condition_landing_first_is_taken_in_place_and_the_ad
     assert again.patch["metadata"]["resourceVersion"] == "8" and again.patch["status"]["admission"]
     store["team-a/first"] = pending
     assert _said(sent) == _from_scratch(store)
+
+
+class _Prioritised(_Held):
+    """The admission lane, recording the priority each write is handed over with."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.priorities: dict[str, int] = {}
+
+    def submit(self, key: str, fn: object, *args: object, priority: int = 0) -> None:
+        self.priorities[key] = priority
+
+
+def test_the_admission_lane_takes_evictions_first_and_admissions_by_their_workloads_priority() -> None:
+    """While the API server takes the door's writes slower than it decides them (Kueue's harness, as its runner
+    creates Workloads), those waiting go out by this priority (live.writer.PriorityGate): an eviction before every
+    admission, since its cohort tree's admissions wait for the preempted to let go; then the Workload's own."""
+    from accelsched.live.queuedoor import EVICTION_PRIORITY
+
+    live = _scheduler()
+    lane = _Prioritised()
+    live.writes = live.queue_status_writes = _Held()  # type: ignore[assignment]
+    live.workload_writes = lane  # type: ignore[assignment]
+    store = live.kueue["Workload"].store
+    for name, priority in (("low", 5), ("high", 7)):
+        store[f"team-a/{name}"] = doc = _workload_doc(name, 2)
+        doc["spec"]["priority"] = priority
+    _rebuild(live)
+    assert lane.priorities == {"workload:team-a/low": 5, "workload:team-a/high": 7}
+
+    def admitted(name: str, team: str = "team-a") -> dict:
+        reserved = {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "m",
+                    "lastTransitionTime": "2026-01-01T10:00:00Z"}
+        flavors = {"cpu": "a100", "memory": "a100", "nvidia.com/gpu": "a100"}
+        admission = {"clusterQueue": team, "podSetAssignments": [{"name": "main", "count": 2, "flavors": flavors}]}
+        return _workload_doc(name, 2, namespace=team, conditions=[reserved], admission=admission)  # fmt: skip
+
+    live = _scheduler()  # a cluster where a preemption is due
+    lane = _Prioritised()
+    live.writes = live.queue_status_writes = _Held()  # type: ignore[assignment]
+    live.workload_writes = lane  # type: ignore[assignment]
+    store = live.kueue["Workload"].store
+    for doc in (admitted("low-1"), admitted("low-2"), admitted("b-1", "team-b"), admitted("b-2", "team-b")):
+        store[f"{doc['metadata']['namespace']}/{doc['metadata']['name']}"] = doc
+    store["team-a/high"] = high = _workload_doc("high", 2)
+    high["spec"]["priority"] = 100
+    _rebuild(live, _lower_priority_first)
+    assert lane.priorities == {"workload:team-a/low-2": EVICTION_PRIORITY}  # high is admitted once low-2 lets go

@@ -6,7 +6,7 @@ import concurrent.futures
 import threading
 import time
 
-from accelsched.live.writer import Deferred, OrderedWriter
+from accelsched.live.writer import Deferred, OrderedWriter, PriorityGate
 
 
 class _Recorder:
@@ -142,3 +142,25 @@ def test_deferred_calls_run_on_its_thread_in_the_order_they_fall_due_and_stop_dr
     deferred.stop()
     deferred.call_later(0, done.append, "after the stop")
     assert len(deferred) == 0 and done == ["sooner", "later"]
+
+
+def test_a_priority_gate_starts_the_highest_priority_write_first_and_keeps_to_its_slots() -> None:
+    """The queue door's admission lane (live.queuedoor): with its slot taken, the writes waiting start by priority
+    (ties in the order they came), one at a time as its one slot frees."""
+    pool, writer, release, done, write = _recording_writer()
+    gate = PriorityGate(writer, slots=1)
+    gate.submit("ns/slow", write, "slow", True)  # the slot taken by a write the API server has not answered
+    gate.submit("ns/small", write, "small", priority=50)
+    gate.submit("ns/large", write, "large", priority=200)
+    gate.submit("ns/medium-a", write, "medium-a", priority=100)
+    gate.submit("ns/medium-b", write, "medium-b", priority=100)
+    gate.submit("ns/large", write, "large-again", priority=200)
+    time.sleep(0.1)
+    assert done == [] and gate.waiting == 5  # nothing starts beyond the slot (a pool of 4 threads has room)
+    release.set()
+    deadline = time.monotonic() + 5
+    while len(done) < 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    pool.shutdown(wait=True)
+    assert done == ["slow", "large", "large-again", "medium-a", "medium-b", "small"]
+

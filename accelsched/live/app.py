@@ -14,7 +14,7 @@ from accelsched.live import debugstate, logs
 from accelsched.live.kube import Kube, api_client
 from accelsched.live.leaderelection import ElectionConfig
 from accelsched.live.metrics import HealthServer
-from accelsched.live.scheduler import LiveScheduler
+from accelsched.live.scheduler import API_CONNECTIONS, LiveScheduler
 
 log = logging.getLogger("accelsched.live")
 
@@ -59,7 +59,7 @@ def run_scheduler(options: RunOptions) -> int:
             election.check()
         except ValueError as exc:
             raise InputError(str(exc), field="--leader-elect-lease-duration") from None
-    kube = Kube(api_client(options.kubeconfig))
+    kube = Kube(api_client(options.kubeconfig, pool_size=API_CONNECTIONS))
     scheduler = LiveScheduler(
         kube, options.config, options.seed, identity, election, score_all_nodes=options.score_all_nodes, tend_heap=True
     )

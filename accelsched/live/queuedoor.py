@@ -77,6 +77,9 @@ PENDING_SPARE_SECONDS = 6.0
 # written once a round instead was a third of the door's API writes at large-scale (6,400 ClusterQueue patches in
 # 190 s), each one API server CPU that the runner's Workload finishes waited on.
 UPDATES_BATCH_PERIOD = 1.0
+# An eviction's place on the admission lane: before every admission (PriorityGate), since the admissions of its cohort
+# tree wait for the preempted to let go. Above any WorkloadPriorityClass value (an int32).
+EVICTION_PRIORITY = 2**31
 
 
 class QueueDoor:
@@ -157,6 +160,10 @@ class QueueDoor:
             writes = evictions + workloadstatus.status_writes(
                 view, store, self.scheduler_names, blocked=blocked, allowed=allowed
             )
+            # the order the admission lane takes them in when they wait for it: evictions first (an admission in
+            # their tree waits for them to let go), then by the Workload's priority
+            evicting = {(w.namespace, w.name) for w in evictions}
+            priorities = {(o.info.namespace, o.info.name): o.info.priority for o in view.outcomes} if writes else {}
             # read again next round, changed or not: the preempted still holding, the admissions waiting for them
             self._carried = holding | workloadstatus.held_back(view, blocked, allowed)
             cq_patches = clusterqueuestatus.status_patches(
@@ -184,7 +191,9 @@ class QueueDoor:
             key = f"{write.namespace}/{write.name}"
             if workloadstatus.urgent(write):
                 self._drop_unsent(f"pending:{key}")  # a Pending condition still waiting for its turn says less
-                self._submit_latest(f"workload:{key}", self._write_workload_status, write)
+                names = (write.namespace, write.name)
+                priority = EVICTION_PRIORITY if names in evicting else priorities.get(names, 0)
+                self._submit_latest(f"workload:{key}", self._write_workload_status, write, priority=priority)
             else:
                 spare_until = time.monotonic() + self.pending_condition_delay + PENDING_SPARE_SECONDS
                 self._submit_latest(f"pending:{key}", self._write_pending, write, spare_until, lane=REPORT)
@@ -221,12 +230,15 @@ class QueueDoor:
         self._admit_queues(self.session, outcomes, touched)
         return True
 
-    def _submit_latest(self, key: str, fn: Any, *args: Any, lane: str = BIND, batched: bool = False) -> None:
+    def _submit_latest(
+        self, key: str, fn: Any, *args: Any, lane: str = BIND, batched: bool = False, priority: int = 0
+    ) -> None:
         """A status write that supersedes the one of an earlier round still waiting for its turn under ``key``:
         rounds come faster than the writes, and each decides from a cache that does not show the previous round's
         writes yet, so without this the same objects' writes queued up, each behind the ones before, most of them
         refused as stale (409) by the time they ran (Kueue's performance runner: 1,200 refused to 46 done).
-        ``lane``: admissions and evictions go on the bind pool (BIND); the Pending conditions on the report pool
+        ``lane``: admissions and evictions go on a lane of their own (BIND, ``workload_writes``: those waiting for
+        it go highest ``priority`` first, live.writer.PriorityGate); the Pending conditions on the report pool
         (REPORT, live/writer.py): at 5% of Kueue's harness they were more than half of the door's writes, and on the
         bind pool the admissions and evictions waited behind them (up to 9 s, no admission going out for 25 s while
         the first rounds' Pending conditions were written); the ClusterQueue and LocalQueue status on threads of
@@ -263,7 +275,7 @@ class QueueDoor:
         elif lane == STATUS:
             self.queue_status_writes.submit(key, self._write_latest, key)
         else:
-            self.writes.submit(key, self._write_latest, key)
+            self.workload_writes.submit(key, self._write_latest, key, priority=priority)
 
     def _write_latest(self, key: str) -> None:
         with self._latest_lock:

@@ -124,6 +124,53 @@ class OrderedWriter:
             return len(self._queues)
 
 
+class PriorityGate:
+    """Hands writes to ``writer`` at most ``slots`` at a time; those waiting for a slot start highest ``priority``
+    first, ties in the order they came. Writes that share a key still run one after another (the writer's part).
+
+    For the queue door's Workload admissions and evictions (live.queuedoor): admission decides faster than the API
+    server takes its writes while Kueue's performance runner creates its Workloads (thousands of its requests in
+    flight at once), and in submission order a higher-priority Workload's admission, decided a moment later, waited
+    behind every lower-priority one decided before it: at large-scale a large Workload's admission took 33 s to show
+    where Kueue, admitting 50 a second from its priority-ordered heap, showed it in 17 s. Kueue's heap serves a
+    backlog by priority, and so does this."""
+
+    def __init__(self, writer: OrderedWriter, slots: int) -> None:
+        self.writer, self.slots = writer, slots
+        self._lock = threading.Lock()
+        self._waiting: list[tuple[int, int, str, Callable[..., Any], tuple[Any, ...]]] = []
+        self._seq = 0
+        self._running = 0
+
+    def submit(self, key: str, fn: Callable[..., Any], *args: Any, priority: int = 0) -> None:
+        with self._lock:
+            self._seq += 1
+            heapq.heappush(self._waiting, (-priority, self._seq, key, fn, args))
+        self._pump()
+
+    @property
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._waiting)
+
+    def _pump(self) -> None:
+        while True:
+            with self._lock:
+                if self._running >= self.slots or not self._waiting:
+                    return
+                _, _, key, fn, args = heapq.heappop(self._waiting)
+                self._running += 1
+            self.writer.submit(key, self._run, fn, args)
+
+    def _run(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        try:
+            fn(*args)
+        finally:
+            with self._lock:
+                self._running -= 1
+            self._pump()
+
+
 class Deferred:
     """Calls each function handed to it once its delay is over, on one thread of its own, started with the first.
 
