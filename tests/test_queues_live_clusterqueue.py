@@ -257,6 +257,7 @@ def test_queue_status_goes_on_its_own_lane_not_behind_the_workloads_writes() -> 
     live = door.live
     del live._submit_latest  # the door's own, not the benchmark's recorder
     live.writes, live.queue_status_writes = workloads, queues = _Held(), _Held()  # type: ignore[assignment]
+    live.workload_writes = workloads  # type: ignore[assignment]
     door.event("ADDED", door.new(CLASSES[0][0], door.queues[0]), None)
     live.sync_session()
     live.deferred_status.run_all()  # its usage batched first, as Kueue's controller batches it
@@ -275,6 +276,7 @@ def test_a_cluster_queues_usage_is_written_once_a_batch_period_as_kueues_control
     live = door.live
     del live._submit_latest
     live.writes, live.queue_status_writes = _Held(), _Held()  # type: ignore[assignment]
+    live.workload_writes = live.writes  # type: ignore[assignment]
     queues: _Held = live.queue_status_writes  # type: ignore[assignment]
     for _ in range(3):
         door.event("ADDED", door.new(CLASSES[0][0], door.queues[0]), None)

@@ -160,6 +160,7 @@ class QueueDoor:
             writes = evictions + workloadstatus.status_writes(
                 view, store, self.scheduler_names, blocked=blocked, allowed=allowed
             )
+            self._forget_unsent_admissions(workloadstatus.unshown_preemptions(view, store))
             # the order the admission lane takes them in when they wait for it: evictions first (an admission in
             # their tree waits for them to let go), then by the Workload's priority
             evicting = {(w.namespace, w.name) for w in evictions}
@@ -389,6 +390,21 @@ class QueueDoor:
                     self._assumed_admissions.pop(key, None)
                 out.append(write)
         return out
+
+    def _forget_unsent_admissions(self, keys: list[str]) -> None:
+        """The admissions of ``keys`` (preempted before they were written: workloadstatus.unshown_preemptions) that
+        still wait for their turn are dropped, and no longer count as in flight or assumed. One already on its way
+        lands, and its echo shows a reservation: that eviction is then written as any other (preemptions). Called
+        under the lock."""
+        for key in keys:
+            with self._latest_lock:
+                latest = self._latest.get(f"workload:{key}")
+                unsent = latest is not None and "admission" in (latest[1].patch.get("status") or {})
+                if unsent:
+                    del self._latest[f"workload:{key}"]
+            if unsent and (self._status_in_flight.get(key, (None, (None, False)))[1][1]):
+                del self._status_in_flight[key]
+                self._assumed_admissions.pop(key, None)
 
     def _drop_unsent(self, key: str) -> bool:
         """Drop the write waiting under ``key`` (_submit_latest) if it has not started; True when there was one."""
