@@ -687,7 +687,7 @@ def test_the_admission_lane_takes_evictions_first_and_admissions_by_their_worklo
     assert lane.priorities == {"workload:team-a/low-2": EVICTION_PRIORITY}  # high is admitted once low-2 lets go
 
 
-def test_a_workload_preempted_before_its_admission_was_written_is_not_shown_evicted_and_its_admission_not_sent() -> None:
+def test_a_workload_preempted_before_its_admission_was_written_is_not_shown_evicted_nor_its_admission_sent() -> None:
     """While the API server takes the door's writes slower than it decides them, a lower-priority admission waits
     for its turn, and a higher-priority arrival preempts it meanwhile. It never held its quota as far as the cluster
     knows: its admission is dropped unsent and no eviction is written (Kueue forgets an admission it cannot apply),

@@ -82,8 +82,10 @@ REPORT_WORKERS = 4  # threads writing FailedScheduling events and conditions (li
 # Workload admissions and evictions written at once (live.queuedoor's admission lane, live.writer.PriorityGate: the
 # ones waiting go highest priority first). More at once took more of the API server from Kueue's performance
 # runner, whose finishes free the quota. At large-scale (20%, one run each): 16 at once gave 193.8 s and waits 72.5 /
-# 39.9 / 21.0 s with 483 evictions; 64 at once 221.5 s, 66.3 / 67.4 / 22.6 s, 2,102; up to 50 a second x the
-# latency (as Kueue's admission goroutines are, 16 to 256 at once) 216.5 s, 83.0 / 58.0 / 20.6 s, 1,304.
+# 39.9 / 21.0 s; 64 at once 221.5 s, 66.3 / 67.4 / 22.6 s; up to 50 a second x the latency (as Kueue's admission
+# goroutines are, 16 to 256 at once) 216.5 s, 83.0 / 58.0 / 20.6 s, and after the next change (a Workload preempted
+# before its admission was written gets no eviction) 195.3 s, 67.4 / 39.3 / 16.5 s against 187.1 s, 54.4 / 37.4 /
+# 13.6 s with 16 at once.
 WORKLOAD_WRITE_WORKERS = 16
 BIND_WORKERS = 16  # threads binding pods and writing their events and conditions (live.writer's pool)
 # Connections kept open to the API server: one per writing thread, and the informers' watches beside them. A smaller
