@@ -207,6 +207,8 @@ def test_a_write_refused_as_stale_is_worked_out_again_for_that_workload_alone() 
 class _Held:
     """A write lane that takes writes and runs none: a backlog on the report pool, as in Kueue's harness."""
 
+    waiting = 0  # the admission lane's (live.writer.PriorityGate)
+
     def __init__(self) -> None:
         self.keys: list[str] = []
 
@@ -309,6 +311,8 @@ def test_a_workload_evicted_already_and_still_holding_is_the_first_target_as_in_
 
 class _AtOnce:
     """A write lane that runs each write as it is handed over."""
+
+    waiting = 0
 
     def submit(self, key: str, fn: Any, *args: Any, priority: int = 0) -> None:
         fn(*args)
@@ -723,3 +727,35 @@ def test_a_workload_preempted_before_its_admission_was_written_is_not_shown_evic
     assert not any(t in ("Evicted", "Preempted") and s == "True" for what in said.values() for t, s, _ in what[0])
     low_2 = live._open.by_key["team-a/low-2"]  # type: ignore[union-attr]
     assert low_2.preempted and not low_2.admitted  # waiting in its queue again
+
+
+def test_past_its_window_a_pending_condition_still_waits_for_a_spare_token_while_admissions_wait_for_the_lane() -> (
+    None
+):
+    """Under Kueue's own client throttle the door decides admissions far ahead of the Workload bucket: a Pending
+    condition whose spare-token window is over still goes out only on a spare token while admissions or evictions
+    wait for the admission lane (looking again every BACKLOG_RECHECK_SECONDS), and takes its turn once none do."""
+    from accelsched.live import kube as k
+    from accelsched.live.queuedoor import BACKLOG_RECHECK_SECONDS
+
+    live = _scheduler()
+    lane = _Held()
+    live.writes = live.queue_status_writes = live.workload_writes = lane  # type: ignore[assignment]
+    asked: list[bool] = []
+    again: list[float] = []
+
+    def write_status(write: workloadstatus.StatusWrite, spare: bool = False) -> None:
+        asked.append(spare)
+        if spare:
+            raise k.Busy(0.02)  # the bucket has no token to spare
+
+    live._write_workload_status = write_status  # type: ignore[method-assign]
+    live._again = lambda key, delay, write, spare_until: again.append(delay)  # type: ignore[method-assign]
+    pending = {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "m"}
+    write = workloadstatus.StatusWrite("team-a", "second", {"status": {"conditions": [pending]}})
+    lane.waiting = 3  # admissions wait for the lane
+    live._write_pending(write, spare_until=0.0)  # its window is long over
+    assert asked == [True] and again == [BACKLOG_RECHECK_SECONDS]
+    lane.waiting = 0
+    live._write_pending(write, spare_until=0.0)
+    assert asked == [True, False] and again == [BACKLOG_RECHECK_SECONDS]  # sent, taking its turn

@@ -77,6 +77,8 @@ PENDING_SPARE_SECONDS = 6.0
 # written once a round instead was a third of the door's API writes at large-scale (6,400 ClusterQueue patches in
 # 190 s), each one API server CPU that the runner's Workload finishes waited on.
 UPDATES_BATCH_PERIOD = 1.0
+# How often a Pending condition held back by the admission lane's backlog (_write_pending) looks for a spare token.
+BACKLOG_RECHECK_SECONDS = 0.5
 # An eviction's place on the admission lane: before every admission (PriorityGate), since the admissions of its cohort
 # tree wait for the preempted to let go. Above any WorkloadPriorityClass value (an int32).
 EVICTION_PRIORITY = 2**31
@@ -614,12 +616,17 @@ class QueueDoor:
 
     def _write_pending(self, write: workloadstatus.StatusWrite, spare_until: float) -> None:
         """A Pending condition, on a spare token of the Workload client's throttle until ``spare_until``
-        (PENDING_SPARE_SECONDS): none free, it waits its turn again (``_again``), unless the round that decided it
-        has been superseded meanwhile."""
+        (PENDING_SPARE_SECONDS), and after that for as long as admissions or evictions wait for the admission lane:
+        none free, it waits its turn again (``_again``), unless the round that decided it has been superseded
+        meanwhile. Under Kueue's own client throttle (50 a second) at large-scale, the door decides thousands of
+        admissions ahead of the bucket, and each Pending condition sent once its window was over took an
+        admission's token."""
+        backlog = self.workload_writes.waiting > 0
         try:
-            self._write_workload_status(write, spare=time.monotonic() < spare_until)
+            self._write_workload_status(write, spare=backlog or time.monotonic() < spare_until)
         except k.Busy as busy:
-            self._again(f"pending:{write.namespace}/{write.name}", busy.seconds, write, spare_until)
+            delay = max(busy.seconds, BACKLOG_RECHECK_SECONDS) if backlog else busy.seconds
+            self._again(f"pending:{write.namespace}/{write.name}", delay, write, spare_until)
 
     def _again(self, key: str, delay: float, write: workloadstatus.StatusWrite, spare_until: float) -> None:
         """The Pending condition back on the report pool after ``delay``, if it is still the write in flight for its
