@@ -404,7 +404,8 @@ class QueueDoor:
                 unsent = latest is not None and "admission" in (latest[1].patch.get("status") or {})
                 if unsent:
                     del self._latest[f"workload:{key}"]
-            if unsent and (self._status_in_flight.get(key, (None, (None, False)))[1][1]):
+            flight = self._status_in_flight.get(key)
+            if unsent and flight is not None and flight[1][1]:  # the in-flight write is that admission
                 del self._status_in_flight[key]
                 self._assumed_admissions.pop(key, None)
 
