@@ -99,17 +99,15 @@ bench: $(STAMP)
 ui-bench: $(STAMP)
 	$(BIN)/python -m benchmarks.ui
 
-# Both differential oracles, each run whatever the other's result: accelsched's queue admission vs the real Kueue
+# Both differential oracles (hack/conformance.sh), each run whatever the others' results: accelsched's queue admission vs the real Kueue
 # v0.19.2 (docs/queues.md: 1,000 scenarios, seed 3, line `kueue-conformance: agree A/N (...)`, below 99.5% fails;
 # then the classes run alone, each against a Kueue of its own: 100 fair-sharing scenarios, seed 7, below 97% fails,
 # since Kueue's own answer varies there between runs, and 60 preemption-gate scenarios, seed 1, below 99.5%),
 # then accelsched vs the real kube-scheduler v1.36.3 (docs/conformance.md): fixed seed, 2,000 scenarios; the last
 # line is `conformance: agree A/N (...)`, below 99.5% fails (99% for the 1,000 DRA scenarios drawn beside them).
+# It ends with one line per run, its verdict line and exit status, so the tail of a log says which one failed.
 conformance: $(STAMP) controlplane kueue
-	@rc=0; $(BIN)/python -m conformance.kueue --scenarios 1000 --seed 3 || rc=1; \
-	  $(BIN)/python -m conformance.kueue --scenarios 100 --seed 7 --classes fairsharing --target 0.97 || rc=1; \
-	  $(BIN)/python -m conformance.kueue --scenarios 60 --seed 1 --classes preemptiongates || rc=1; \
-	  $(BIN)/python -m conformance --scenarios 2000 --dra 1000 --seed 12 --live-sample 20 || rc=1; exit $$rc
+	hack/conformance.sh $(BIN)/python
 
 # accelsched's queue admission vs the real Kueue v0.19.2 alone (docs/queues.md): the 30-scenario sample (also in
 # `make test`'s integration suite, about 3 minutes), then the 1,000 scenarios `make conformance` runs too, last line

@@ -107,3 +107,26 @@ def test_preemptiongates_scenarios_gate_some_workloads_and_accelsched_reads_them
         closed = read[w["metadata"]["name"]].preemption_gates.closed()
         position = ((w.get("status") or {}).get("preemptionGates") or [{}])[0].get("position")
         assert closed == (["orchestrator"] if w["spec"].get("preemptionGates") and position != "Open" else [])
+
+
+def test_a_disagreement_counts_once_it_comes_back_on_a_second_run(monkeypatch) -> None:
+    """--confirm's bookkeeping: each disagreeing scenario is judged again (here the second verdicts are given: the
+    real runs are tests/live/test_kueue_oracle.py's); one that agrees then takes the first verdict's place."""
+    from conformance.kueue import __main__ as oracle
+    from conformance.kueue import runner
+
+    a, b, c = (generator.build("cohort", seed) for seed in (1, 2, 3))
+    tally = runner.Tally([runner.Verdict(a), runner.Verdict(b, diffs=["condition-QuotaReserved: x"]),
+                          runner.Verdict(c, diffs=["admitted: y"])])
+    asked: list[list] = []
+
+    def judge_all(cluster, scenarios):
+        asked.append(scenarios)
+        return [runner.Verdict(b), runner.Verdict(c, diffs=["admitted: y"])]
+
+    monkeypatch.setattr(runner, "judge_all", judge_all)
+    lines = oracle._confirm(None, tally)  # type: ignore[arg-type]
+    assert asked == [[b, c]]
+    assert [v.agree for v in tally.verdicts] == [True, True, False]
+    assert lines == ["cohort 2: condition-QuotaReserved: x (agrees on a second run)",
+                     "cohort 3: admitted: y (disagrees again)"]
