@@ -421,8 +421,14 @@ def test_a_preempted_workload_object_is_told_so_and_nothing_is_admitted_on_its_r
     assert (by_type["Evicted"]["status"], by_type["Evicted"]["reason"]) == ("True", "Preempted")
     assert by_type["Evicted"]["message"].startswith("Preempted to accommodate a workload (UID: u-owner")
     assert by_type["QuotaReserved"]["status"] == "True"  # untouched: still reserved until released
-    admitted = workloadstatus.status_writes(session.queues, store, {"accelsched"}, preempting=len(holding))
-    assert admitted == []  # the owner waits for the room
+    (waiting,) = workloadstatus.status_writes(session.queues, store, {"accelsched"}, preempting=len(holding))
+    # the owner waits for the room, told so as Kueue tells a preemptor
+    assert waiting.name == "owner" and "admission" not in waiting.patch["status"]
+    (told,) = waiting.patch["status"]["conditions"]
+    assert (told["type"], told["status"], told["reason"]) == ("QuotaReserved", "False", "Pending")
+    assert told["message"].endswith(". Pending the preemption of 1 workload(s)")
+    store["team-b/owner"] = {**store["team-b/owner"], "status": {"conditions": [told]}}
+    assert workloadstatus.status_writes(session.queues, store, {"accelsched"}, preempting=len(holding)) == []
     once_released = workloadstatus.status_writes(session.queues, store, {"accelsched"})
     assert [w.name for w in once_released] == ["owner"] and "admission" in once_released[0].patch["status"]
 

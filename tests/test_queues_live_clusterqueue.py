@@ -112,7 +112,8 @@ def test_preempted_workloads_hold_back_admissions_in_their_cohort_tree_only() ->
     assert holding == {"team-a/borrower"}
     trees = workloadstatus.trees_of(result, holding)
     assert trees == {"research"}  # team a's and team b's cohort
-    assert workloadstatus.status_writes(result, store, {"accelsched"}, blocked=trees) == []  # the owner waits
+    (waits,) = workloadstatus.status_writes(result, store, {"accelsched"}, blocked=trees)  # the owner waits
+    assert waits.name == "owner" and "admission" not in waits.patch["status"]  # told it waits for the preemption
     elsewhere = workloadstatus.status_writes(result, store, {"accelsched"}, blocked={"another-cohort"})
     assert [w.name for w in elsewhere] == ["owner"] and "admission" in elsewhere[0].patch["status"]
 

@@ -40,11 +40,15 @@ def reporting_instance(controller: str, hostname: str | None = None) -> str:
     return f"{controller}-{hostname or socket.gethostname()}"[:128]
 
 
-def object_reference(pod: JSON) -> JSON:
-    meta = pod.get("metadata") or {}
+POD = ("v1", "Pod")  # the kind of object an event is about: (apiVersion, kind)
+
+
+def object_reference(obj: JSON, kind: tuple[str, str] = POD) -> JSON:
+    """reference.GetReference: what an event's ``regarding`` (or ``related``) holds of the object."""
+    meta = obj.get("metadata") or {}
     return {
-        "apiVersion": "v1",
-        "kind": "Pod",
+        "apiVersion": kind[0],
+        "kind": kind[1],
         "namespace": meta.get("namespace"),
         "name": meta.get("name"),
         "uid": meta.get("uid"),
@@ -65,9 +69,14 @@ def event_body(
     now: float | None = None,
     related: JSON | None = None,
     hostname: str | None = None,
+    event_type: str = "",
+    action: str = "",
+    kind: tuple[str, str] = POD,
 ) -> JSON:
     """The Event kube-scheduler's recorder writes for ``pod`` (Normal Scheduled, Warning FailedScheduling).
-    kube-scheduler has one recorder per profile: the reporting controller is the profile's schedulerName."""
+    kube-scheduler has one recorder per profile: the reporting controller is the profile's schedulerName.
+    ``event_type``, ``action`` and ``kind`` for another component's events on another kind of object (Kueue's on
+    Workloads, live.workloadevents); by default kube-scheduler's, on a pod."""
     now = time.time() if now is None else now
     meta = pod.get("metadata") or {}
     body = {
@@ -77,11 +86,11 @@ def event_body(
         "eventTime": micro_time(now),
         "reportingController": controller,
         "reportingInstance": reporting_instance(controller, hostname),
-        "action": ACTIONS.get(reason, "Scheduling"),
+        "action": action or ACTIONS.get(reason, "Scheduling"),
         "reason": reason,
         "note": truncate(note),
-        "type": "Normal" if reason in ACTIONS else "Warning",
-        "regarding": object_reference(pod),
+        "type": event_type or ("Normal" if reason in ACTIONS else "Warning"),
+        "regarding": object_reference(pod, kind),
     }
     if related is not None:
         body["related"] = object_reference(related)
@@ -155,9 +164,18 @@ class Recorder:
         self._pruned = time.monotonic()
 
     def event(
-        self, pod: JSON, reason: str, note: str, related: JSON | None = None, controller: str | None = None
+        self,
+        pod: JSON,
+        reason: str,
+        note: str,
+        related: JSON | None = None,
+        controller: str | None = None,
+        event_type: str = "",
+        action: str = "",
+        kind: tuple[str, str] = POD,
     ) -> None:
-        """``controller``: the profile reporting it, by default the pod's own schedulerName."""
+        """``controller``: the profile reporting it, by default the pod's own schedulerName; ``event_type``,
+        ``action`` and ``kind`` as event_body has them."""
         meta = pod.get("metadata") or {}
         namespace = str(meta.get("namespace") or "")
         controller = controller or str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
@@ -187,7 +205,10 @@ class Recorder:
                 self._write_series(series)
             return
         try:
-            created = self.kube.create(EVENTS, event_body(pod, reason, note, controller, related=related), namespace)
+            body = event_body(
+                pod, reason, note, controller, related=related, event_type=event_type, action=action, kind=kind
+            )
+            created = self.kube.create(EVENTS, body, namespace)
         except ApiError as exc:
             log.warning("cannot record event", extra={"pod": _key(pod), "reason": reason, "error": exc.message})
             return

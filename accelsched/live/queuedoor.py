@@ -51,6 +51,7 @@ from accelsched.live.events import MERGE_PATCH
 from accelsched.live.informer import object_key
 from accelsched.live.kube import JSON, ApiError
 from accelsched.live.podjson import labels, write_key
+from accelsched.live.workloadevents import EventSink
 from accelsched.queues import admissionfairsharing, cohortusage
 from accelsched.queues import api as queue_api
 from accelsched.queues.admission import Outcome
@@ -118,6 +119,7 @@ class QueueDoor:
     _afs_ledger: admissionfairsharing.Ledger | None
     _cohort_history: cohortusage.History | None
     afs_clock: Callable[[], float]
+    workload_events: EventSink  # Kueue's events on the Workloads written (live.workloadevents)
 
     def _admit_queues(
         self, session: Any, outcomes: list[Outcome] | None = None, cluster_queues: Collection[str] | None = None
@@ -663,6 +665,8 @@ class QueueDoor:
             if exc.status not in (404, 409):
                 log.warning("cannot write workload status", extra={"workload": key, "error": exc.message})
             self._conflicted(key, version)
+            return
+        self.workload_events.record(write.events)  # Kueue records them once its patch is through
         # Written: it stays in flight until the cache shows the new version (_on_workload), so that a round before
         # then does not send it again.
 

@@ -64,6 +64,7 @@ from accelsched.live.nominator import Nominator
 from accelsched.live.queuedoor import PENDING_CONDITION_DELAY, UPDATES_BATCH_PERIOD, QueueDoor
 from accelsched.live.trim import trim
 from accelsched.live.workloadcache import ParsedByVersion
+from accelsched.live.workloadevents import EventSink
 from accelsched.live.writer import Deferred, OrderedWriter, PriorityGate
 from accelsched.live.writes import BindOutcome, Decision, WritePipeline
 from accelsched.queues.admission import Outcome
@@ -125,6 +126,8 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.metrics = Metrics()
         self.metrics.registry.register(AcceleratorCollector(lambda: self.session.cluster if self.session else None))
         self.recorder = Recorder(kube.throttled(qps, burst))
+        # Kueue's events on the Workloads the queue door writes (live.workloadevents): a recorder of their own
+        self.workload_events = EventSink(Recorder(kube.throttled(qps, burst)))
         self.backoff = PodBackoff(self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds)
         self.lock = threading.RLock()
         self.wake = threading.Event()
@@ -314,6 +317,7 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
             self._thread.join(timeout=10)
         self.deferred_reports.stop()
         self.deferred_status.stop()
+        self.workload_events.stop()
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._report_pool.shutdown(wait=True, cancel_futures=True)
         self._queue_status_pool.shutdown(wait=True, cancel_futures=True)

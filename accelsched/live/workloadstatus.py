@@ -21,14 +21,16 @@ answered 409 and decided again from the cache.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from accelsched.live import workloadevents
 from accelsched.live.kube import JSON
 from accelsched.queues import preemptiongates
-from accelsched.queues.admission import EVICTED, PREEMPTED, QUOTA_RESERVED, Outcome, QueueResult
+from accelsched.queues.admission import EVICTED, PENDING, PREEMPTED, QUOTA_RESERVED, Outcome, QueueResult
 from accelsched.queues.resources import format_amount
 from accelsched.queues.workloads import FINISHED
 
@@ -40,6 +42,8 @@ class StatusWrite:
     namespace: str
     name: str
     patch: JSON
+    # Kueue's events for this write, recorded once it has gone through (live.workloadevents)
+    events: tuple[workloadevents.WorkloadEvent, ...] = field(default=(), compare=False)
 
 
 def written(write: StatusWrite) -> tuple[str, tuple]:
@@ -196,6 +200,7 @@ def preemptions(
     now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out: list[StatusWrite] = []
     holding: set[str] = set()
+    by_uid: dict[str, Outcome] | None = None  # the preemptors, found by the UID the eviction message names
     for o in result.outcomes:
         doc = workloads.get(o.info.key)
         evicted = [c for c in o.conditions if c["type"] in (PREEMPTED, EVICTED) and c["status"] == "True"]
@@ -212,8 +217,32 @@ def preemptions(
             closed = {"position": preemptiongates.CLOSED, "lastTransitionTime": now}
             body["preemptionGates"] = [{**g, **closed} for g in gates]
         patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": body}
-        out.append(StatusWrite(o.info.namespace, o.info.name, patch))
+        if by_uid is None:
+            by_uid = {x.info.uid: x for x in result.outcomes if x.info.uid}
+        events = _eviction_events(o, doc, evicted, by_uid, workloads)
+        out.append(StatusWrite(o.info.namespace, o.info.name, patch, events))
     return out, holding
+
+
+_PREEMPTOR_UID = re.compile(r"Preempted to accommodate a workload \(UID: ([^,]*),")
+
+
+def _eviction_events(
+    o: Outcome, doc: JSON, evicted: list[dict[str, str]], by_uid: Mapping[str, Outcome], workloads: Mapping[str, JSON]
+) -> tuple[workloadevents.WorkloadEvent, ...]:
+    """Kueue's events for an eviction: by preemption (the preemptor named by its UID in the message), or by a
+    stopped queue."""
+    conditions = {c["type"]: c for c in evicted}
+    if PREEMPTED not in conditions:
+        ev = conditions[EVICTED]
+        return workloadevents.drained(doc, ev["reason"], ev["message"])
+    message = conditions[PREEMPTED]["message"]
+    found = _PREEMPTOR_UID.match(message)
+    preemptor = by_uid.get(found.group(1)) if found else None
+    preemptor_doc = workloads.get(preemptor.info.key) if preemptor is not None else None
+    return workloadevents.preempted(
+        doc, message, o.info.priority, o.cluster_queue, preemptor_doc, preemptor.info.priority if preemptor else 0
+    )
 
 
 def trees_of(result: QueueResult, keys: Collection[str]) -> set[str]:
@@ -241,7 +270,9 @@ def status_writes(
     preempted workloads still hold their reservation; until they let go, nothing is admitted (the room is taken).
     ``blocked``: the same, for the cohort trees (trees_of) where such workloads are: nothing is admitted there until
     they let go, and elsewhere admission goes on (their room is not what a workload of another tree was given),
-    but for ``allowed``: those that fit beside them (fitting_beside).
+    but for ``allowed``: those that fit beside them (fitting_beside). An admission held back so whose own
+    preemptions' victims still hold the room is written what Kueue's scheduler writes on a preemptor meanwhile
+    (``QuotaReserved=False``, ``... Pending the preemption of N workload(s)``).
 
     A pending workload whose Pending condition is written already is not rewritten for a new message alone: a deep
     queue draining changes every waiting workload's message ("N more needed") each round, and rewriting them all
@@ -250,30 +281,43 @@ def status_writes(
     now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out = []
     for o in result.outcomes:
+        admits, wanted = o.admitted, o.conditions
         held_back = preempting or (blocked and _tree(result, o.cluster_queue) in blocked)
-        if o.admitted and held_back and o.info.key not in allowed:
-            continue
+        if admits and held_back and o.info.key not in allowed:
+            if not o.preempting_message:
+                continue
+            # its own preemptions' victims hold the room still: it is told what Kueue tells a preemptor meanwhile
+            admits, wanted = False, [_pending_condition(o.preempting_message)]
         doc = workloads.get(o.info.key)
-        if doc is None or o.info.key not in result.objects.workloads or not o.conditions:
+        if doc is None or o.info.key not in result.objects.workloads or not wanted:
             continue
         meta, status = doc.get("metadata") or {}, doc.get("status") or {}
         current = status.get("conditions") or []
         if reserved(doc):
             continue  # it holds a reservation already (ours, or Kueue's): admission counts it as running
-        if not o.admitted and o.preempted and not _shows_eviction(current):
+        if not admits and o.preempted and not _shows_eviction(current):
             continue  # preempted before its admission was written (unshown_preemptions)
-        if not o.admitted and _same(current, o.conditions):
+        if not admits and _same(current, wanted):
             continue
-        if not o.admitted and _message_only(current, o.conditions):
+        if not admits and _message_only(current, wanted):
             continue  # see above: a new message alone is not written
         if not ours(doc, scheduler_names):
             continue  # last: the checks above leave out most of a deep queue at less cost
-        body: JSON = {"conditions": _conditions(current, o.conditions, meta.get("generation"), now)}
-        if o.admitted:
+        body: JSON = {"conditions": _conditions(current, wanted, meta.get("generation"), now)}
+        if admits:
             body["admission"] = admission(o)
+            events = workloadevents.admitted(doc, o.cluster_queue, o.considered)
+        else:
+            refused = next((c for c in wanted if c["type"] == QUOTA_RESERVED and c["status"] == "False"), None)
+            events = workloadevents.pending(doc, refused["reason"], refused["message"]) if refused else ()
         patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": body}
-        out.append(StatusWrite(o.info.namespace, o.info.name, patch))
+        out.append(StatusWrite(o.info.namespace, o.info.name, patch, events))
     return out
+
+
+def _pending_condition(message: str) -> dict[str, str]:
+    """UnsetQuotaReservationWithCondition's QuotaReserved=False, reason Pending (a workload never admitted)."""
+    return {"type": QUOTA_RESERVED, "status": "False", "reason": PENDING, "message": message}
 
 
 def _shows_eviction(current: list[Mapping[str, Any]]) -> bool:

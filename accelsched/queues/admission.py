@@ -67,6 +67,11 @@ class Outcome:
     # The flavors of its last admission, kept when it is evicted: live mode's Workload door tells the late echo of
     # that admission's write from a reservation it never gave (live/workloaddeltas.py _shows_evicted_admission).
     assigned: dict[str, dict[str, str]] | None = None
+    # The flavors its admitting scan considered, as Kueue's QuotaReserved event lists them (Assignment.considered).
+    considered: str = ""
+    # While the workloads it preempted let go: what Kueue's scheduler tells it meanwhile (``... Pending the preemption
+    # of N workload(s)``), kept when the session then admits it (live mode writes it while the admission waits).
+    preempting_message: str = ""
 
     def _set(self, kind: str, status: str, reason: str, message: str) -> None:
         """apimeta.SetStatusCondition: replaced in place, or appended."""
@@ -87,10 +92,11 @@ class Outcome:
         """UnsetQuotaReservationWithCondition (an Admitted condition only once it has been admitted)."""
         self._set(QUOTA_RESERVED, "False", reason, message)
         self.held_message = message
+        self.preempting_message = ""
 
     def admit(self, cluster_queue: str, flavors: dict[str, dict[str, str]]) -> None:
         """SetQuotaReservation and SyncAdmittedCondition with no admission checks."""
-        self.admitted, self.flavors, self.assigned = True, flavors, flavors
+        self.admitted, self.flavors, self.assigned, self.considered = True, flavors, flavors, ""
         self._set(QUOTA_RESERVED, "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}")
         self._reset(EVICTED, "QuotaReserved")
         self._reset(PREEMPTED, "QuotaReserved")
@@ -113,6 +119,7 @@ class Outcome:
         """Preempted: the preemptor sets Preempted and Evicted; the job reconciler then stops the job, marks it
         Requeued and unsets its quota reservation, which turns Admitted False."""
         self.admitted, self.preempted, self.flavors = False, True, {}
+        self.preempting_message = ""
         self._set(PREEMPTED, "True", reason, message)
         self._set(EVICTED, "True", "Preempted", message)
         self._ungate("Preempted", message)
@@ -531,6 +538,7 @@ class _Admission:
             return False  # requeued at once: tried again next cycle
         self._hold(outcome, cq, dict(assignment.usage))
         outcome.admit(cq.name, assignment.flavors())
+        outcome.considered = assignment.considered()
         if self.afs is not None and admissionfairsharing.enabled(self.objects.config, cq):
             self.afs.push_penalty(outcome.info)  # shouldApplyEntryPenalty: counts in the order at once
         pending.remove(outcome)
@@ -608,6 +616,7 @@ class _Admission:
             node.add_usage(fr, amount)  # the cycle's snapshot counts it, so later heads do not take the room
             self.reserved.append((node, fr, amount))
         outcome.refuse(PENDING, f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)")
+        outcome.preempting_message = outcome.held_message
         outcome.last = None  # markPreemptionOutcome: the next cycle reconsiders every flavor
         if cq.queueing_strategy == api.BEST_EFFORT_FIFO:
             self.preemptor_head[cq.name] = outcome

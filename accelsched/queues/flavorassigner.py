@@ -92,6 +92,68 @@ def _try_next(mode: Granular, cq: ClusterQueue) -> bool:
     return mode.borrow != 0 and cq.flavor_fungibility.when_can_borrow == api.TRY_NEXT_FLAVOR
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """FlavorAssignmentAttempt: one flavor a pod set's scan looked at, and its worst outcome over the resources it
+    was looked at for. Kueue lists them in its QuotaReserved event ("Flavors considered"), all but those that fit
+    without borrowing."""
+
+    flavor: str
+    mode: AssignmentMode
+    borrow: int = 0
+    possibility: Mode | None = None  # PreemptionPossibility: NO_PREEMPTION_CANDIDATES, PREEMPT or RECLAIM
+    reasons: tuple[str, ...] = ()
+
+    def merged(self, other: Attempt) -> Attempt:
+        """mergeFlavorAttempts: the worse mode, the higher borrowing, the lesser possibility, the reasons of both."""
+        possibility = self.possibility
+        if other.possibility is not None and (possibility is None or other.possibility < possibility):
+            possibility = other.possibility
+        return Attempt(
+            self.flavor, min(self.mode, other.mode), max(self.borrow, other.borrow), possibility,
+            tuple(sorted({*self.reasons, *other.reasons})),
+        )  # fmt: skip
+
+    def text(self) -> str:
+        """One attempt as FormatFlavorAssignmentAttemptsForEvents writes it: ``flavor(Mode;borrow=N;reasons)``."""
+        if self.possibility is None:
+            out = f"{self.flavor}({_MODE_NAMES[self.mode]}"
+        else:
+            out = f"{self.flavor}(preemptionMode={_POSSIBILITY_NAMES[self.possibility]}"
+        if self.borrow > 0:
+            out += f";borrow={self.borrow}"
+        if self.reasons:
+            out += ";" + ";".join(self.reasons)
+        return out + ")"
+
+
+_MODE_NAMES = {AssignmentMode.NO_FIT: "NoFit", AssignmentMode.PREEMPT: "Preempt", AssignmentMode.FIT: "Fit"}
+_POSSIBILITY_NAMES = {v: k for k, v in _POSSIBILITY.items()}
+
+
+def _attempt(flavor: str, mode: Granular, borrow: int, reasons: list[str]) -> Attempt:
+    """AddRepresentativeModeFlavorAttempt."""
+    possibility = mode.mode if mode.mode not in (Mode.FIT, Mode.NO_FIT) else None
+    return Attempt(flavor, _coarse(mode.mode), borrow, possibility, tuple(sorted(reasons)))
+
+
+def _merge_for_resource(
+    considered: dict[str, Attempt], attempts: list[Attempt], res: str, group: ResourceGroup | None
+) -> None:
+    """mergeFlavorAttemptsForResource: ``attempts`` (one resource's scan) into ``considered``; a flavor of the
+    resource's group considered for an earlier resource but not in this scan is marked as not providing it."""
+    for a in attempts:
+        considered[a.flavor] = considered[a.flavor].merged(a) if a.flavor in considered else a.merged(a)
+    if not attempts or group is None:
+        return
+    present = {a.flavor for a in attempts}
+    for flavor in [fq.name for fq in group.flavors]:
+        if flavor in considered and flavor not in present:
+            why = f"flavor {flavor} does not provide resource {res}"
+            missing = Attempt(flavor, AssignmentMode.NO_FIT, reasons=(why,))
+            considered[flavor] = considered[flavor].merged(missing)
+
+
 @dataclass
 class FlavorAssignment:
     name: str
@@ -106,6 +168,7 @@ class PodSetAssignment:
     flavors: dict[str, FlavorAssignment] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     count: int = 0
+    attempts: list[Attempt] = field(default_factory=list)  # by flavor name (finalizeFlavorAssignmentAttempts)
 
     @property
     def fits(self) -> bool:
@@ -141,6 +204,16 @@ class Assignment:
             if not ps.fits
         ]
         return "; ".join(parts)
+
+    def considered(self) -> str:
+        """FormatFlavorAssignmentAttemptsForEvents: per pod set, the flavors tried other than those that fit without
+        borrowing, ``main: a(NoFit;reason), b(Fit;borrow=1)``, pod sets apart by `` | ``; "" when there are none."""
+        parts = []
+        for ps in self.pod_sets:
+            texts = [a.text() for a in ps.attempts if not (a.mode == AssignmentMode.FIT and a.borrow == 0)]
+            if texts:
+                parts.append(f"{ps.name}: {', '.join(texts)}")
+        return " | ".join(parts)
 
     def needs_preemption(self) -> set[tuple[str, str]]:
         """flavorResourcesNeedPreemption: the (flavor, resource) pairs assigned in Preempt mode."""
@@ -212,6 +285,7 @@ class FlavorAssigner:
             if quantity.PODS in self.groups:
                 requests[quantity.PODS] = ps.count
             psa = PodSetAssignment(ps.name, count=ps.count)
+            considered: dict[str, Attempt] = {}
             failed = False
             # Kueue walks a Go map here (random order); resource names in order keep the answer stable.
             for res in sorted(requests):
@@ -220,12 +294,14 @@ class FlavorAssigner:
                 if res in psa.flavors:
                     continue
                 start = self.resume.get((index, res), -1) + 1  # NextFlavorToTryForPodSetResource
-                found, reasons, ok = self._find_flavor(ps, requests, res, assignment.usage, start)
+                found, reasons, ok, attempts = self._find_flavor(ps, requests, res, assignment.usage, start)
+                _merge_for_resource(considered, attempts, res, self.groups.get(res))
                 if not ok:
                     psa.flavors, psa.reasons, failed = {}, reasons, True
                     break
                 psa.flavors.update(found)
                 psa.reasons += reasons
+            psa.attempts = [considered[f] for f in sorted(considered)]
             assignment.pod_sets.append(psa)
             for res, fa in psa.flavors.items():
                 assignment.borrowing = max(assignment.borrowing, fa.borrow)
@@ -237,34 +313,41 @@ class FlavorAssigner:
 
     def _find_flavor(
         self, ps: PodSet, requests: dict[str, int], res: str, usage: dict[tuple[str, str], int], start: int = 0
-    ) -> tuple[dict[str, FlavorAssignment], list[str], bool]:
-        """findFlavorForPodSets for the resource group covering ``res``: (flavors, reasons, found any)."""
+    ) -> tuple[dict[str, FlavorAssignment], list[str], bool, list[Attempt]]:
+        """findFlavorForPodSets for the resource group covering ``res``: (flavors, reasons, found any, the flavors
+        tried)."""
         group = self.groups.get(res)
         if group is None:
-            return {}, [f"resource {res} unavailable in ClusterQueue"], False
+            return {}, [f"resource {res} unavailable in ClusterQueue"], False, []
         wanted = {r: v for r, v in requests.items() if r in group.covered}
         reasons: list[str] = []
         best: dict[str, FlavorAssignment] | None = None
         best_mode = _WORST
         attempted = -1
+        attempts: list[Attempt] = []
         for idx in range(start, len(group.flavors)):
             fq = group.flavors[idx]
             attempted = idx
             problem = self._check_flavor(ps, fq.name)
             if problem:
                 reasons.append(problem)
+                attempts.append(Attempt(fq.name, AssignmentMode.NO_FIT, reasons=(problem,)))  # AddNoFitFlavorAttempt
                 continue
             found: dict[str, FlavorAssignment] = {}
             mode = _BEST
+            borrow, quota_reasons = 0, []
             for r in sorted(wanted):
                 fr = (fq.name, r)
                 granular, why = self._fits_quota(fr, usage.get(fr, 0), wanted[r])
                 reasons += why
+                quota_reasons += why
+                borrow = max(borrow, granular.borrow)
                 if _preferred(mode, granular, self.cq):
                     mode = granular
                 if mode.mode == Mode.NO_FIT:
                     continue
                 found[r] = FlavorAssignment(fq.name, _coarse(granular.mode), granular.borrow)
+            attempts.append(_attempt(fq.name, mode, borrow, quota_reasons))
             if not _try_next(mode, self.cq):
                 best, best_mode = found, mode
                 break
@@ -274,8 +357,8 @@ class FlavorAssigner:
         for fa in (best or {}).values():
             fa.tried = tried
         if best_mode.mode == Mode.FIT:
-            return best or {}, [], True
-        return best or {}, reasons, bool(best)
+            return best or {}, [], True, attempts
+        return best or {}, reasons, bool(best), attempts
 
     def _check_flavor(self, ps: PodSet, name: str) -> str:
         """checkFlavorForPodSets: '' when the pod set may use the flavor, else Kueue's reason."""
