@@ -147,3 +147,24 @@ def test_the_sink_writes_in_order_as_kueues_recorder_and_drops_past_its_queue() 
 def test_a_long_note_is_cut_as_kueue_cuts_it() -> None:
     note = workloadevents.truncate("x" * 2000)
     assert len(note) == 1024 and note.endswith("x ...")
+
+
+def test_the_sink_holds_its_events_while_admissions_wait_for_their_lane(monkeypatch) -> None:
+    monkeypatch.setattr(workloadevents, "BUSY_RECHECK_SECONDS", 0.05)
+    kube = _Events()
+    kube.gate.set()
+    busy = threading.Event()
+    busy.set()
+    sink = workloadevents.EventSink(Recorder(kube), busy=busy.is_set)  # type: ignore[arg-type]
+    try:
+        sink.record([workloadevents.WorkloadEvent(_workload_doc("w", 1), "Normal", "R", "note")])
+        threading.Event().wait(0.3)
+        assert kube.bodies == []  # held while the lane is busy
+        busy.clear()
+        for _ in range(50):
+            if kube.bodies:
+                break
+            threading.Event().wait(0.05)
+    finally:
+        sink.stop()
+    assert [b["reason"] for b in kube.bodies] == ["R"]

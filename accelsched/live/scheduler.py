@@ -64,7 +64,7 @@ from accelsched.live.nominator import Nominator
 from accelsched.live.queuedoor import PENDING_CONDITION_DELAY, UPDATES_BATCH_PERIOD, QueueDoor
 from accelsched.live.trim import trim
 from accelsched.live.workloadcache import ParsedByVersion
-from accelsched.live.workloadevents import EventSink
+from accelsched.live.workloadevents import EVENT_BURST, EVENT_QPS, EventSink
 from accelsched.live.writer import Deferred, OrderedWriter, PriorityGate
 from accelsched.live.writes import BindOutcome, Decision, WritePipeline
 from accelsched.queues.admission import Outcome
@@ -126,8 +126,13 @@ class LiveScheduler(EventHandlers, IncrementalState, SchedulingLoop, WritePipeli
         self.metrics = Metrics()
         self.metrics.registry.register(AcceleratorCollector(lambda: self.session.cluster if self.session else None))
         self.recorder = Recorder(kube.throttled(qps, burst))
-        # Kueue's events on the Workloads the queue door writes (live.workloadevents): a recorder of their own
-        self.workload_events = EventSink(Recorder(kube.throttled(qps, burst)))
+        # Kueue's events on the Workloads the queue door writes (live.workloadevents): a recorder of their own, on a
+        # throttle of its own (EVENT_QPS), held back while admissions wait for their lane
+        events_qps = min(qps, EVENT_QPS) if qps > 0 else EVENT_QPS
+        events_burst = min(burst, EVENT_BURST) if qps > 0 else EVENT_BURST
+        self.workload_events = EventSink(
+            Recorder(kube.throttled(events_qps, events_burst)), busy=lambda: self.workload_writes.waiting > 0
+        )
         self.backoff = PodBackoff(self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds)
         self.lock = threading.RLock()
         self.wake = threading.Event()

@@ -23,12 +23,10 @@ if str(REPO) not in sys.path:  # conformance/ is not an installed package: impor
     sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-import prereqs  # noqa: E402
-from livekit import running_scheduler, wait_for  # noqa: E402
+from livekit import real_kueue, running_scheduler, wait_for  # noqa: E402
 
 from accelsched.live import kube as k  # noqa: E402
 from accelsched.live.kueue import API_VERSIONS, RESOURCES  # noqa: E402
-from conformance.kueue.process import kueue_binary  # noqa: E402
 from conformance.kueue.real import KueueCluster  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.kueue_oracle]
@@ -38,9 +36,7 @@ WORKLOAD = RESOURCES["Workload"]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    if kueue_binary(build=False) is None and (why := prereqs.no_go_toolchain()):
-        prereqs.missing(why, "ACCELSCHED_SKIP_LIVE")
-    with KueueCluster(tmp_path_factory.mktemp("kueue-events")) as c:
+    with real_kueue(tmp_path_factory.mktemp("kueue-events")) as c:
         yield c
 
 

@@ -14,10 +14,9 @@ if str(REPO) not in sys.path:  # conformance/ is not an installed package: impor
     sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-import prereqs  # noqa: E402
+from livekit import real_kueue  # noqa: E402
 
 from conformance.kueue import cases, generator, runner  # noqa: E402
-from conformance.kueue.process import kueue_binary  # noqa: E402
 from conformance.kueue.real import KueueCluster  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.kueue_oracle]  # make kueue-conformance
@@ -25,9 +24,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.kueue_oracle]  # make kueue-c
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    if kueue_binary(build=False) is None and (why := prereqs.no_go_toolchain()):
-        prereqs.missing(why, "ACCELSCHED_SKIP_LIVE")
-    with KueueCluster(tmp_path_factory.mktemp("kueue-oracle")) as c:
+    with real_kueue(tmp_path_factory.mktemp("kueue-oracle")) as c:
         yield c
 
 
