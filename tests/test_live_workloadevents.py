@@ -168,3 +168,16 @@ def test_the_sink_holds_its_events_while_admissions_wait_for_their_lane(monkeypa
     finally:
         sink.stop()
     assert [b["reason"] for b in kube.bodies] == ["R"]
+
+
+def test_an_inadmissible_workload_is_the_workload_controllers_and_gets_no_event() -> None:
+    snap = cluster_of(TWO_TEAMS)
+    del snap.kueue["Job"]
+    doc = _workload_doc("lost", 1)
+    doc["spec"]["queueName"] = "nowhere"  # no such LocalQueue
+    snap.kueue["Workload"] = [doc]
+    session = live_convert.start_session(live_convert.convert(snap))
+    (write,) = workloadstatus.status_writes(session.queues, {"team-a/lost": doc}, {"accelsched"})
+    (condition,) = write.patch["status"]["conditions"]
+    assert (condition["reason"], condition["message"]) == ("Inadmissible", "LocalQueue nowhere doesn't exist")
+    assert write.events == ()

@@ -254,7 +254,7 @@ def _requeue_released(admission: OpenAdmission, outcome: Outcome, doc: JSON) -> 
         admission.finish(outcome)
     outcome.admitted, outcome.assigned = False, None  # that admission's write cannot land: no echo of it to come
     outcome.info.admitted = None
-    outcome.preempted, outcome.flavors = True, {}
+    outcome.preempted, outcome.flavors, outcome.preempting_message = True, {}, ""
     outcome.conditions = _managed_conditions(doc)
     admission.requeue(outcome)
 

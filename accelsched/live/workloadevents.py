@@ -17,8 +17,9 @@ Kueue's recorder hands its events to one goroutine that writes them one after an
 1,000 wait (client-go's events broadcaster, DropIfChannelFull); so does ``EventSink``, on its own client throttle
 as the recorder's clientset has. Where accelsched writes less often than Kueue, its events follow its writes: a
 Pending event goes with each Pending condition written, and the door does not rewrite a waiting workload's
-condition for a new message alone (live.workloadstatus), where Kueue records the event on every retry (those of one
-message join one series, events.Recorder)."""
+condition for a new message alone (live.workloadstatus), where Kueue records the event on every retry (a new Event
+each time the Workload's resourceVersion has moved on, since client-go's series key holds the object's version;
+events.Recorder joins a repeat of one note on one Workload into the first one's series)."""
 
 from __future__ import annotations
 
@@ -183,6 +184,8 @@ class EventSink:
     def _write(self, event: WorkloadEvent, note: str) -> None:
         while self.busy() and not self._stopped.wait(BUSY_RECHECK_SECONDS):
             pass
+        if self._stopped.is_set():
+            return
         self.recorder.event(
             event.regarding, event.reason, note, controller=event.controller, event_type=event.type,
             action=event.reason, kind=WORKLOAD,

@@ -21,7 +21,6 @@ answered 409 and decided again from the cache.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -200,7 +199,6 @@ def preemptions(
     now = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out: list[StatusWrite] = []
     holding: set[str] = set()
-    by_uid: dict[str, Outcome] | None = None  # the preemptors, found by the UID the eviction message names
     for o in result.outcomes:
         doc = workloads.get(o.info.key)
         evicted = [c for c in o.conditions if c["type"] in (PREEMPTED, EVICTED) and c["status"] == "True"]
@@ -217,32 +215,25 @@ def preemptions(
             closed = {"position": preemptiongates.CLOSED, "lastTransitionTime": now}
             body["preemptionGates"] = [{**g, **closed} for g in gates]
         patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": body}
-        if by_uid is None:
-            by_uid = {x.info.uid: x for x in result.outcomes if x.info.uid}
-        events = _eviction_events(o, doc, evicted, by_uid, workloads)
+        events = _eviction_events(o, doc, evicted, workloads)
         out.append(StatusWrite(o.info.namespace, o.info.name, patch, events))
     return out, holding
 
 
-_PREEMPTOR_UID = re.compile(r"Preempted to accommodate a workload \(UID: ([^,]*),")
-
-
 def _eviction_events(
-    o: Outcome, doc: JSON, evicted: list[dict[str, str]], by_uid: Mapping[str, Outcome], workloads: Mapping[str, JSON]
+    o: Outcome, doc: JSON, evicted: list[dict[str, str]], workloads: Mapping[str, JSON]
 ) -> tuple[workloadevents.WorkloadEvent, ...]:
-    """Kueue's events for an eviction: by preemption (the preemptor named by its UID in the message), or by a
-    stopped queue."""
+    """Kueue's events for an eviction: by preemption (``Outcome.preempted_by``), or by a stopped queue."""
     conditions = {c["type"]: c for c in evicted}
     if PREEMPTED not in conditions:
         ev = conditions[EVICTED]
         return workloadevents.drained(doc, ev["reason"], ev["message"])
-    message = conditions[PREEMPTED]["message"]
-    found = _PREEMPTOR_UID.match(message)
-    preemptor = by_uid.get(found.group(1)) if found else None
-    preemptor_doc = workloads.get(preemptor.info.key) if preemptor is not None else None
+    preemptor = o.preempted_by
+    preemptor_doc = workloads.get(preemptor.key) if preemptor is not None else None
     return workloadevents.preempted(
-        doc, message, o.info.priority, o.cluster_queue, preemptor_doc, preemptor.info.priority if preemptor else 0
-    )
+        doc, conditions[PREEMPTED]["message"], o.info.priority, o.cluster_queue, preemptor_doc,
+        preemptor.priority if preemptor is not None else 0,
+    )  # fmt: skip
 
 
 def trees_of(result: QueueResult, keys: Collection[str]) -> set[str]:
@@ -308,8 +299,11 @@ def status_writes(
             body["admission"] = admission(o)
             events = workloadevents.admitted(doc, o.cluster_queue, o.considered)
         else:
+            # requeueAndUpdate's warning: a refusal by the scheduler (Pending); the Inadmissible ones (a queue
+            # missing or stopped) are the workload controller's, which records no event for them
             refused = next((c for c in wanted if c["type"] == QUOTA_RESERVED and c["status"] == "False"), None)
-            events = workloadevents.pending(doc, refused["reason"], refused["message"]) if refused else ()
+            by_scheduler = refused is not None and refused["reason"] == PENDING
+            events = workloadevents.pending(doc, refused["reason"], refused["message"]) if by_scheduler else ()
         patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": body}
         out.append(StatusWrite(o.info.namespace, o.info.name, patch, events))
     return out

@@ -72,6 +72,7 @@ class Outcome:
     # While the workloads it preempted let go: what Kueue's scheduler tells it meanwhile (``... Pending the preemption
     # of N workload(s)``), kept when the session then admits it (live mode writes it while the admission waits).
     preempting_message: str = ""
+    preempted_by: Info | None = None  # the workload that preempted it last (for Kueue's Preempted events)
 
     def _set(self, kind: str, status: str, reason: str, message: str) -> None:
         """apimeta.SetStatusCondition: replaced in place, or appended."""
@@ -106,7 +107,7 @@ class Outcome:
 
     def drain(self, reason: str, message: str) -> None:
         """Evicted by a stopped queue (HoldAndDrain): not requeued, its reservation released."""
-        self.admitted, self.flavors = False, {}
+        self.admitted, self.flavors, self.preempting_message = False, {}, ""
         self._set(EVICTED, "True", reason, message)
         self._ungate(reason, message)
         self._set(REQUEUED, "False", reason, message)
@@ -647,6 +648,7 @@ class _Admission:
             preemption.path(self.tree, w.cluster_queue),
         )
         victim.evict(target.reason, message)
+        victim.preempted_by = preemptor_info
         w.info.evicted = False  # released here at once (the job reconciler's part): no longer holding
         for pod in w.info.pods:
             pod.node_name = ""  # the job is stopped; its pods come back Pending when it is admitted again

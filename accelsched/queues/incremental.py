@@ -147,7 +147,7 @@ class OpenAdmission(_Admission):
         self.preemptor.remove(record)
         self.admitted[record.cluster_queue].remove(record)
         self._advance(record.cluster_queue)
-        outcome.admitted = False
+        outcome.admitted, outcome.preempting_message = False, ""  # its preemptions, if any, are long done
         # a workload leaving its quota asks the requeuer to retry its tree; served by the next run_cycles
         self.requeue_pending.add(id(self.tree.cluster_queues[record.cluster_queue].root()))
         self._status_changed(record.cluster_queue)
