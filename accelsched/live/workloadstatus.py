@@ -261,8 +261,8 @@ def status_writes(
     preempted workloads still hold their reservation; until they let go, nothing is admitted (the room is taken).
     ``blocked``: the same, for the cohort trees (trees_of) where such workloads are: nothing is admitted there until
     they let go, and elsewhere admission goes on (their room is not what a workload of another tree was given),
-    but for ``allowed``: those that fit beside them (fitting_beside). An admission held back so whose own
-    preemptions' victims still hold the room is written what Kueue's scheduler writes on a preemptor meanwhile
+    but for ``allowed``: those that fit beside them (fitting_beside). An admission held back while the victims of
+    its own preemptions still hold the room gets what Kueue's scheduler writes on a preemptor meanwhile
     (``QuotaReserved=False``, ``... Pending the preemption of N workload(s)``).
 
     A pending workload whose Pending condition is written already is not rewritten for a new message alone: a deep
